@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package braid builds, tests or benchmarks with.
+# Idempotent and quiet when everything is already there, so `make` can call it every time.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libssl-dev libxxhash-dev libgtest-dev libgmock-dev
+      libbenchmark-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+      iproute2 iperf3 iputils-ping mptcpd openssh-server openssh-client gnuplot-nox)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]} (run as root, or install them with apt-get)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq || true
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
