@@ -1,0 +1,318 @@
+#include "session.h"
+
+#include <openssl/err.h>
+
+#include <array>
+#include <vector>
+
+#include "files.h"
+#include "pairing_proof.h"
+
+namespace braid::security {
+namespace {
+
+constexpr std::string_view kLabelSessionId = "EXPORTER-braid session id v1";
+constexpr std::string_view kLabelLaneSecret = "EXPORTER-braid lane secret v1";
+constexpr std::string_view kLabelPairing = "EXPORTER-braid pairing v1";
+constexpr std::uint8_t kAuthVersion = 1;
+
+// Messages of the peer check, inside TLS: type, payload length, payload.
+enum class Msg : std::uint8_t { hello = 1, proof = 2, confirm = 3, abort = 4 };
+// HELLO's verdict byte: what the sender thinks of the receiver's key.
+enum class WireVerdict : std::uint8_t { pinned = 0, unknown = 1, changed = 2 };
+enum class AbortReason : std::uint8_t { wrong_code = 1 };
+
+WireVerdict to_wire(KnownPeers::Verdict v) {
+  switch (v) {
+    case KnownPeers::Verdict::pinned: return WireVerdict::pinned;
+    case KnownPeers::Verdict::unknown: return WireVerdict::unknown;
+    case KnownPeers::Verdict::changed: return WireVerdict::changed;
+  }
+  return WireVerdict::changed;
+}
+
+int accept_any_certificate(int, X509_STORE_CTX*) {
+  // Self-signed certificates have no chain to check. Trust is decided after
+  // the handshake by the key's fingerprint (known peers or pairing code);
+  // the handshake itself still proves the peer holds the certificate's key.
+  return 1;
+}
+
+}  // namespace
+
+Result<TlsContext> TlsContext::create(const Identity& identity) {
+  TlsContext t;
+  t.ctx_.reset(SSL_CTX_new(TLS_method()));
+  SSL_CTX* c = t.ctx_.get();
+  bool ok = c != nullptr && SSL_CTX_set_min_proto_version(c, TLS1_3_VERSION) == 1 &&
+            SSL_CTX_set_max_proto_version(c, TLS1_3_VERSION) == 1 &&
+            SSL_CTX_use_certificate(c, identity.certificate()) == 1 &&
+            SSL_CTX_use_PrivateKey(c, identity.key()) == 1 && SSL_CTX_check_private_key(c) == 1 &&
+            SSL_CTX_set_num_tickets(c, 0) == 1;
+  if (!ok) return ossl::crypto_error("cannot set up TLS 1.3 with this host's identity");
+  SSL_CTX_set_options(c, SSL_OP_NO_TICKET);
+  SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_OFF);
+  SSL_CTX_set_verify(c, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, accept_any_certificate);
+  return t;
+}
+
+// Runs one establish(); keeps the per-step state out of Session.
+class SessionEstablisher {
+ public:
+  SessionEstablisher(Session& s, const Identity& id, KnownPeers& kp, const SessionOptions& o)
+      : s_(s), id_(id), known_(kp), opt_(o) {}
+
+  Status run(int fd, const TlsContext& tls) {
+    if (Status st = handshake(fd, tls); !st) return st;
+    if (Status st = inspect_peer(); !st) return st;
+    if (Status st = derive_session_values(); !st) return st;
+    return check_peer();
+  }
+
+ private:
+  Status handshake(int fd, const TlsContext& tls) {
+    s_.bio_state_ = std::make_unique<FdBioState>();
+    s_.bio_state_->fd = fd;
+    s_.bio_state_->timeout_ms = opt_.io_timeout_ms;
+    s_.ssl_.reset(SSL_new(tls.get()));
+    BIO* bio = s_.ssl_ ? make_fd_bio(s_.bio_state_.get()) : nullptr;
+    if (bio == nullptr) return ossl::crypto_error("cannot create a TLS connection");
+    SSL_set_bio(s_.ssl_.get(), bio, bio);  // the SSL owns the BIO now
+    int rc = opt_.role == Role::client ? SSL_connect(s_.ssl_.get()) : SSL_accept(s_.ssl_.get());
+    if (rc != 1) return s_.io_failure("the TLS 1.3 handshake", rc);
+    return {};
+  }
+
+  Status inspect_peer() {
+    X509* cert = SSL_get0_peer_certificate(s_.ssl_.get());
+    if (cert == nullptr) return make_error(Errc::bad_peer_certificate, "the peer presented no certificate");
+    EVP_PKEY* key = X509_get0_pubkey(cert);
+    if (key == nullptr || EVP_PKEY_get_id(key) != EVP_PKEY_ED25519)
+      return make_error(Errc::bad_peer_certificate, "the peer's key is not an Ed25519 key; it is not a braid host");
+    auto name = certificate_peer_name(cert);
+    if (!name) return name.error();
+    auto fp = Fingerprint::of_key(key);
+    if (!fp) return fp.error();
+    s_.peer_.name = name.value();
+    s_.peer_.fingerprint = fp.value();
+    return {};
+  }
+
+  Status derive_session_values() {
+    std::array<std::uint8_t, 8> id{};
+    if (Status st = s_.export_keying_material(kLabelSessionId, {}, id); !st) return st;
+    for (std::uint8_t b : id) s_.session_id_ = (s_.session_id_ << 8) | b;
+    return s_.export_keying_material(kLabelLaneSecret, {}, s_.lane_secret_.span());
+  }
+
+  Status check_peer() {
+    KnownPeers::Check mine = known_.check(s_.peer_.name, s_.peer_.fingerprint);
+    bool have_code = opt_.pairing_code != nullptr;
+    std::uint8_t hello[] = {kAuthVersion, static_cast<std::uint8_t>(to_wire(mine.verdict)), have_code ? std::uint8_t{1} : std::uint8_t{0}};
+    if (Status st = send_msg(Msg::hello, hello); !st) return st;
+    if (mine.verdict == KnownPeers::Verdict::changed)
+      return make_error(Errc::peer_key_changed, key_changed_message(*mine.entry, s_.peer_.fingerprint, known_.file()));
+
+    auto reply = expect(Msg::hello, 3);
+    if (!reply) return reply.error();
+    const std::vector<std::uint8_t>& h = reply.value();
+    if (h[0] != kAuthVersion || h[1] > 2 || h[2] > 1)
+      return make_error(Errc::protocol_error, "the peer '" + s_.peer_.name + "' speaks another version of braid's peer check");
+    auto theirs = static_cast<WireVerdict>(h[1]);
+    bool they_have_code = h[2] == 1;
+    if (theirs == WireVerdict::changed)
+      return make_error(Errc::peer_refused_us,
+                        "the peer '" + s_.peer_.name + "' refused this host: it has a different key pinned for us. "
+                        "Our key is " + id_.fingerprint().to_string() + ". If this host's identity was recreated on purpose, "
+                        "delete our old line from the known_peers file on '" + s_.peer_.name + "', then pair again with a code.");
+
+    if (mine.verdict == KnownPeers::Verdict::pinned) s_.peer_.name = mine.entry->name;
+    bool need_pairing = mine.verdict == KnownPeers::Verdict::unknown || theirs == WireVerdict::unknown;
+    if (!need_pairing) {
+      s_.peer_.how = PeerAuth::pinned;
+      return {};
+    }
+    if (!have_code) {
+      if (mine.verdict == KnownPeers::Verdict::unknown)
+        return make_error(Errc::pairing_required,
+                          "the peer '" + s_.peer_.name + "' (" + s_.peer_.fingerprint.to_string() + ") is not in " +
+                              known_.file().string() + "; a first session needs the pairing code the receiver printed (--code)");
+      return make_error(Errc::pairing_required,
+                        "the peer '" + s_.peer_.name + "' does not know this host (our key " + id_.fingerprint().to_string() +
+                            " is not in its known peers; perhaps its file was reset); pair again with a code (--code)");
+    }
+    if (!they_have_code)
+      return make_error(Errc::pairing_required, "a pairing code is needed, but the peer '" + s_.peer_.name +
+                                                    "' was started without one (give it the same --code)");
+    return pair(mine.verdict == KnownPeers::Verdict::unknown);
+  }
+
+  Status pair(bool pin_peer) {
+    auto key = derive_pairing_key(*opt_.pairing_code);
+    if (!key) return key.error();
+    std::array<std::uint8_t, kChannelBindingSize> binding{};
+    if (Status st = s_.export_keying_material(kLabelPairing, {}, binding); !st) return st;
+    const Fingerprint& client = opt_.role == Role::client ? id_.fingerprint() : s_.peer_.fingerprint;
+    const Fingerprint& server = opt_.role == Role::client ? s_.peer_.fingerprint : id_.fingerprint();
+    auto mine = make_pairing_proof(key.value(), opt_.role, binding, client, server);
+    Role other = opt_.role == Role::client ? Role::server : Role::client;
+    auto expected = make_pairing_proof(key.value(), other, binding, client, server);
+    if (!mine) return mine.error();
+    if (!expected) return expected.error();
+
+    if (opt_.role == Role::client) {
+      if (Status st = send_msg(Msg::proof, mine.value()); !st) return st;
+      auto got = receive_msg();
+      if (!got) return got.error();
+      if (got.value().type == Msg::abort)
+        return make_error(Errc::pairing_failed, "pairing failed: the receiver '" + s_.peer_.name +
+                                                    "' rejected our pairing code; check the code it printed and try again");
+      if (Status st = check_proof(got.value(), expected.value()); !st) return st;
+      if (pin_peer)
+        if (Status st = known_.add(s_.peer_.name, s_.peer_.fingerprint); !st) return st;
+      if (Status st = send_msg(Msg::confirm, {}); !st) return st;
+    } else {
+      auto got = receive_msg();
+      if (!got) return got.error();
+      if (Status st = check_proof(got.value(), expected.value()); !st) return st;
+      if (Status st = send_msg(Msg::proof, mine.value()); !st) return st;
+      auto confirm = expect(Msg::confirm, 0);
+      if (!confirm) return confirm.error();
+      if (pin_peer)
+        if (Status st = known_.add(s_.peer_.name, s_.peer_.fingerprint); !st) return st;
+    }
+    s_.peer_.how = PeerAuth::paired;
+    return {};
+  }
+
+  struct Message {
+    Msg type;
+    std::vector<std::uint8_t> payload;
+  };
+
+  Status check_proof(const Message& m, const PairingProof& expected) {
+    PairingProof got{};
+    bool right = m.type == Msg::proof && m.payload.size() == got.size();
+    if (right) {
+      std::copy(m.payload.begin(), m.payload.end(), got.begin());
+      right = pairing_proofs_equal(got, expected);
+    }
+    if (right) return {};
+    std::uint8_t reason[] = {static_cast<std::uint8_t>(AbortReason::wrong_code)};
+    (void)send_msg(Msg::abort, reason);  // best effort: we fail either way
+    if (m.type != Msg::proof && m.type != Msg::abort)
+      return make_error(Errc::protocol_error, "the peer '" + s_.peer_.name + "' broke braid's pairing exchange");
+    if (opt_.role == Role::server)
+      return make_error(Errc::pairing_failed, "pairing failed: the peer '" + s_.peer_.name + "' (" +
+                                                  s_.peer_.fingerprint.to_string() +
+                                                  ") gave a wrong pairing code; nothing is accepted from it");
+    return make_error(Errc::pairing_failed, "pairing failed: the peer '" + s_.peer_.name +
+                                                "' does not know our pairing code; check the code (or someone is "
+                                                "impersonating the receiver)");
+  }
+
+  Status send_msg(Msg type, std::span<const std::uint8_t> payload) {
+    std::vector<std::uint8_t> buf{static_cast<std::uint8_t>(type), static_cast<std::uint8_t>(payload.size())};
+    buf.insert(buf.end(), payload.begin(), payload.end());
+    return s_.send(buf);
+  }
+
+  Result<Message> receive_msg() {
+    std::array<std::uint8_t, 2> head{};
+    if (Status st = s_.receive(head); !st) return st.error();
+    if (head[0] < 1 || head[0] > 4)
+      return make_error(Errc::protocol_error, "the peer '" + s_.peer_.name + "' sent an unknown message during the peer check");
+    Message m{static_cast<Msg>(head[0]), std::vector<std::uint8_t>(head[1])};
+    if (Status st = s_.receive(m.payload); !st) return st.error();
+    return m;
+  }
+
+  Result<std::vector<std::uint8_t>> expect(Msg type, std::size_t size) {
+    auto m = receive_msg();
+    if (!m) return m.error();
+    if (m.value().type == Msg::abort && opt_.role == Role::client)
+      return make_error(Errc::pairing_failed, "pairing failed: the receiver '" + s_.peer_.name + "' rejected our pairing code");
+    if (m.value().type == Msg::abort)
+      return make_error(Errc::pairing_failed, "pairing failed: the peer '" + s_.peer_.name +
+                                                  "' rejected our pairing code; nothing is accepted from it");
+    if (m.value().type != type || m.value().payload.size() != size)
+      return make_error(Errc::protocol_error, "the peer '" + s_.peer_.name + "' broke braid's peer check");
+    return std::move(m.value().payload);
+  }
+
+  Session& s_;
+  const Identity& id_;
+  KnownPeers& known_;
+  const SessionOptions& opt_;
+};
+
+Result<Session> Session::establish(int fd, const TlsContext& tls, const Identity& identity, KnownPeers& known_peers,
+                                   const SessionOptions& options) {
+  ERR_clear_error();
+  Session s;
+  s.role_ = options.role;
+  SessionEstablisher e(s, identity, known_peers, options);
+  if (Status st = e.run(fd, tls); !st) {
+    s.shutdown();
+    return st.error();
+  }
+  return s;
+}
+
+Session::~Session() {
+  // The lane secret wipes itself; the SSL object wipes its own secrets.
+}
+
+Status Session::export_keying_material(std::string_view label, std::span<const std::uint8_t> context,
+                                       std::span<std::uint8_t> out) const {
+  if (SSL_export_keying_material(ssl_.get(), out.data(), out.size(), label.data(), label.size(), context.data(),
+                                 context.size(), 1) != 1)
+    return ossl::crypto_error("the TLS exporter failed");
+  return {};
+}
+
+Status Session::send(std::span<const std::uint8_t> data) {
+  while (!data.empty()) {
+    std::size_t n = 0;
+    int rc = SSL_write_ex(ssl_.get(), data.data(), data.size(), &n);
+    if (rc != 1) return io_failure("sending", rc);
+    data = data.subspan(n);
+  }
+  return {};
+}
+
+Status Session::receive(std::span<std::uint8_t> out) {
+  while (!out.empty()) {
+    std::size_t n = 0;
+    int rc = SSL_read_ex(ssl_.get(), out.data(), out.size(), &n);
+    if (rc != 1) return io_failure("receiving", rc);
+    out = out.subspan(n);
+  }
+  return {};
+}
+
+void Session::shutdown() {
+  if (shut_down_ || !ssl_) return;
+  shut_down_ = true;
+  // Only after a completed handshake; a failed one has nothing to close.
+  if (SSL_is_init_finished(ssl_.get())) (void)SSL_shutdown(ssl_.get());
+  ERR_clear_error();
+}
+
+Error Session::io_failure(std::string_view during, int ssl_ret) {
+  int err = SSL_get_error(ssl_.get(), ssl_ret);
+  std::string queue = ossl::drain_errors();
+  std::string peer = peer_.name.empty() ? "the peer" : "the peer '" + peer_.name + "'";
+  if (bio_state_ && bio_state_->timed_out)
+    return make_error(Errc::timed_out, std::string(during) + " timed out: " + peer + " did not answer within " +
+                                           std::to_string(bio_state_->timeout_ms) + " ms");
+  if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && bio_state_ && bio_state_->last_errno == 0))
+    return make_error(Errc::connection_closed, peer + " closed the connection during " + std::string(during));
+  if (err == SSL_ERROR_SYSCALL && bio_state_ && bio_state_->last_errno != 0)
+    return make_error(Errc::io_error, std::string(during) + " failed: " + errno_text(bio_state_->last_errno));
+  bool in_handshake = ssl_ && !SSL_is_init_finished(ssl_.get());
+  return make_error(in_handshake ? Errc::handshake_failed : Errc::protocol_error,
+                    std::string(during) + " failed" + (queue.empty() ? std::string() : " (OpenSSL: " + queue + ")"));
+}
+
+}  // namespace braid::security
