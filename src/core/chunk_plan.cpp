@@ -1,0 +1,104 @@
+#include "core/chunk_plan.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+namespace braid::core {
+
+ChunkPlan::ChunkPlan(Bytes total, Bytes chunk_size) : total_(total), chunk_size_(chunk_size) {
+  assert(chunk_size.count() > 0);
+  const uint64_t n = (total.count() + chunk_size.count() - 1) / chunk_size.count();
+  pieces_.reserve(n + 64);
+  chunk_delivered_.assign(n, 0);
+  for (uint64_t c = 0; c < n; ++c) {
+    const Bytes off(c * chunk_size.count());
+    const Bytes len = std::min(chunk_size, total - off);
+    pieces_.push_back(Piece{static_cast<ChunkIndex>(c), off, len, PieceState::pending, false});
+    pending_.push_back(static_cast<PieceId>(c));
+  }
+  unassigned_bytes_ = total;
+}
+
+Bytes ChunkPlan::chunk_length(ChunkIndex c) const {
+  const Bytes off(uint64_t{c} * chunk_size_.count());
+  return std::min(chunk_size_, total_ - off);
+}
+
+std::optional<PieceId> ChunkPlan::next_overdue() const {
+  if (overdue_.empty()) return std::nullopt;
+  return overdue_.front();
+}
+
+std::optional<PieceId> ChunkPlan::next_pending() const {
+  if (pending_.empty()) return std::nullopt;
+  return pending_.front();
+}
+
+PieceId ChunkPlan::split(PieceId id, Bytes head) {
+  Piece& p = pieces_[id];
+  assert(p.state == PieceState::pending && !p.ever_assigned);
+  if (head.count() == 0 || head >= p.length) return id;
+  Piece tail{p.chunk, p.offset + head, p.length - head, PieceState::pending, false};
+  p.length = head;
+  const auto tail_id = static_cast<PieceId>(pieces_.size());
+  pieces_.push_back(tail);
+  auto it = std::find(pending_.begin(), pending_.end(), id);
+  assert(it != pending_.end());
+  pending_.insert(it + 1, tail_id);
+  return id;
+}
+
+void ChunkPlan::remove_from_queues(PieceId id) {
+  auto erase_from = [id](std::deque<PieceId>& q) {
+    // The piece is nearly always at the front: the scheduler takes from there.
+    if (!q.empty() && q.front() == id) {
+      q.pop_front();
+      return;
+    }
+    if (auto it = std::find(q.begin(), q.end(), id); it != q.end()) q.erase(it);
+  };
+  erase_from(pending_);
+  erase_from(overdue_);
+}
+
+void ChunkPlan::mark_in_flight(PieceId id) {
+  Piece& p = pieces_[id];
+  if (p.state == PieceState::pending || p.state == PieceState::overdue) {
+    remove_from_queues(id);
+    unassigned_bytes_ -= p.length;
+  }
+  if (p.state != PieceState::delivered) p.state = PieceState::in_flight;
+  p.ever_assigned = true;
+}
+
+void ChunkPlan::mark_overdue(PieceId id) {
+  Piece& p = pieces_[id];
+  if (p.state != PieceState::in_flight) return;
+  p.state = PieceState::overdue;
+  overdue_.push_back(id);
+  unassigned_bytes_ += p.length;
+}
+
+void ChunkPlan::mark_pending_again(PieceId id) {
+  Piece& p = pieces_[id];
+  if (p.state != PieceState::in_flight) return;
+  p.state = PieceState::overdue;  // it keeps priority over never-sent pieces
+  overdue_.push_front(id);
+  unassigned_bytes_ += p.length;
+}
+
+bool ChunkPlan::mark_delivered(PieceId id) {
+  Piece& p = pieces_[id];
+  if (p.state == PieceState::delivered) return false;
+  if (p.state == PieceState::overdue || p.state == PieceState::pending) {
+    remove_from_queues(id);
+    unassigned_bytes_ -= p.length;
+  }
+  p.state = PieceState::delivered;
+  delivered_bytes_ += p.length;
+  chunk_delivered_[p.chunk] += p.length.count();
+  if (chunk_delivered_[p.chunk] == chunk_length(p.chunk).count()) ++delivered_chunks_;
+  return true;
+}
+
+}  // namespace braid::core

@@ -1,0 +1,97 @@
+// The chunk plan: which bytes of a transfer exist, how they are cut into
+// chunks and pieces, and the delivery state of each.
+//
+// A transfer of N bytes (one or many files laid end to end) is cut into chunks
+// of `chunk_size` (the unit the receiver verifies by hash). The scheduler hands
+// out *pieces*: a piece is a whole chunk or, near the end of a transfer, a byte
+// range of one, so that several lanes can finish together. Pieces are disjoint
+// and a piece that has ever been handed out is never split again, so an ack for
+// a piece always means the same bytes.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "core/units.hpp"
+
+namespace braid::core {
+
+using ChunkIndex = uint32_t;
+using PieceId = uint32_t;
+
+enum class PieceState : uint8_t {
+  pending,    // never handed out, or handed back without any byte sent
+  in_flight,  // carried by at least one lane
+  overdue,    // its lane stalled; waits for another lane (a late ack may still land)
+  delivered,  // acknowledged by the receiver
+};
+
+struct Piece {
+  ChunkIndex chunk = 0;
+  Bytes offset;  // from the start of the transfer
+  Bytes length;
+  PieceState state = PieceState::pending;
+  bool ever_assigned = false;
+};
+
+class ChunkPlan {
+ public:
+  /// Smallest and largest chunk sizes accepted (the `--chunk` bounds).
+  static constexpr Bytes kMinChunk = Bytes::kib(64);
+  static constexpr Bytes kMaxChunk = Bytes::mib(64);
+
+  ChunkPlan(Bytes total, Bytes chunk_size);
+
+  Bytes total() const { return total_; }
+  Bytes chunk_size() const { return chunk_size_; }
+  uint32_t chunk_count() const { return static_cast<uint32_t>(chunk_delivered_.size()); }
+  Bytes chunk_length(ChunkIndex c) const;
+
+  const Piece& piece(PieceId id) const { return pieces_[id]; }
+  size_t piece_count() const { return pieces_.size(); }
+
+  /// Next piece waiting to be handed out: overdue pieces first (they are late
+  /// already), then pending ones in transfer order.
+  std::optional<PieceId> next_overdue() const;
+  std::optional<PieceId> next_pending() const;
+  const std::deque<PieceId>& overdue() const { return overdue_; }
+
+  /// Bytes not yet handed to any lane (pending + overdue without a live copy).
+  Bytes unassigned_bytes() const { return unassigned_bytes_; }
+  Bytes delivered_bytes() const { return delivered_bytes_; }
+  bool complete() const { return delivered_bytes_ == total_; }
+  uint32_t delivered_chunks() const { return delivered_chunks_; }
+  bool chunk_delivered(ChunkIndex c) const { return chunk_delivered_[c] == chunk_length(c).count(); }
+
+  /// Cuts the first `head` bytes off a pending piece that was never handed out.
+  /// The piece keeps the head; the tail becomes a new pending piece right
+  /// behind it. Returns the id of the head (unchanged).
+  PieceId split(PieceId id, Bytes head);
+
+  /// Moves a piece out of the pending/overdue queues onto a lane.
+  void mark_in_flight(PieceId id);
+  /// A stalled or dropped piece goes to the overdue queue.
+  void mark_overdue(PieceId id);
+  /// A piece whose every copy was dropped before any byte left goes back to pending
+  /// at the front, so it keeps its place in transfer order.
+  void mark_pending_again(PieceId id);
+  /// Returns true the first time a piece is delivered (false for a duplicate).
+  bool mark_delivered(PieceId id);
+
+ private:
+  void remove_from_queues(PieceId id);
+
+  Bytes total_;
+  Bytes chunk_size_;
+  std::vector<Piece> pieces_;
+  std::deque<PieceId> pending_;
+  std::deque<PieceId> overdue_;
+  std::vector<uint64_t> chunk_delivered_;  // bytes delivered per chunk
+  Bytes unassigned_bytes_;
+  Bytes delivered_bytes_;
+  uint32_t delivered_chunks_ = 0;
+};
+
+}  // namespace braid::core

@@ -1,0 +1,110 @@
+#include "core/lane_estimator.hpp"
+
+#include <algorithm>
+
+namespace braid::core {
+namespace {
+constexpr double kAppLimitedGrowth = 8.0;
+}  // namespace
+
+LaneEstimator::LaneEstimator(EstimatorConfig cfg, std::optional<Rate> hint) : cfg_(cfg) {
+  cfg_.window = std::clamp(cfg_.window, 1, static_cast<int>(window_.size()));
+  if (hint) estimate_ = *hint;
+}
+
+SendSnapshot LaneEstimator::on_send(Time now, bool lane_idle) {
+  if (lane_idle) {
+    // BBR: with nothing in flight there is no ack clock; restart it now so the
+    // idle time before this send is not counted as slow delivery.
+    delivered_time_ = now;
+    first_sent_time_ = now;
+  }
+  return SendSnapshot{delivered_, delivered_time_, first_sent_time_, now, lane_idle};
+}
+
+std::optional<RateSample> LaneEstimator::on_ack(Bytes bytes, const SendSnapshot& snap, Time now,
+                                                Duration recv_duration, bool late) {
+  delivered_ += bytes;
+  delivered_time_ = now;
+  first_sent_time_ = snap.sent_time;
+
+  // RTT: what the ack took beyond the piece's own time on the wire at the receiver.
+  const Duration rtt = (now - snap.sent_time) - recv_duration;
+  if (rtt > Duration::zero()) update_rtt(rtt);
+
+  if (late && !cfg_.learn_from_late_acks) return std::nullopt;
+
+  const Duration send_elapsed = snap.sent_time - snap.first_sent_time;
+  const Duration ack_elapsed = now - snap.delivered_time;
+  Duration interval = std::max(send_elapsed, ack_elapsed);
+  const Bytes delta = delivered_ - snap.delivered;
+  // A sample whose interval started from an idle lane, or from the lane's very
+  // first send, contains one idle round trip; take it out, but never go below
+  // the receiver's own time for the piece.
+  const bool app_limited = snap.app_limited || snap.delivered.count() == 0;
+  if (app_limited && rtt_samples_ > 0) {
+    interval = std::max(interval - min_rtt_, recv_duration);
+  }
+  if (interval < cfg_.min_sample_interval) return std::nullopt;
+
+  RateSample s{Rate::over(delta, interval), interval, app_limited};
+  if (app_limited && measured()) {
+    // One idle-start sample may raise the estimate at most kAppLimitedGrowth
+    // times: a piece that arrived in one burst from a socket buffer overstates
+    // what the lane sustains, but a lane back from an outage must recover fast.
+    s.rate = std::min(s.rate, estimate_ * kAppLimitedGrowth);
+    if (s.rate <= estimate_) return s;
+  }
+  accept(s.rate);
+  return s;
+}
+
+void LaneEstimator::accept(Rate r) {
+  if (!measured()) window_len_ = 0;  // the first ack replaces the hint entirely
+  ++samples_taken_;
+  window_[window_pos_] = r;
+  window_pos_ = (window_pos_ + 1) % cfg_.window;
+  window_len_ = std::min(window_len_ + 1, cfg_.window);
+  // Insertion sort of at most eight samples.
+  std::array<Rate, 8> sorted{};
+  for (int i = 0; i < window_len_; ++i) {
+    int j = i;
+    for (; j > 0 && sorted[j - 1] > window_[i]; --j) sorted[j] = sorted[j - 1];
+    sorted[j] = window_[i];
+  }
+  if (window_len_ % 2 == 1) {
+    estimate_ = sorted[window_len_ / 2];
+  } else {
+    const auto a = sorted[window_len_ / 2 - 1], b = sorted[window_len_ / 2];
+    estimate_ = Rate::bytes_per_sec((a.bytes_per_second() + b.bytes_per_second()) / 2);
+  }
+}
+
+void LaneEstimator::on_stall(Bytes bytes, Duration elapsed) {
+  const Rate failed = Rate::over(bytes, elapsed);
+  const Rate lowered = failed * 0.5;
+  if (!has_rate() || lowered < estimate_) force_rate(lowered);
+}
+
+void LaneEstimator::force_rate(Rate r) {
+  estimate_ = r;
+  window_len_ = 0;
+  window_pos_ = 0;
+  // Later samples then start a fresh window from this value.
+  window_[0] = r;
+  window_len_ = 1;
+  window_pos_ = 1 % cfg_.window;
+  if (samples_taken_ == 0) samples_taken_ = 1;
+}
+
+void LaneEstimator::update_rtt(Duration sample) {
+  if (rtt_samples_ == 0) {
+    srtt_ = min_rtt_ = sample;
+  } else {
+    srtt_ = srtt_ * 0.875 + sample * 0.125;
+    min_rtt_ = std::min(min_rtt_, sample);
+  }
+  ++rtt_samples_;
+}
+
+}  // namespace braid::core

@@ -1,0 +1,114 @@
+#include "core/policies/braid_policy.hpp"
+
+#include <algorithm>
+
+#include "core/policies/planning.hpp"
+#include "core/scheduler.hpp"
+
+namespace braid::core {
+namespace {
+
+Bytes round_to_granule(Bytes b, Bytes granule) {
+  const uint64_t g = granule.count();
+  return Bytes((b.count() + g / 2) / g * g);
+}
+
+}  // namespace
+
+std::optional<Pick> BraidPolicy::pick(const Scheduler& s, Time now) {
+  last_pick_ = now;
+  if (s.plan().unassigned_bytes().count() > 0) {
+    if (auto p = pick_new_work(s, now)) return p;
+    return pick_probe(s, now);
+  }
+  // Everything is handed out: idle lanes may race the slowest pieces.
+  std::vector<LaneId> lanes = planning::live_lanes(s);
+  std::sort(lanes.begin(), lanes.end(), [&](LaneId a, LaneId b) {
+    return s.free_at(a, now) + s.planning_rtt(a) < s.free_at(b, now) + s.planning_rtt(b);
+  });
+  for (LaneId l : lanes) {
+    if (s.active_flights(l) > 0 || s.consecutive_stalls(l) > 0) continue;
+    if (auto d = planning::best_duplicate(s, l, now)) return d;
+  }
+  return std::nullopt;
+}
+
+std::optional<Pick> BraidPolicy::pick_new_work(const Scheduler& s, Time now) {
+  const ChunkPlan& plan = s.plan();
+  const Bytes chunk = plan.chunk_size();
+  const planning::WaterFill wf = planning::water_fill(s, now, plan.unassigned_bytes());
+
+  std::vector<LaneId> lanes = planning::live_lanes(s);
+  std::sort(lanes.begin(), lanes.end(), [&](LaneId a, LaneId b) {
+    return s.completion_if_assigned(a, chunk, now) < s.completion_if_assigned(b, chunk, now);
+  });
+
+  for (LaneId l : lanes) {
+    const Rate r = s.planning_rate(l);
+    if (r.is_zero()) {
+      // Nothing known yet: one small piece measures the lane (MISSION.md §1:
+      // a lane holds one piece until an ack has measured it).
+      if (s.active_flights(l) == 0 && s.consecutive_stalls(l) == 0) {
+        if (auto p = plan.next_pending(); p && !plan.piece(*p).ever_assigned)
+          return Pick{l, *p, std::min(kMinPiece, plan.piece(*p).length), false};
+      }
+      continue;
+    }
+    if (s.consecutive_stalls(l) > 0) continue;  // only probes until it delivers again
+    if (!planning::has_pipelined_room(s, l, chunk)) continue;
+    const Bytes share = wf.share[l];
+
+    if (auto od = plan.next_overdue()) {
+      // A piece back from a stall goes where it completes first, if that lane
+      // can still finish it within the plan.
+      const Bytes len = plan.piece(*od).length;
+      if (s.completion_if_assigned(l, len, now) <= wf.finish || l == lanes.front())
+        return Pick{l, *od, std::nullopt, false};
+      continue;
+    }
+    auto p = plan.next_pending();
+    if (!p) continue;
+    const Bytes len = plan.piece(*p).length;
+    if (share >= len) return Pick{l, *p, std::nullopt, false};
+    if (plan.piece(*p).ever_assigned) continue;  // can't be cut any more
+    if (share < Bytes(kMinPiece.count() / 2) && l != lanes.front()) continue;
+    const Bytes cut = std::max(round_to_granule(share, kGranule), kMinPiece);
+    if (cut >= len) return Pick{l, *p, std::nullopt, false};
+    return Pick{l, *p, cut, false};
+  }
+  return std::nullopt;
+}
+
+Time BraidPolicy::probe_allowed_at(const Scheduler& s, LaneId l) const {
+  // Back-off 0.5 s, 1 s, 2 s, 4 s after consecutive stalls.
+  const uint32_t n = std::min<uint32_t>(s.consecutive_stalls(l), 4);
+  return s.last_stall(l) + Duration::millis(250) * static_cast<double>(1u << n);
+}
+
+std::optional<Pick> BraidPolicy::pick_probe(const Scheduler& s, Time now) {
+  const ChunkPlan& plan = s.plan();
+  auto p = plan.next_pending();
+  if (!p || plan.piece(*p).ever_assigned) return std::nullopt;
+  const planning::WaterFill wf = planning::water_fill(s, now, plan.unassigned_bytes());
+  for (LaneId l : planning::live_lanes(s)) {
+    if (s.consecutive_stalls(l) == 0 || s.active_flights(l) > 0) continue;
+    if (now < probe_allowed_at(s, l)) continue;
+    // Not worth it when the rest of the transfer is shorter than a stall.
+    if (wf.finish != Time::never() && wf.finish - now < s.rules().min_stall * 2) continue;
+    return Pick{l, *p, std::min(kMinPiece, plan.piece(*p).length), false};
+  }
+  return std::nullopt;
+}
+
+std::optional<Time> BraidPolicy::next_wakeup(const Scheduler& s) const {
+  std::optional<Time> t;
+  for (LaneId l : planning::live_lanes(s)) {
+    if (s.consecutive_stalls(l) == 0 || s.active_flights(l) > 0) continue;
+    const Time at = probe_allowed_at(s, l);
+    // A time already considered by pick() needs no wake-up: it declined then.
+    if (at > last_pick_ && (!t || at < *t)) t = at;
+  }
+  return t;
+}
+
+}  // namespace braid::core

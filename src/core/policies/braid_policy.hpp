@@ -1,0 +1,45 @@
+// braid's own scheduler. Every decision asks one question: when can the whole
+// transfer be done, and does this assignment bring that moment closer?
+//
+//  * Water-filling plan: the earliest finish T has every lane busy until T
+//    (planning::water_fill). A lane takes work only up to its share of that
+//    plan, so a slow lane is used exactly as much as it shortens the transfer
+//    and never more (it can never make the transfer slower than without it).
+//  * Full pipes: a lane may hold rate × RTT × 2 plus one piece, so it never
+//    idles waiting for an ack (the seed's one-chunk rule lost a round trip
+//    per chunk).
+//  * Even ends: when a lane's share is less than a chunk, it takes a byte
+//    range of exactly its share, so all lanes finish together.
+//  * Overdue pieces (back from a stall) go to the lane that completes them
+//    first (ECF).
+//  * End of transfer: an idle lane duplicates an in-flight piece only if it
+//    would deliver it clearly sooner than the lane carrying it (ECF duplicates).
+//  * A lane that stalled is probed with one small piece, with back-off, so
+//    it rejoins when it recovers.
+#pragma once
+
+#include <vector>
+
+#include "core/policy.hpp"
+
+namespace braid::core {
+
+class BraidPolicy final : public Policy {
+ public:
+  /// Smallest byte range a chunk is cut into, and the unit shares round to.
+  static constexpr Bytes kMinPiece = Bytes::kib(64);
+  static constexpr Bytes kGranule = Bytes::kib(16);
+
+  std::string_view name() const override { return "braid"; }
+  std::optional<Pick> pick(const Scheduler& s, Time now) override;
+  std::optional<Time> next_wakeup(const Scheduler& s) const override;
+
+ private:
+  std::optional<Pick> pick_new_work(const Scheduler& s, Time now);
+  std::optional<Pick> pick_probe(const Scheduler& s, Time now);
+  Time probe_allowed_at(const Scheduler& s, LaneId l) const;
+
+  Time last_pick_;
+};
+
+}  // namespace braid::core

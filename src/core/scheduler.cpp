@@ -1,0 +1,328 @@
+#include "core/scheduler.hpp"
+
+#include <algorithm>
+
+namespace braid::core {
+namespace {
+// For sizing the stall deadline of a lane nothing is known about: slow enough
+// that a Bluetooth-class lane (1.5 Mbit/s) is not declared stalled on its
+// first piece, and a round trip as long as a geostationary satellite hop's.
+constexpr Rate kUnknownLaneDeadlineRate = Rate::mbit(1.0);
+constexpr Duration kUnknownLaneRtt = Duration::seconds(1);
+}  // namespace
+
+Scheduler::Scheduler(ChunkPlan plan, std::unique_ptr<Policy> policy)
+    : plan_(std::move(plan)), policy_(std::move(policy)), rules_(policy_->rules()) {
+  copies_.assign(plan_.piece_count(), 0);
+}
+
+LaneId Scheduler::add_lane(const LaneConfig& cfg, Time) {
+  std::optional<Rate> hint = cfg.rate_hint;
+  if (!hint && rules_.default_hint) hint = rules_.default_hint;
+  Lane lane{cfg, LaneEstimator(rules_.estimator, hint), {}, {}, true, 0, Time::never()};
+  if (cfg.rtt_hint) lane.est.set_rtt_hint(*cfg.rtt_hint);
+  lanes_.push_back(std::move(lane));
+  return static_cast<LaneId>(lanes_.size() - 1);
+}
+
+Rate Scheduler::planning_rate(LaneId l) const { return lanes_[l].est.rate(); }
+
+Duration Scheduler::planning_rtt(LaneId l) const { return lanes_[l].est.srtt(); }
+
+Bytes Scheduler::outstanding(LaneId l) const {
+  Bytes b;
+  for (const auto& f : lanes_[l].flights)
+    if (f.active()) b += f.length;
+  return b;
+}
+
+size_t Scheduler::active_flights(LaneId l) const {
+  return static_cast<size_t>(std::count_if(lanes_[l].flights.begin(), lanes_[l].flights.end(),
+                                           [](const Flight& f) { return f.active(); }));
+}
+
+Bytes Scheduler::unsent(LaneId l, Time now) const {
+  const Rate r = planning_rate(l);
+  Bytes b;
+  for (const auto& f : lanes_[l].flights) {
+    if (f.state == FlightState::queued) {
+      b += f.length;
+    } else if (f.state == FlightState::sending) {
+      b += f.length - r.bytes_in(now - f.started);
+    }
+  }
+  return b;
+}
+
+Time Scheduler::free_at(LaneId l, Time now) const {
+  return now + planning_rate(l).transfer_time(unsent(l, now));
+}
+
+Time Scheduler::completion_if_assigned(LaneId l, Bytes len, Time now) const {
+  const Rate r = planning_rate(l);
+  if (r.is_zero()) return Time::never();
+  return free_at(l, now) + r.transfer_time(len) + planning_rtt(l);
+}
+
+Time Scheduler::expected_completion(LaneId l, const Flight& target, Time now) const {
+  const Rate r = planning_rate(l);
+  if (r.is_zero()) return Time::never();
+  const Duration rtt = planning_rtt(l);
+  if (target.state == FlightState::sending) {
+    const Time predicted = target.started + r.transfer_time(target.length) + rtt;
+    // Already later than predicted: assume it is as late again as it is now.
+    return predicted > now ? predicted : now + (now - predicted);
+  }
+  Bytes ahead;
+  for (const auto& f : lanes_[l].flights) {
+    if (&f == &target) break;
+    if (f.state == FlightState::queued) ahead += f.length;
+    if (f.state == FlightState::sending) ahead += f.length - r.bytes_in(now - f.started);
+  }
+  return now + r.transfer_time(ahead + target.length) + rtt;
+}
+
+Flight* Scheduler::find_flight(LaneId lane, PieceId piece) {
+  // A lane may hold a stalled copy and a newer live copy of the same piece;
+  // the live one is the one being acked or started.
+  Flight* stalled = nullptr;
+  for (auto& f : lanes_[lane].flights) {
+    if (f.piece != piece) continue;
+    if (f.active()) return &f;
+    stalled = &f;
+  }
+  return stalled;
+}
+
+Time Scheduler::deadline_for(LaneId lane, const Flight& f, Time from) const {
+  Rate r = planning_rate(lane);
+  if (r.is_zero()) r = rules_.default_hint.value_or(kUnknownLaneDeadlineRate);
+  Duration rtt = planning_rtt(lane);
+  if (rtt == Duration::zero() && !rules_.stall_cap) rtt = kUnknownLaneRtt;
+  Bytes bytes = f.length;
+  // Counting from hand-out, the pieces queued ahead are part of the wait.
+  if (rules_.deadline_from_assignment) bytes += unsent(lane, from) - f.length;
+  Duration expected = (r.transfer_time(bytes) + rtt) * rules_.stall_factor;
+  expected = std::max(expected, rules_.min_stall);
+  if (rules_.stall_cap) expected = std::min(expected, *rules_.stall_cap);
+  return from + expected;
+}
+
+void Scheduler::apply(const Pick& p, Time now) {
+  PieceId id = p.piece;
+  if (p.split_to) id = plan_.split(id, *p.split_to);
+  copies_.resize(plan_.piece_count(), 0);
+  const Piece& piece = plan_.piece(id);
+  plan_.mark_in_flight(id);
+  ++copies_[id];
+  Lane& lane = lanes_[p.lane];
+  Flight f;
+  f.piece = id;
+  f.length = piece.length;
+  f.assigned = now;
+  f.duplicate = p.duplicate;
+  lane.flights.push_back(f);
+  if (rules_.deadline_from_assignment) lane.flights.back().deadline = deadline_for(p.lane, f, now);
+  ++lane.stats.assigned;
+  actions_.push_back(Assign{p.lane, id, piece.chunk, piece.offset, piece.length, p.duplicate});
+}
+
+std::optional<Action> Scheduler::poll_action(Time now) {
+  if (actions_.empty() && !plan_.complete()) {
+    if (auto p = policy_->pick(*this, now)) apply(*p, now);
+  }
+  if (actions_.empty()) return std::nullopt;
+  Action a = actions_.front();
+  actions_.pop_front();
+  return a;
+}
+
+std::optional<Time> Scheduler::poll_timeout() const {
+  Time t = Time::never();
+  for (const auto& lane : lanes_) {
+    if (!lane.alive) continue;
+    for (const auto& f : lane.flights)
+      if (f.active() && f.deadline < t) t = f.deadline;
+  }
+  if (!plan_.complete()) {
+    // The policy's own timers (probe back-off) count too.
+    if (auto w = policy_->next_wakeup(*this); w && *w < t) t = *w;
+  }
+  if (t == Time::never()) return std::nullopt;
+  return t;
+}
+
+void Scheduler::on_send_started(LaneId lane, PieceId piece, Time now) {
+  Lane& l = lanes_[lane];
+  Flight* f = find_flight(lane, piece);
+  if (!f || f->state != FlightState::queued) return;
+  bool idle = true;
+  for (const auto& other : l.flights)
+    if (&other != f && other.state == FlightState::sending) idle = false;
+  f->state = FlightState::sending;
+  f->started = now;
+  f->snap = l.est.on_send(now, idle);
+  if (!rules_.deadline_from_assignment) f->deadline = deadline_for(lane, *f, now);
+}
+
+void Scheduler::on_written(LaneId lane, PieceId piece, Time now) {
+  if (Flight* f = find_flight(lane, piece)) f->written = now;
+}
+
+AckKind Scheduler::on_ack(LaneId lane, PieceId piece, Time now, Duration recv_duration) {
+  if (lane >= lanes_.size() || piece >= plan_.piece_count()) return AckKind::unknown;
+  Lane& l = lanes_[lane];
+  Flight* f = find_flight(lane, piece);
+  if (!f) return AckKind::unknown;
+  const bool late = !f->active();
+  if (f->state == FlightState::queued) {
+    // Acked before we heard it started (an engine may report both at once).
+    f->snap = l.est.on_send(f->assigned, active_flights(lane) <= 1);
+    f->started = f->assigned;
+  }
+  if (rules_.estimate_from_writes) {
+    if (!late) {
+      const Time from = f->written == Time::never() ? f->started : f->written;
+      // The old estimator's only guard was one microsecond.
+      const Duration interval = std::max(now - from, Duration::micros(1));
+      l.est.force_rate(Rate::over(f->length, interval));
+    }
+  } else {
+    l.est.on_ack(f->length, f->snap, now, recv_duration, late);
+  }
+
+  l.stats.acked_bytes += f->length;
+  if (l.stats.first_ack == Time::never()) l.stats.first_ack = now;
+  l.stats.last_ack = now;
+  l.consecutive_stalls = 0;
+  if (f->active()) --copies_[piece];
+  const bool first = plan_.mark_delivered(piece);
+  if (first) {
+    l.stats.useful_bytes += f->length;
+    ++l.stats.pieces;
+    // Every other copy of this piece is now waste: stop it where it is.
+    for (LaneId other = 0; other < lanes_.size(); ++other) {
+      if (other == lane) continue;
+      for (auto& g : lanes_[other].flights)
+        if (g.piece == piece && g.active()) drop_copy(other, g, now, true);
+    }
+  } else {
+    ++l.stats.duplicates;
+    l.stats.duplicate_bytes += f->length;
+  }
+  f->state = FlightState::cancelled;
+  f->piece = static_cast<PieceId>(-1);  // settled: no later ack can match it
+  prune(lane);
+  policy_->on_delivery(lane, now);
+  return first ? AckKind::first_delivery : AckKind::duplicate;
+}
+
+void Scheduler::drop_copy(LaneId lane, Flight& f, Time, bool emit_cancel) {
+  const bool was_sending = f.state == FlightState::sending;
+  if (f.active()) --copies_[f.piece];
+  if (was_sending) ++lanes_[lane].stats.abandoned;
+  if (emit_cancel && lanes_[lane].alive) actions_.push_back(Cancel{lane, f.piece});
+  f.state = was_sending ? FlightState::stalled : FlightState::cancelled;
+  // A copy dropped before any byte left can never be acked: forget it.
+  if (!was_sending) f.piece = static_cast<PieceId>(-1);
+}
+
+void Scheduler::release_piece_if_orphaned(PieceId piece, bool bytes_were_sent) {
+  if (copies_[piece] > 0) return;
+  const PieceState st = plan_.piece(piece).state;
+  if (st != PieceState::in_flight) return;
+  if (bytes_were_sent) {
+    plan_.mark_overdue(piece);
+  } else {
+    plan_.mark_pending_again(piece);
+  }
+}
+
+void Scheduler::stall(LaneId lane, Flight& f, Time now) {
+  Lane& l = lanes_[lane];
+  ++l.stats.stalls;
+  ++l.consecutive_stalls;
+  l.last_stall = now;
+  const Time from = rules_.deadline_from_assignment ? f.assigned : f.started;
+  l.est.on_stall(f.length, now - from);
+
+  const PieceId piece = f.piece;
+  --copies_[piece];
+  actions_.push_back(Cancel{lane, piece});
+  // The copy stays known as "stalled": bytes already on the wire may still be
+  // acked, and such a late ack still counts and teaches the estimator.
+  f.state = FlightState::stalled;
+  ++l.stats.abandoned;
+
+  if (rules_.stall_drops_everywhere) {
+    for (LaneId other = 0; other < lanes_.size(); ++other) {
+      if (other == lane) continue;
+      for (auto& g : lanes_[other].flights)
+        if (g.piece == piece && g.active()) drop_copy(other, g, now, true);
+    }
+  }
+  release_piece_if_orphaned(piece, true);
+
+  // Pieces queued behind the stalled one on this lane would wait forever.
+  for (auto& g : l.flights) {
+    if (g.state != FlightState::queued) continue;
+    const PieceId p = g.piece;
+    drop_copy(lane, g, now, true);
+    release_piece_if_orphaned(p, false);
+  }
+  policy_->on_stall(lane, now);
+}
+
+void Scheduler::on_timeout(Time now) {
+  for (LaneId lane = 0; lane < lanes_.size(); ++lane) {
+    if (!lanes_[lane].alive) continue;
+    for (auto& f : lanes_[lane].flights) {
+      if (f.active() && f.deadline <= now) stall(lane, f, now);
+    }
+    prune(lane);
+  }
+}
+
+void Scheduler::on_lane_closed(LaneId lane, Time now) {
+  Lane& l = lanes_[lane];
+  if (!l.alive) return;
+  l.alive = false;
+  for (auto& f : l.flights) {
+    if (!f.active()) continue;
+    const PieceId p = f.piece;
+    const bool sent = f.state == FlightState::sending;
+    drop_copy(lane, f, now, false);
+    release_piece_if_orphaned(p, sent);
+  }
+  l.flights.clear();
+}
+
+void Scheduler::prune(LaneId lane) {
+  auto& fl = lanes_[lane].flights;
+  fl.erase(std::remove_if(fl.begin(), fl.end(),
+                          [](const Flight& f) { return f.piece == static_cast<PieceId>(-1); }),
+           fl.end());
+}
+
+uint32_t Scheduler::total_stalls() const {
+  uint32_t n = 0;
+  for (const auto& l : lanes_) n += l.stats.stalls;
+  return n;
+}
+uint32_t Scheduler::total_duplicates() const {
+  uint32_t n = 0;
+  for (const auto& l : lanes_) n += l.stats.duplicates;
+  return n;
+}
+uint32_t Scheduler::total_abandoned() const {
+  uint32_t n = 0;
+  for (const auto& l : lanes_) n += l.stats.abandoned;
+  return n;
+}
+Bytes Scheduler::duplicate_bytes() const {
+  Bytes n;
+  for (const auto& l : lanes_) n += l.stats.duplicate_bytes;
+  return n;
+}
+
+}  // namespace braid::core

@@ -1,0 +1,114 @@
+#include "core/units_parse.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace braid {
+namespace {
+
+struct NumberAndUnit {
+  double value = 0;
+  std::string unit;
+};
+
+std::optional<NumberAndUnit> split(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.' || text[i] == 'e' ||
+                             ((text[i] == '-' || text[i] == '+') && i > 0 && text[i - 1] == 'e')))
+    ++i;
+  // "e" may begin a unit only if no digit follows; none of ours start with e.
+  if (i == 0) return std::nullopt;
+  const std::string num(text.substr(0, i));
+  char* end = nullptr;
+  const double v = std::strtod(num.c_str(), &end);
+  if (end != num.c_str() + num.size() || !std::isfinite(v) || v < 0) return std::nullopt;
+  std::string unit(text.substr(i));
+  while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
+  return NumberAndUnit{v, unit};
+}
+
+std::optional<double> size_factor(std::string_view u) {
+  if (u == "" || u == "B") return 1.0;
+  if (u == "KB" || u == "kB") return 1e3;
+  if (u == "MB") return 1e6;
+  if (u == "GB") return 1e9;
+  if (u == "KiB") return 1024.0;
+  if (u == "MiB") return 1024.0 * 1024;
+  if (u == "GiB") return 1024.0 * 1024 * 1024;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Bytes> parse_size(std::string_view text) {
+  auto nu = split(text);
+  if (!nu) return std::nullopt;
+  auto f = size_factor(nu->unit);
+  if (!f) return std::nullopt;
+  return Bytes(static_cast<uint64_t>(std::llround(nu->value * *f)));
+}
+
+std::optional<Rate> parse_rate(std::string_view text) {
+  auto nu = split(text);
+  if (!nu) return std::nullopt;
+  std::string u = nu->unit;
+  // Bits per second: bit/s, kbit/s, Mbit/s, Gbit/s, with "/s" or "ps" optional.
+  for (const std::string suffix : {"/s", "ps"}) {
+    if (u.size() > suffix.size() && u.ends_with(suffix) && u.find("bit") != std::string::npos)
+      u.resize(u.size() - suffix.size());
+  }
+  if (u == "bit" || u == "b") return Rate::bits_per_sec(nu->value);
+  if (u == "kbit" || u == "Kbit" || u == "kb") return Rate::bits_per_sec(nu->value * 1e3);
+  if (u == "Mbit" || u == "Mb") return Rate::bits_per_sec(nu->value * 1e6);
+  if (u == "Gbit" || u == "Gb") return Rate::bits_per_sec(nu->value * 1e9);
+  if (u.ends_with("/s")) {
+    auto f = size_factor(std::string_view(u).substr(0, u.size() - 2));
+    if (f) return Rate::bytes_per_sec(nu->value * *f);
+  }
+  return std::nullopt;
+}
+
+std::optional<Duration> parse_duration(std::string_view text) {
+  auto nu = split(text);
+  if (!nu) return std::nullopt;
+  if (nu->unit == "s") return Duration::seconds_f(nu->value);
+  if (nu->unit == "ms") return Duration::nanos(std::llround(nu->value * 1e6));
+  if (nu->unit == "us" || nu->unit == "µs") return Duration::nanos(std::llround(nu->value * 1e3));
+  if (nu->unit == "ns") return Duration::nanos(std::llround(nu->value));
+  return std::nullopt;
+}
+
+std::string format_rate(Rate r) {
+  char buf[64];
+  const double mbit = r.bits_per_second() / 1e6;
+  if (mbit >= 1000) {
+    std::snprintf(buf, sizeof buf, "%.2f Gbit/s", mbit / 1000);
+  } else if (mbit >= 1) {
+    std::snprintf(buf, sizeof buf, "%.1f Mbit/s", mbit);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f kbit/s", mbit * 1000);
+  }
+  return buf;
+}
+
+std::string format_size(Bytes b) {
+  char buf[64];
+  const double v = b.as_double();
+  if (v >= 1024.0 * 1024 * 1024) {
+    std::snprintf(buf, sizeof buf, "%.2f GiB", v / (1024.0 * 1024 * 1024));
+  } else if (v >= 1024.0 * 1024) {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", v / (1024.0 * 1024));
+  } else if (v >= 1024.0) {
+    std::snprintf(buf, sizeof buf, "%.1f KiB", v / 1024.0);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f B", v);
+  }
+  return buf;
+}
+
+}  // namespace braid

@@ -1,0 +1,59 @@
+// A simulated scenario: lanes (pipes with rate, RTT, jitter, loss) and timed
+// events, parsed from the `braid sim` command line or a scenario file.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/units.hpp"
+
+namespace braid::sim {
+
+struct LaneSpec {
+  std::string name;
+  Rate rate;
+  Duration rtt;
+  std::optional<Rate> hint;   // the scheduler's starting estimate, if configured
+  Duration jitter;            // extra one-way delay, uniform in [0, jitter]
+  double loss = 0;            // probability a piece never arrives
+  double ack_loss = 0;        // probability an ack never arrives
+  Bytes sndbuf = Bytes::mib(4);  // socket send buffer (when writes "complete")
+};
+
+enum class EventKind { rate, down, up, gone };
+
+struct EventSpec {
+  Duration at;
+  std::string lane;
+  EventKind kind = EventKind::rate;
+  Rate rate;  // for EventKind::rate
+};
+
+struct Scenario {
+  std::string name;
+  Bytes size = Bytes::mib(256);
+  Bytes chunk = Bytes::mib(1);
+  uint64_t seed = 1;
+  std::vector<LaneSpec> lanes;
+  std::vector<EventSpec> events;
+};
+
+/// Parsers return an error message on failure, empty on success.
+std::string parse_lane(std::string_view spec, LaneSpec& out);
+std::string parse_event(std::string_view spec, EventSpec& out);
+/// A scenario file: one option per line as on the command line
+/// (`size 256MiB`, `lane usb:rate=19.1MB/s,rtt=2ms`, `event at=2s,...`, `# comment`).
+std::string parse_scenario_file(const std::string& text, Scenario& out);
+/// Checks that events name existing lanes and the sizes are in range.
+std::string validate(const Scenario& s);
+
+/// The fluid bound: when the transfer would end if every lane delivered at its
+/// full rate whenever it is up, with no round trips and perfect splitting.
+/// Accounts for rate changes, outages and lanes gone for good.
+Duration fluid_bound(const Scenario& s);
+/// The same for one lane alone.
+Duration fluid_bound_single(const Scenario& s, size_t lane);
+
+}  // namespace braid::sim
