@@ -1,0 +1,64 @@
+// `background` — a scavenger that yields to other traffic: LEDBAT (RFC 6817)
+// with the faster reactions of LEDBAT++ (draft-irtf-iccrg-ledbat-plus-plus).
+//
+// It measures queueing delay as current RTT minus base RTT (the minimum over
+// the last 10 minutes, RFC 6817 §3.4.2 BASE_HISTORY) and steers the window so
+// that added delay stays at `background_target` (default 25 ms, RFC 6817 §3.3
+// allows up to 100 ms). While another flow fills the queue beyond the target
+// the window shrinks multiplicatively to 2 packets (near-zero rate); when the
+// queue empties again it re-enters slow start and takes the link back within
+// a handful of round trips instead of RFC 6817's one packet per RTT.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "core/transport/congestion_controller.hpp"
+
+namespace braid::transport {
+
+class BackgroundController final : public CongestionController {
+ public:
+  explicit BackgroundController(const ControllerConfig& cfg);
+
+  std::string_view id() const override { return "background"; }
+  void on_packet_sent(Time now, uint64_t packet_number, Bytes size, Bytes prior_in_flight) override;
+  void on_congestion_event(const CongestionEvent& ev) override;
+  Bytes congestion_window() const override { return cwnd_; }
+  Rate pacing_rate() const override { return pacing_; }
+
+  /// Current queueing-delay estimate (current RTT − base RTT).
+  Duration queuing_delay() const { return queuing_delay_; }
+  bool in_slow_start() const { return slow_start_; }
+
+ private:
+  void update_delays(const CongestionEvent& ev);
+  Duration base_delay() const;
+
+  Bytes mss_;
+  Duration target_;
+  Bytes cwnd_;
+  Rate pacing_ = kUnlimitedRate;
+  bool slow_start_ = true;
+
+  // RFC 6817 §3.4.2: base delay kept per minute for 10 minutes.
+  static constexpr size_t kBaseHistory = 10;
+  std::array<Duration, kBaseHistory> base_minutes_;
+  int64_t current_minute_ = -1;
+  size_t base_index_ = 0;
+
+  // RFC 6817 §3.4.2 CURRENT_FILTER: current delay = min of the last few samples.
+  static constexpr size_t kCurrentFilter = 4;
+  std::array<Duration, kCurrentFilter> recent_;
+  size_t recent_count_ = 0;
+  size_t recent_index_ = 0;
+  Duration queuing_delay_;
+
+  // Once-per-RTT reactions (loss halving; decisions to re-enter slow start).
+  Time last_decrease_ = Time::zero();
+  bool decreased_ever_ = false;
+  Time quiet_since_ = Time::never();
+  Bytes max_cwnd_;
+};
+
+}  // namespace braid::transport

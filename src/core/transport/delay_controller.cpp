@@ -1,0 +1,244 @@
+#include "core/transport/delay_controller.hpp"
+
+#include <algorithm>
+
+namespace braid::transport {
+
+namespace {
+// BBR draft-02 §5.1.1: startup pacing gain 2.77 (≈ 4·ln 2, the smallest gain
+// that doubles delivery each round) and cwnd gain 2.
+constexpr double kStartupPacingGain = 2.77;
+constexpr double kStartupCwndGain = 2.0;
+// BBR draft-02: drain gain 0.35 ≈ 1/2.885, empties startup's queue in about a round.
+constexpr double kDrainPacingGain = 0.35;
+// BBR draft-00 §4.3.4.3: probe at 1.25 for an RTT, drain at 0.75, then cruise
+// at 1 for 6 RTTs. We cruise a random 2..8 RTTs instead (mean 5): the random
+// length keeps flows that react to the same queue from probing in lockstep,
+// which is what lets a smaller flow's probes win it a fair share.
+constexpr double kProbeUpGain = 1.25;
+constexpr double kProbeDownGain = 0.75;
+constexpr int kMinCruiseRounds = 2;
+constexpr int kMaxCruiseRounds = 8;
+// Our tighter cap (BBR uses 2): even a wrong bandwidth estimate cannot keep
+// more than half a BDP standing in the bottleneck queue.
+constexpr double kProbeBwCwndGain = 1.5;
+// BBR draft §4.3.2.2: full pipe = under 25 % growth over 3 rounds.
+constexpr double kFullBwGrowth = 1.25;
+constexpr int kFullBwRounds = 3;
+// BBR draft §4.3.5: min-RTT window 10 s, ProbeRTT lasts 200 ms; draft-02
+// §5.6.1: ProbeRTT keeps half a BDP in flight (not 4 packets) to cost less.
+constexpr Duration kMinRttWindow = Duration::seconds(10);
+constexpr Duration kProbeRttDuration = Duration::millis(200);
+constexpr double kProbeRttCwndGain = 0.5;
+// BBR draft §4.3.x: never fewer than 4 packets in flight; initial window 10
+// packets as RFC 9002 §7.2.
+constexpr uint64_t kMinPipePackets = 4;
+constexpr uint64_t kInitialWindowPackets = 10;
+// Allowance for the receiver's ack clustering (BBR adds 3 send quanta).
+constexpr uint64_t kAckAggregationPackets = 3;
+// Before any RTT sample, assume 1 ms for the initial pacing rate (as Linux BBR).
+constexpr Duration kNominalRtt = Duration::millis(1);
+}  // namespace
+
+DelayController::DelayController(const ControllerConfig& cfg)
+    : mss_(cfg.max_datagram_size),
+      queue_target_(cfg.delay_queue_target),
+      rng_state_(cfg.seed * 0x9e3779b97f4a7c15ULL + 1),
+      pacing_gain_(kStartupPacingGain),
+      cwnd_gain_(kStartupCwndGain),
+      cwnd_(Bytes(kInitialWindowPackets * cfg.max_datagram_size.count())) {
+  pacing_rate_ = Rate::over(cwnd_, kNominalRtt) * kStartupPacingGain;
+}
+
+uint64_t DelayController::next_random() {
+  // xorshift64*: deterministic per seed, good enough to spread phases.
+  rng_state_ ^= rng_state_ >> 12;
+  rng_state_ ^= rng_state_ << 25;
+  rng_state_ ^= rng_state_ >> 27;
+  return rng_state_ * 0x2545f4914f6cdd1dULL;
+}
+
+Bytes DelayController::bdp(double gain) const {
+  const Rate bw = bw_filter_.best();
+  if (bw.is_zero() || min_rtt_ == Duration::infinite()) {
+    return Bytes(kInitialWindowPackets * mss_.count());
+  }
+  return Bytes(static_cast<uint64_t>(bw.bytes_per_second() * min_rtt_.to_seconds() * gain));
+}
+
+void DelayController::on_packet_sent(Time, uint64_t, Bytes, Bytes) {}
+
+void DelayController::on_congestion_event(const CongestionEvent& ev) {
+  update_round(ev);
+  update_model(ev);
+  switch (mode_) {
+    case Mode::startup:
+      update_startup(ev);
+      break;
+    case Mode::drain:
+      if (ev.in_flight <= bdp(1.0)) enter_probe_bw(ev.now);
+      break;
+    case Mode::probe_bw:
+      update_probe_bw(ev);
+      break;
+    case Mode::probe_rtt:
+      break;
+  }
+  update_probe_rtt(ev);
+  update_outputs(ev);
+}
+
+void DelayController::update_round(const CongestionEvent& ev) {
+  round_start_ = false;
+  if (ev.acked.empty()) return;
+  if (ev.rate.prior_delivered >= next_round_delivered_) {
+    next_round_delivered_ = ev.total_delivered;
+    ++round_count_;
+    round_start_ = true;
+  }
+}
+
+void DelayController::update_model(const CongestionEvent& ev) {
+  bw_filter_.advance(round_count_);
+  // App-limited samples only count when they raise the estimate (BBR draft §4.5.2.4).
+  if (ev.rate.valid && (!ev.rate.is_app_limited || ev.rate.delivery_rate > bw_filter_.best())) {
+    bw_filter_.update(round_count_, ev.rate.delivery_rate);
+  }
+  delay_exceeded_ = false;
+  probe_delay_exceeded_ = false;
+  if (!ev.rtt.updated) return;
+  min_rtt_expired_ = ev.now > min_rtt_stamp_ + kMinRttWindow;
+  if (ev.rtt.latest <= min_rtt_ || min_rtt_expired_) {
+    min_rtt_ = ev.rtt.latest;
+    min_rtt_stamp_ = ev.now;
+  }
+  delay_exceeded_ = ev.rtt.latest_adjusted > min_rtt_ + queue_target_;
+  probe_delay_exceeded_ = ev.rtt.latest_adjusted > min_rtt_ + queue_target_ * 2.0;
+}
+
+void DelayController::update_startup(const CongestionEvent& ev) {
+  if (round_start_ && !ev.rate.is_app_limited) {
+    const Rate bw = bw_filter_.best();
+    if (bw >= full_bw_ * kFullBwGrowth) {
+      full_bw_ = bw;
+      full_bw_rounds_ = 0;
+    } else if (++full_bw_rounds_ >= kFullBwRounds) {
+      filled_pipe_ = true;
+    }
+  }
+  if (filled_pipe_) {
+    mode_ = Mode::drain;
+    pacing_gain_ = kDrainPacingGain;
+    cwnd_gain_ = kStartupCwndGain;
+    if (ev.in_flight <= bdp(1.0)) enter_probe_bw(ev.now);
+  }
+}
+
+void DelayController::enter_probe_bw(Time now) {
+  mode_ = Mode::probe_bw;
+  cwnd_gain_ = kProbeBwCwndGain;
+  // Start cruising for a random while, so flows sharing a link do not probe
+  // in lockstep (BBR draft §4.3.4.4 randomises the starting phase likewise).
+  set_phase(Phase::cruise, now);
+}
+
+void DelayController::set_phase(Phase phase, Time now) {
+  phase_ = phase;
+  phase_stamp_ = now;
+  switch (phase) {
+    case Phase::up:
+      pacing_gain_ = kProbeUpGain;
+      break;
+    case Phase::down:
+      pacing_gain_ = kProbeDownGain;
+      break;
+    case Phase::cruise:
+      pacing_gain_ = 1.0;
+      cruise_rounds_ = kMinCruiseRounds + static_cast<int>(next_random() % (kMaxCruiseRounds - kMinCruiseRounds + 1));
+      break;
+  }
+}
+
+void DelayController::update_probe_bw(const CongestionEvent& ev) {
+  const Duration elapsed = ev.now - phase_stamp_;
+  switch (phase_) {
+    case Phase::up:
+      // Probe for one min-RTT, but stop as soon as the queue we add shows up.
+      if (probe_delay_exceeded_ || elapsed > min_rtt_ * 2.0 ||
+          (elapsed > min_rtt_ && (!ev.lost.empty() || ev.prior_in_flight >= bdp(kProbeUpGain)))) {
+        set_phase(Phase::down, ev.now);
+      }
+      break;
+    case Phase::down:
+      if (elapsed > min_rtt_ || ev.in_flight <= bdp(1.0)) set_phase(Phase::cruise, ev.now);
+      break;
+    case Phase::cruise:
+      if (delay_exceeded_) {
+        // The queue grew while cruising: the estimate is above the water mark.
+        set_phase(Phase::down, ev.now);
+      } else if (elapsed > min_rtt_ * static_cast<double>(cruise_rounds_)) {
+        set_phase(Phase::up, ev.now);
+      }
+      break;
+  }
+}
+
+void DelayController::update_probe_rtt(const CongestionEvent& ev) {
+  if (mode_ != Mode::probe_rtt && min_rtt_expired_ && mode_ != Mode::startup) {
+    mode_before_probe_rtt_ = filled_pipe_ ? Mode::probe_bw : Mode::startup;
+    mode_ = Mode::probe_rtt;
+    cwnd_before_probe_rtt_ = cwnd_;
+    pacing_gain_ = 1.0;
+    probe_rtt_done_ = Time::never();
+    probe_rtt_round_done_ = false;
+  }
+  min_rtt_expired_ = false;
+  if (mode_ != Mode::probe_rtt) return;
+  const Bytes probe_cwnd = std::max(bdp(kProbeRttCwndGain), Bytes(kMinPipePackets * mss_.count()));
+  if (probe_rtt_done_ == Time::never() && ev.in_flight <= probe_cwnd) {
+    probe_rtt_done_ = ev.now + kProbeRttDuration;
+    probe_rtt_round_done_ = false;
+    next_round_delivered_ = ev.total_delivered;
+  } else if (probe_rtt_done_ != Time::never()) {
+    if (round_start_) probe_rtt_round_done_ = true;
+    if (probe_rtt_round_done_ && ev.now >= probe_rtt_done_) {
+      min_rtt_stamp_ = ev.now;
+      cwnd_ = std::max(cwnd_, cwnd_before_probe_rtt_);
+      if (mode_before_probe_rtt_ == Mode::probe_bw) {
+        enter_probe_bw(ev.now);
+      } else {
+        mode_ = Mode::startup;
+        pacing_gain_ = kStartupPacingGain;
+        cwnd_gain_ = kStartupCwndGain;
+      }
+    }
+  }
+}
+
+void DelayController::update_outputs(const CongestionEvent& ev) {
+  const Rate bw = bw_filter_.best();
+  if (!bw.is_zero()) {
+    const Rate target = bw * pacing_gain_;
+    // Startup never slows down before the pipe is known to be full.
+    pacing_rate_ = filled_pipe_ ? target : std::max(pacing_rate_, target);
+  } else if (ev.rtt.has_sample) {
+    const Rate initial = Rate::over(cwnd_, std::max(ev.rtt.smoothed, kNominalRtt)) * kStartupPacingGain;
+    pacing_rate_ = initial;
+  }
+
+  const Bytes min_cwnd(kMinPipePackets * mss_.count());
+  const Bytes target = bdp(cwnd_gain_) + Bytes(kAckAggregationPackets * mss_.count());
+  Bytes acked;
+  for (const auto& a : ev.acked) acked += a.size;
+  if (filled_pipe_) {
+    cwnd_ = std::min(cwnd_ + acked, target);
+  } else if (cwnd_ < target || ev.total_delivered < kInitialWindowPackets * mss_.count()) {
+    cwnd_ += acked;
+  }
+  cwnd_ = std::max(cwnd_, min_cwnd);
+  if (mode_ == Mode::probe_rtt) {
+    cwnd_ = std::min(cwnd_, std::max(bdp(kProbeRttCwndGain), min_cwnd));
+  }
+}
+
+}  // namespace braid::transport
