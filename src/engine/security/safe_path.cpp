@@ -17,9 +17,10 @@ Error invalid(std::string_view path, std::string_view why) {
   return make_error(Errc::path_invalid, "refusing path '" + printable_path(path) + "' from the peer: " + std::string(why));
 }
 
-// Finds the first component of `path` (up to `upto` components) that is a
-// symlink or not a directory, to say exactly what is wrong.
-Error diagnose(int root_fd, const RelativePath& path, std::size_t upto, int err) {
+// Finds the first of the first `upto` components of `path` that is a symlink,
+// or among the first `dirs` one that is not a directory, to say exactly what
+// is wrong.
+Error diagnose(int root_fd, const RelativePath& path, std::size_t upto, std::size_t dirs, int err) {
   std::string prefix;
   for (std::size_t i = 0; i < upto && i < path.components().size(); ++i) {
     if (!prefix.empty()) prefix += '/';
@@ -30,7 +31,7 @@ Error diagnose(int root_fd, const RelativePath& path, std::size_t upto, int err)
       return make_error(Errc::path_symlink, "refusing to write '" + printable_path(path.str()) + "': '" +
                                                 printable_path(prefix) +
                                                 "' in the destination is a symlink, and braid never writes through symlinks");
-    if (i + 1 < upto && !S_ISDIR(st.st_mode))
+    if (i < dirs && !S_ISDIR(st.st_mode))
       return make_error(Errc::path_not_directory, "cannot write '" + printable_path(path.str()) + "': '" +
                                                       printable_path(prefix) + "' in the destination is not a directory");
   }
@@ -42,7 +43,7 @@ Error diagnose(int root_fd, const RelativePath& path, std::size_t upto, int err)
 // The error for a failed open of `path`: a symlink or non-directory in the
 // way comes first (with O_EXCL a planted symlink shows up as EEXIST).
 Error open_error(int root_fd, const RelativePath& path, int err) {
-  Error e = diagnose(root_fd, path, path.components().size(), err);
+  Error e = diagnose(root_fd, path, path.components().size(), path.components().size() - 1, err);
   if (e.code == Errc::io_error && err == EEXIST)
     return make_error(Errc::io_error, in_quotes(printable_path(path.str())) + " already exists in the destination");
   return e;
@@ -63,7 +64,7 @@ Result<UniqueFd> walk(int root_fd, const RelativePath& path, std::size_t count, 
       return make_error(Errc::io_error, "cannot create directory '" + printable_path(name) + "' for '" +
                                             printable_path(path.str()) + "': " + errno_text(errno));
     UniqueFd next(open_dir_nofollow(cur.get(), name));
-    if (!next.valid()) return diagnose(root_fd, path, i + 1, errno);
+    if (!next.valid()) return diagnose(root_fd, path, i + 1, i + 1, errno);
     cur = std::move(next);
   }
   return cur;

@@ -109,11 +109,14 @@ class SessionEstablisher {
     KnownPeers::Check mine = known_.check(s_.peer_.name, s_.peer_.fingerprint);
     bool have_code = opt_.pairing_code != nullptr;
     std::uint8_t hello[] = {kAuthVersion, static_cast<std::uint8_t>(to_wire(mine.verdict)), have_code ? std::uint8_t{1} : std::uint8_t{0}};
-    if (Status st = send_msg(Msg::hello, hello); !st) return st;
+    // Both sides always send and then read a HELLO before deciding anything,
+    // even when they already know they will refuse: each learns why the
+    // other refuses, and nobody closes with unread data (which on TCP turns
+    // into a reset that could swallow the explanation).
+    Status sent = send_msg(Msg::hello, hello);
+    auto reply = sent ? expect(Msg::hello, 3) : Result<std::vector<std::uint8_t>>(sent.error());
     if (mine.verdict == KnownPeers::Verdict::changed)
       return make_error(Errc::peer_key_changed, key_changed_message(*mine.entry, s_.peer_.fingerprint, known_.file()));
-
-    auto reply = expect(Msg::hello, 3);
     if (!reply) return reply.error();
     const std::vector<std::uint8_t>& h = reply.value();
     if (h[0] != kAuthVersion || h[1] > 2 || h[2] > 1)
