@@ -259,18 +259,27 @@ bool LaneSender::fill_data(ByteWriter& w, Transmit& t, SentPacket& p, bool) {
 }
 
 bool LaneSender::fill_probe_copy(ByteWriter& w, Transmit& t, SentPacket& p) {
-  // Nothing new to send: repeat the data of the oldest packets still in
-  // flight (RFC 9002 §6.2.4), without declaring them lost.
+  // Nothing new to send: carry the data of the oldest packet still in flight
+  // (RFC 9002 §6.2.4). The data now belongs to the probe: if the old packet
+  // is later declared lost, there is nothing left in it to resend, and if the
+  // probe is lost, the probe's loss resends it — never both.
   for (; probe_cursor_ < p.packet_number; ++probe_cursor_) {
     SentPacket* old = sent_.find(probe_cursor_);
     if (!old || old->state != SentPacket::State::in_flight || old->data_count == 0) continue;
-    bool any = false;
-    for (size_t i = 0; i < old->data_count; ++i) {
-      DataRange copy = old->data[i];
-      any |= add_data_frame(w, t, p, copy, true);
+    size_t moved = 0;
+    for (; moved < old->data_count; ++moved) {
+      DataRange copy = old->data[moved];
+      if (!add_data_frame(w, t, p, copy, true)) break;
+      if (copy.length != 0) {  // only part fitted: keep the rest with the old packet
+        old->data[moved] = copy;
+        break;
+      }
     }
-    ++probe_cursor_;
-    return any;
+    std::copy(old->data.begin() + static_cast<std::ptrdiff_t>(moved),
+              old->data.begin() + old->data_count, old->data.begin());
+    old->data_count = static_cast<uint8_t>(old->data_count - moved);
+    if (old->data_count == 0) ++probe_cursor_;
+    return p.data_count > 0;
   }
   return false;
 }

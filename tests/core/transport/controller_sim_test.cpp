@@ -1,0 +1,180 @@
+// Each controller on a simulated bottleneck, in virtual time: the issue's
+// scenarios with deterministic bounds (same seed, same numbers, every run).
+#include <gtest/gtest.h>
+
+#include "core/transport/cc_registry.hpp"
+#include "core/transport/sim/lane_sim.hpp"
+
+namespace braid::transport::sim {
+namespace {
+
+Time sec(double s) { return Time::zero() + Duration::seconds_f(s); }
+double mbit(Rate r) { return r.bits_per_second() / 1e6; }
+// Goodput counts file bytes only; 1200-byte packets spend 29 bytes on header
+// and tag and ~8 on the DATA frame header, so a full link carries ~97 % as goodput.
+constexpr double kPayloadFraction = (1200.0 - 13 - 16 - 8) / 1200.0;
+
+TEST(Registry, KnowsTheControllersByName) {
+  ASSERT_EQ(controllers().size(), 3u);
+  EXPECT_EQ(controllers()[0].id, kDefaultController);
+  for (const auto& info : controllers()) {
+    auto cc = make_controller(info.id, {});
+    ASSERT_NE(cc, nullptr) << info.id;
+    EXPECT_EQ(cc->id(), info.id);
+    EXPECT_GT(cc->congestion_window().count(), 0u);
+  }
+  EXPECT_EQ(make_controller("cubic-typo", {}), nullptr);
+}
+
+// (a) Bufferbloat: 50 Mbit/s, 10 ms one way, 2 MB drop-tail queue.
+TEST(DelayController, FillsTheLinkWithoutBloatingTheQueue) {
+  SimConfig cfg;
+  cfg.link = {Rate::mbit(50), Duration::millis(10), Bytes(2'000'000), 0.0, 1};
+  LaneSim sim(cfg);
+  const int f = sim.add_flow({});
+  ASSERT_GE(f, 0);
+  ASSERT_TRUE(sim.run_until(sec(10)));
+  const double goodput = mbit(sim.goodput(f, sec(1), sec(10)));
+  EXPECT_GE(goodput, 0.9 * 50 * kPayloadFraction) << goodput;
+  const auto q = sim.queue_delays(sec(1), sec(10));
+  EXPECT_LE(percentile(q, 50), Duration::millis(3));
+  EXPECT_LE(percentile(q, 95), Duration::millis(8));
+  EXPECT_LE(percentile(q, 99), Duration::millis(20));
+  EXPECT_EQ(sim.link().stats().dropped_queue, 0u);
+}
+
+TEST(RenoController, BloatsTheSameQueueForComparison) {
+  SimConfig cfg;
+  cfg.link = {Rate::mbit(50), Duration::millis(10), Bytes(2'000'000), 0.0, 1};
+  LaneSim sim(cfg);
+  FlowSpec spec;
+  spec.cc = "reno";
+  ASSERT_GE(sim.add_flow(spec), 0);
+  ASSERT_TRUE(sim.run_until(sec(10)));
+  EXPECT_GE(percentile(sim.queue_delays(sec(1), sec(10)), 50), Duration::millis(100));
+}
+
+// (b) Random loss: 200 Mbit/s, 20 ms one way.
+struct LossCase {
+  double loss;
+  double min_fraction;  // of rate × (1 - loss)
+};
+class DelayUnderRandomLoss : public ::testing::TestWithParam<LossCase> {};
+
+TEST_P(DelayUnderRandomLoss, KeepsItsRateAndResendsOnlyWhatWasLost) {
+  const auto [loss, min_fraction] = GetParam();
+  SimConfig cfg;
+  cfg.link = {Rate::mbit(200), Duration::millis(20), Bytes(2'000'000), loss, 7};
+  LaneSim sim(cfg);
+  const int f = sim.add_flow({});
+  ASSERT_TRUE(sim.run_until(sec(6)));
+  const double goodput = mbit(sim.goodput(f, sec(2), sec(6)));
+  EXPECT_GE(goodput, min_fraction * 200 * (1 - loss) * kPayloadFraction) << goodput;
+  const auto& st = sim.sender(f).stats();
+  const double link_lost = static_cast<double>(sim.link().bytes_dropped_for(f));
+  EXPECT_LE(static_cast<double>(st.data_bytes_retransmitted), 1.2 * link_lost);
+  EXPECT_GT(st.data_bytes_retransmitted, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Loss, DelayUnderRandomLoss,
+                         ::testing::Values(LossCase{0.01, 0.9}, LossCase{0.05, 0.85}));
+
+TEST(RenoController, CollapsesUnderRandomLossForComparison) {
+  SimConfig cfg;
+  cfg.link = {Rate::mbit(200), Duration::millis(20), Bytes(2'000'000), 0.01, 7};
+  LaneSim sim(cfg);
+  FlowSpec spec;
+  spec.cc = "reno";
+  const int f = sim.add_flow(spec);
+  ASSERT_TRUE(sim.run_until(sec(6)));
+  EXPECT_LT(mbit(sim.goodput(f, sec(2), sec(6))), 0.2 * 200);
+}
+
+// (c) Yielding: a loss-based flow arrives at 3 s and leaves at 8 s.
+TEST(BackgroundController, YieldsToACompetingFlowAndTakesTheLinkBack) {
+  SimConfig cfg;
+  cfg.link = {Rate::mbit(50), Duration::millis(10), Bytes(2'000'000), 0.0, 3};
+  LaneSim sim(cfg);
+  FlowSpec bg;
+  bg.cc = "background";
+  const int b = sim.add_flow(bg);
+  FlowSpec solo;
+  solo.cc = "reno";
+  FlowSpec tcp = solo;
+  tcp.start = sec(3);
+  tcp.stop = sec(8);
+  const int r = sim.add_flow(tcp);
+  ASSERT_TRUE(sim.run_until(sec(11)));
+  const double link = 50 * kPayloadFraction;
+  EXPECT_GE(mbit(sim.goodput(b, sec(1), sec(3))), 0.9 * link);       // alone: full rate
+  EXPECT_GE(mbit(sim.goodput(r, sec(4), sec(5))), 0.8 * link);       // newcomer gets ≥ 0.8 within 2 s
+  EXPECT_LE(mbit(sim.goodput(b, sec(4), sec(8))), 0.02 * link);      // near zero meanwhile
+  EXPECT_GE(mbit(sim.goodput(b, sec(9.5), sec(10))), 0.9 * link);    // back ≥ 0.9 within 2 s
+}
+
+TEST(BackgroundController, HoldsItsOwnQueueNearTheTarget) {
+  SimConfig cfg;
+  cfg.link = {Rate::mbit(50), Duration::millis(10), Bytes(2'000'000), 0.0, 1};
+  LaneSim sim(cfg);
+  FlowSpec bg;
+  bg.cc = "background";
+  sim.add_flow(bg);
+  ASSERT_TRUE(sim.run_until(sec(6)));
+  EXPECT_LE(percentile(sim.queue_delays(sec(2), sec(6)), 95), Duration::millis(30));
+}
+
+// (d) Fairness: two delay flows, the second joining a second later.
+class DelayFairness : public ::testing::TestWithParam<double> {};
+
+TEST_P(DelayFairness, TwoFlowsShareTheLink) {
+  const double rate = GetParam();
+  SimConfig cfg;
+  cfg.link = {Rate::mbit(rate), Duration::millis(rate > 100 ? 20 : 10), Bytes(2'000'000), 0.0, 1};
+  LaneSim sim(cfg);
+  FlowSpec a;
+  a.cc_config.seed = 11;
+  FlowSpec b;
+  b.cc_config.seed = 14;
+  b.start = sec(1);
+  const int x = sim.add_flow(a), y = sim.add_flow(b);
+  ASSERT_TRUE(sim.run_until(sec(30)));
+  const double gx = mbit(sim.goodput(x, sec(5), sec(30)));
+  const double gy = mbit(sim.goodput(y, sec(5), sec(30)));
+  const double total = gx + gy;
+  EXPECT_GE(total, 0.9 * rate * kPayloadFraction);
+  EXPECT_GE(gx / total, 0.4) << gx << " / " << gy;
+  EXPECT_LE(gx / total, 0.6) << gx << " / " << gy;
+  EXPECT_LE(percentile(sim.queue_delays(sec(5), sec(30)), 95), Duration::millis(10));
+}
+
+INSTANTIATE_TEST_SUITE_P(Rates, DelayFairness, ::testing::Values(50.0, 200.0));
+
+TEST(LaneSim, SameConfigGivesTheSameNumbers) {
+  auto run = [] {
+    SimConfig cfg;
+    cfg.link = {Rate::mbit(100), Duration::millis(5), Bytes(500'000), 0.02, 9};
+    LaneSim sim(cfg);
+    const int f = sim.add_flow({});
+    sim.run_until(sec(2));
+    return std::pair{sim.goodput_bytes(f), sim.sender(f).stats().packets_lost};
+  };
+  EXPECT_EQ(run(), run());
+}
+
+TEST(LaneSim, FiniteTransferCompletesNearTheFluidBound) {
+  SimConfig cfg;
+  cfg.link = {Rate::mbit(100), Duration::millis(10), Bytes(1'000'000), 0.0, 1};
+  LaneSim sim(cfg);
+  FlowSpec spec;
+  spec.total = Bytes::mib(32);
+  const int f = sim.add_flow(spec);
+  ASSERT_TRUE(sim.run_until(sec(10)));
+  const Time done = sim.completion_time(f);
+  ASSERT_NE(done, Time::never());
+  // Fluid bound: bytes / (rate × payload fraction) + one RTT; allow 10 % for startup.
+  const double bound = 32.0 * 1048576 * 8 / (100e6 * kPayloadFraction) + 0.02;
+  EXPECT_LE(done.to_seconds(), bound * 1.10) << done.to_seconds() << " vs " << bound;
+}
+
+}  // namespace
+}  // namespace braid::transport::sim
