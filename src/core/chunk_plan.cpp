@@ -82,8 +82,8 @@ void ChunkPlan::mark_overdue(PieceId id) {
 void ChunkPlan::mark_pending_again(PieceId id) {
   Piece& p = pieces_[id];
   if (p.state != PieceState::in_flight) return;
-  p.state = PieceState::overdue;  // it keeps priority over never-sent pieces
-  overdue_.push_front(id);
+  p.state = PieceState::pending;
+  pending_.push_front(id);
   unassigned_bytes_ += p.length;
 }
 

@@ -74,8 +74,8 @@ class ChunkPlan {
   void mark_in_flight(PieceId id);
   /// A stalled or dropped piece goes to the overdue queue.
   void mark_overdue(PieceId id);
-  /// A piece whose every copy was dropped before any byte left goes back to pending
-  /// at the front, so it keeps its place in transfer order.
+  /// A piece whose every copy was dropped before any byte left goes back to the
+  /// front of the pending queue: nothing about it is late.
   void mark_pending_again(PieceId id);
   /// Returns true the first time a piece is delivered (false for a duplicate).
   bool mark_delivered(PieceId id);

@@ -48,6 +48,17 @@ std::optional<RateSample> LaneEstimator::on_ack(Bytes bytes, const SendSnapshot&
   if (interval < cfg_.min_sample_interval) return std::nullopt;
 
   RateSample s{Rate::over(delta, interval), interval, app_limited};
+  if (late && recv_duration > Duration::zero() && !before_stall_.is_zero()) {
+    // The ack-interval spans the stall itself. The receiver's own time for the
+    // piece says how fast the lane moves now that it moves again; trust it up
+    // to the estimate the stall took away (MISSION.md §1: a stalled lane's late
+    // ack must teach, or the estimate falls and never recovers).
+    const Rate flowing = Rate::over(bytes, std::max(recv_duration, cfg_.min_sample_interval));
+    s.rate = std::max(s.rate, std::min(flowing, before_stall_));
+    before_stall_ = Rate::zero();
+    force_rate(s.rate);
+    return s;
+  }
   if (app_limited && measured()) {
     // One idle-start sample may raise the estimate at most kAppLimitedGrowth
     // times: a piece that arrived in one burst from a socket buffer overstates
@@ -83,7 +94,10 @@ void LaneEstimator::accept(Rate r) {
 void LaneEstimator::on_stall(Bytes bytes, Duration elapsed) {
   const Rate failed = Rate::over(bytes, elapsed);
   const Rate lowered = failed * 0.5;
-  if (!has_rate() || lowered < estimate_) force_rate(lowered);
+  if (!has_rate() || lowered < estimate_) {
+    if (before_stall_.is_zero()) before_stall_ = estimate_;
+    force_rate(lowered);
+  }
 }
 
 void LaneEstimator::force_rate(Rate r) {

@@ -64,6 +64,7 @@ class LaneEstimator {
 
   /// The lane failed to deliver `bytes` within `elapsed`: its rate is below
   /// bytes/elapsed, so the estimate drops to half of that (if not lower already).
+  /// A late ack of that piece may restore it (see on_ack).
   void on_stall(Bytes bytes, Duration elapsed);
 
   /// Seeds or replaces the estimate from outside (used by the seed's old rules,
@@ -98,6 +99,8 @@ class LaneEstimator {
   Bytes delivered_;
   Time delivered_time_;
   Time first_sent_time_;
+
+  Rate before_stall_;  // the estimate a stall lowered, for a late ack to restore
 
   Duration srtt_;
   Duration min_rtt_;

@@ -13,7 +13,9 @@
 namespace braid::sim {
 namespace {
 
-struct TxDone {};
+struct TxDone {
+  uint64_t generation;  // only the latest scheduled completion of a lane counts
+};
 struct Arrive {
   core::PieceId piece;
   Duration recv_duration;
@@ -48,6 +50,7 @@ class Run {
       sched_.add_lane(core::LaneConfig{l.name, l.hint, std::nullopt}, now_);
     }
     parked_.resize(lanes_.size());
+    tx_generation_.resize(lanes_.size(), 0);
     for (size_t i = 0; i < sc.events.size(); ++i) push(Time::zero() + sc.events[i].at, 0, ScenarioEvent{i});
   }
 
@@ -76,8 +79,10 @@ class Run {
  private:
   void push(Time at, size_t lane, Payload p) { events_.push(Event{at, seq_++, lane, std::move(p)}); }
 
+  // Called after every change to a lane: any earlier completion event is void.
   void schedule_tx(size_t lane) {
-    if (auto t = lanes_[lane].next_tx_done()) push(*t, lane, TxDone{});
+    const uint64_t gen = ++tx_generation_[lane];
+    if (auto t = lanes_[lane].next_tx_done()) push(*t, lane, TxDone{gen});
   }
 
   void report_writes() {
@@ -86,8 +91,7 @@ class Run {
   }
 
   void started(size_t lane, const std::optional<SimLane::Started>& s) {
-    if (!s) return;
-    sched_.on_send_started(static_cast<core::LaneId>(lane), s->piece, now_);
+    if (s) sched_.on_send_started(static_cast<core::LaneId>(lane), s->piece, now_);
     schedule_tx(lane);
   }
 
@@ -108,9 +112,8 @@ class Run {
 
   void handle(const Event& ev) {
     SimLane& lane = lanes_[ev.lane];
-    if (std::holds_alternative<TxDone>(ev.what)) {
-      auto due = lane.next_tx_done();
-      if (!due || *due != ev.at) return;  // superseded by a cancel, outage or rate change
+    if (auto* done = std::get_if<TxDone>(&ev.what)) {
+      if (done->generation != tx_generation_[ev.lane]) return;  // superseded
       std::optional<SimLane::Started> next;
       std::vector<SimLane::Written> w;
       SimLane::Transmitted t = lane.finish_tx(now_, next, w);
@@ -155,11 +158,10 @@ class Run {
           break;
         case EventKind::down:
           lane.set_down(now_);
+          schedule_tx(i);
           break;
         case EventKind::up: {
-          auto s = lane.set_up(now_);
-          schedule_tx(i);
-          started(i, s);
+          started(i, lane.set_up(now_));
           // What waited on the wire during the outage arrives now, in order.
           for (Event held : parked_[i]) {
             held.at = lane.arrival_time(now_, std::holds_alternative<Arrive>(held.what));
@@ -171,6 +173,7 @@ class Run {
         }
         case EventKind::gone:
           lane.set_gone(now_);
+          schedule_tx(i);
           parked_[i].clear();
           sched_.on_lane_closed(static_cast<core::LaneId>(i), now_);
           break;
@@ -229,6 +232,7 @@ class Run {
   std::vector<uint64_t> received_;  // bytes the receiver holds per chunk (duplicates discarded)
   std::vector<uint32_t> seen_;      // arrivals per piece at the receiver
   std::vector<std::vector<Event>> parked_;
+  std::vector<uint64_t> tx_generation_;
   std::vector<std::pair<size_t, SimLane::Written>> writes_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   Time now_;

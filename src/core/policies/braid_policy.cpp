@@ -87,17 +87,33 @@ Time BraidPolicy::probe_allowed_at(const Scheduler& s, LaneId l) const {
 
 std::optional<Pick> BraidPolicy::pick_probe(const Scheduler& s, Time now) {
   const ChunkPlan& plan = s.plan();
-  auto p = plan.next_pending();
-  if (!p || plan.piece(*p).ever_assigned) return std::nullopt;
+  // The smallest useful probe: a fresh 64 KiB cut if one can be made, else
+  // whatever piece waits first (a piece already handed out keeps its size).
+  std::optional<Pick> probe;
+  if (auto p = plan.next_pending(); p && !plan.piece(*p).ever_assigned) {
+    probe = Pick{0, *p, std::min(kMinPiece, plan.piece(*p).length), false};
+  } else if (auto od = plan.next_overdue()) {
+    probe = Pick{0, *od, std::nullopt, false};
+  } else if (p) {
+    probe = Pick{0, *p, std::nullopt, false};
+  }
+  if (!probe) return std::nullopt;
   const planning::WaterFill wf = planning::water_fill(s, now, plan.unassigned_bytes());
   for (LaneId l : planning::live_lanes(s)) {
     if (s.consecutive_stalls(l) == 0 || s.active_flights(l) > 0) continue;
     if (now < probe_allowed_at(s, l)) continue;
-    // Not worth it when the rest of the transfer is shorter than a stall.
-    if (wf.finish != Time::never() && wf.finish - now < s.rules().min_stall * 2) continue;
-    return Pick{l, *p, std::min(kMinPiece, plan.piece(*p).length), false};
+    // Not worth it when the others finish sooner than a stall would be noticed.
+    if (wf.finish != Time::never() && wf.finish - now < s.rules().min_stall * 2 && has_healthy_lane(s)) continue;
+    probe->lane = l;
+    return probe;
   }
   return std::nullopt;
+}
+
+bool BraidPolicy::has_healthy_lane(const Scheduler& s) {
+  for (LaneId l : planning::live_lanes(s))
+    if (s.consecutive_stalls(l) == 0) return true;
+  return false;
 }
 
 std::optional<Time> BraidPolicy::next_wakeup(const Scheduler& s) const {

@@ -38,6 +38,7 @@ class BraidPolicy final : public Policy {
   std::optional<Pick> pick_new_work(const Scheduler& s, Time now);
   std::optional<Pick> pick_probe(const Scheduler& s, Time now);
   Time probe_allowed_at(const Scheduler& s, LaneId l) const;
+  static bool has_healthy_lane(const Scheduler& s);
 
   Time last_pick_;
 };

@@ -1,0 +1,114 @@
+// braid's own decisions, driven by hand in virtual time.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "scheduler_harness.hpp"
+
+namespace braid::core {
+using namespace braid::core::testing;
+
+namespace {
+
+Scheduler make(Bytes total) { return Scheduler(ChunkPlan(total, Bytes::mib(1)), make_policy("braid")); }
+
+Bytes assigned_to(const Drained& d, LaneId l) {
+  Bytes b;
+  for (const auto& a : d.assigns)
+    if (a.lane == l) b += a.length;
+  return b;
+}
+
+}  // namespace
+
+TEST(BraidPolicy, UnmeasuredLaneGetsOneSmallProbeUntilItsFirstAck) {
+  Scheduler s = make(Bytes::mib(64));
+  const LaneId known = s.add_lane({"known", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
+  const LaneId unknown = s.add_lane({"unknown", std::nullopt, std::nullopt}, at_ms(0));
+  const Drained d = drain(s, at_ms(0));
+  size_t probes = 0;
+  for (const auto& a : d.assigns) {
+    if (a.lane != unknown) continue;
+    ++probes;
+    EXPECT_LE(a.length, Bytes::kib(64));
+  }
+  EXPECT_EQ(probes, 1u);
+  EXPECT_GT(assigned_to(d, known), Bytes::mib(1));
+}
+
+TEST(BraidPolicy, KeepsMoreThanOnePieceInFlightWhenThePathHoldsIt) {
+  Scheduler s = make(Bytes::mib(64));
+  // 100 Mbit/s x 100 ms holds 1.25 MB: one chunk in flight would idle the lane.
+  const LaneId l = s.add_lane({"long", Rate::mbit(100), Duration::millis(100)}, at_ms(0));
+  const Drained d = drain(s, at_ms(0));
+  EXPECT_GE(assigned_to(d, l), Bytes::mib(3));
+  EXPECT_LE(assigned_to(d, l), Bytes::mib(4)) << "but no more than rate x RTT x 2 + one piece";
+}
+
+TEST(BraidPolicy, SlowLaneTakesNoMoreThanItCanFinishInTime) {
+  Scheduler s = make(Bytes::mib(4));
+  const LaneId fast = s.add_lane({"fast", Rate::mbit(1000), Duration::millis(1)}, at_ms(0));
+  const LaneId slow = s.add_lane({"slow", Rate::mbit(10), Duration::millis(1)}, at_ms(0));
+  Drained all;
+  // Run the whole transfer by hand: each lane sends in order at its rate.
+  Time now = at_ms(0);
+  for (int round = 0; round < 200 && !s.complete(); ++round) {
+    Drained d = drain(s, now);
+    all.assigns.insert(all.assigns.end(), d.assigns.begin(), d.assigns.end());
+    for (const auto& a : d.assigns) {
+      s.on_send_started(a.lane, a.piece, now);
+      const Rate r = a.lane == fast ? Rate::mbit(1000) : Rate::mbit(10);
+      s.on_ack(a.lane, a.piece, now + r.transfer_time(a.length) + Duration::millis(1), r.transfer_time(a.length));
+    }
+    now += Duration::millis(5);
+  }
+  ASSERT_TRUE(s.complete());
+  // The fluid share of the slow lane is 1 % of 4 MiB; it must not hold a chunk.
+  EXPECT_LT(assigned_to(all, slow), Bytes::kib(128));
+  EXPECT_GT(assigned_to(all, fast), Bytes::mib(3));
+}
+
+TEST(BraidPolicy, CutsTheLastChunksSoEqualLanesFinishTogether) {
+  Scheduler s = make(Bytes::kib(1536));
+  const LaneId a = s.add_lane({"a", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
+  const LaneId b = s.add_lane({"b", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
+  const Drained d = drain(s, at_ms(0));
+  EXPECT_EQ(assigned_to(d, a) + assigned_to(d, b), Bytes::kib(1536));
+  EXPECT_NEAR(assigned_to(d, a).as_double(), assigned_to(d, b).as_double(), 64 * 1024.0);
+  for (const auto& x : d.assigns) EXPECT_LT(x.length, Bytes::mib(1)) << "byte ranges, not whole chunks";
+}
+
+TEST(BraidPolicy, OverduePieceGoesToTheLaneThatCompletesItFirst) {
+  Scheduler s = make(Bytes::mib(2));
+  const LaneId slow = s.add_lane({"slow", Rate::mbit(20), Duration::millis(10)}, at_ms(0));
+  const LaneId fast = s.add_lane({"fast", Rate::mbit(200), Duration::millis(10)}, at_ms(0));
+  Drained d = drain(s, at_ms(0));
+  for (const auto& a : d.assigns) s.on_send_started(a.lane, a.piece, at_ms(0));
+  // Every piece goes quiet; the fast lane's acks come back, the slow lane stalls.
+  for (const auto& a : d.assigns)
+    if (a.lane == fast) s.on_ack(fast, a.piece, at_ms(60), Duration::millis(42));
+  s.on_timeout(at_ms(5000));
+  d = drain(s, at_ms(5000));
+  ASSERT_FALSE(d.assigns.empty());
+  for (const auto& a : d.assigns) EXPECT_EQ(a.lane, fast);
+  EXPECT_GE(s.stats(slow).stalls, 1u);
+}
+
+TEST(BraidPolicy, StalledLaneIsProbedAgainAfterBackOff) {
+  Scheduler s = make(Bytes::mib(512));
+  const LaneId a = s.add_lane({"a", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
+  s.add_lane({"b", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
+  Drained d = drain(s, at_ms(0));
+  for (const auto& x : d.assigns)
+    if (x.lane == a) s.on_send_started(a, x.piece, at_ms(0));
+  s.on_timeout(at_ms(3000));
+  ASSERT_GE(s.stats(a).stalls, 1u);
+  d = drain(s, at_ms(3000));
+  EXPECT_EQ(assigned_to(d, a), Bytes(0)) << "no work right after a stall";
+  const Time wake = *s.poll_timeout();
+  EXPECT_GT(wake, at_ms(3000));
+  d = drain(s, wake);
+  EXPECT_EQ(assigned_to(d, a), Bytes::kib(64)) << "one small probe after the back-off";
+}
+
+}  // namespace braid::core

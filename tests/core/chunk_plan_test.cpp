@@ -1,0 +1,55 @@
+#include <gtest/gtest.h>
+
+#include "core/chunk_plan.hpp"
+
+namespace braid::core {
+
+TEST(ChunkPlan, CutsTransferIntoChunksWithShortLastChunk) {
+  ChunkPlan p(Bytes::mib(2) + Bytes(10), Bytes::mib(1));
+  ASSERT_EQ(p.chunk_count(), 3u);
+  EXPECT_EQ(p.chunk_length(0), Bytes::mib(1));
+  EXPECT_EQ(p.chunk_length(2), Bytes(10));
+  EXPECT_EQ(p.unassigned_bytes(), p.total());
+}
+
+TEST(ChunkPlan, SplitKeepsOrderAndCoversTheChunkExactly) {
+  ChunkPlan p(Bytes::mib(1), Bytes::mib(1));
+  const PieceId head = p.split(0, Bytes::kib(256));
+  EXPECT_EQ(p.piece(head).length, Bytes::kib(256));
+  ASSERT_EQ(p.piece_count(), 2u);
+  EXPECT_EQ(p.piece(1).offset, Bytes::kib(256));
+  EXPECT_EQ(p.piece(1).length, Bytes::kib(768));
+  EXPECT_EQ(*p.next_pending(), head);
+  p.mark_in_flight(head);
+  EXPECT_EQ(*p.next_pending(), 1u);
+  EXPECT_TRUE(p.mark_delivered(head));
+  EXPECT_FALSE(p.chunk_delivered(0));
+  p.mark_in_flight(1);
+  EXPECT_TRUE(p.mark_delivered(1));
+  EXPECT_TRUE(p.chunk_delivered(0));
+  EXPECT_TRUE(p.complete());
+}
+
+TEST(ChunkPlan, DeliveredExactlyOnce) {
+  ChunkPlan p(Bytes::mib(1), Bytes::mib(1));
+  p.mark_in_flight(0);
+  EXPECT_TRUE(p.mark_delivered(0));
+  EXPECT_FALSE(p.mark_delivered(0));
+  EXPECT_EQ(p.delivered_bytes(), Bytes::mib(1));
+}
+
+TEST(ChunkPlan, OverduePiecesComeBeforePendingOnes) {
+  ChunkPlan p(Bytes::mib(3), Bytes::mib(1));
+  p.mark_in_flight(0);
+  p.mark_in_flight(1);
+  p.mark_overdue(1);
+  EXPECT_EQ(*p.next_overdue(), 1u);
+  EXPECT_EQ(*p.next_pending(), 2u);
+  EXPECT_EQ(p.unassigned_bytes(), Bytes::mib(2));
+  // A late ack of an overdue piece still delivers it and takes it off the list.
+  EXPECT_TRUE(p.mark_delivered(1));
+  EXPECT_FALSE(p.next_overdue());
+  EXPECT_EQ(p.unassigned_bytes(), Bytes::mib(1));
+}
+
+}  // namespace braid::core

@@ -1,0 +1,143 @@
+// The fixed rules of MISSION.md §1 as the shared Scheduler applies them.
+#include <gtest/gtest.h>
+
+#include "scheduler_harness.hpp"
+
+namespace braid::core {
+using namespace braid::core::testing;
+
+namespace {
+
+struct Rig {
+  explicit Rig(std::string_view rules_of, Bytes total = Bytes::mib(8)) {
+    auto policy = std::make_unique<ScriptedPolicy>(rules_of);
+    script = policy->script();
+    sched = std::make_unique<Scheduler>(ChunkPlan(total, Bytes::mib(1)), std::move(policy));
+  }
+  void assign(LaneId lane, PieceId piece) { script->push_back(Pick{lane, piece, std::nullopt, false}); }
+  std::shared_ptr<std::deque<Pick>> script;
+  std::unique_ptr<Scheduler> sched;
+};
+
+}  // namespace
+
+TEST(SchedulerRules, StallDeadlineIsAtLeastOneSecond) {
+  Rig rig("braid");
+  const LaneId fast = rig.sched->add_lane({"fast", Rate::mbit(1000), Duration::micros(100)}, at_ms(0));
+  rig.assign(fast, 0);
+  drain(*rig.sched, at_ms(0));
+  rig.sched->on_send_started(fast, 0, at_ms(0));
+  // 1 MiB at 1 Gbit/s is 8 ms, but a stall is only declared after 1 s.
+  EXPECT_GE(*rig.sched->poll_timeout(), at_ms(1000));
+  rig.sched->on_timeout(at_ms(999));
+  EXPECT_EQ(rig.sched->stats(fast).stalls, 0u);
+}
+
+TEST(SchedulerRules, StallDeadlineIsUncappedForSlowLanes) {
+  Rig rig("braid");
+  const LaneId bt = rig.sched->add_lane({"bt", Rate::mbit(1.5), Duration::millis(40)}, at_ms(0));
+  rig.assign(bt, 0);
+  drain(*rig.sched, at_ms(0));
+  rig.sched->on_send_started(bt, 0, at_ms(0));
+  // One 1 MiB chunk at 1.5 Mbit/s takes 5.6 s; the deadline must be later.
+  EXPECT_GT(*rig.sched->poll_timeout(), at_ms(5600));
+  rig.sched->on_timeout(at_ms(5700));
+  EXPECT_EQ(rig.sched->stats(bt).stalls, 0u);
+  EXPECT_EQ(rig.sched->on_ack(bt, 0, at_ms(5700), Duration::millis(5600)), AckKind::first_delivery);
+}
+
+TEST(SchedulerRules, StallClockStartsWhenTheLaneStartsSending) {
+  Rig rig("braid");
+  const LaneId l = rig.sched->add_lane({"l", Rate::mbit(10), Duration::millis(10)}, at_ms(0));
+  rig.assign(l, 0);
+  rig.assign(l, 1);
+  drain(*rig.sched, at_ms(0));
+  rig.sched->on_send_started(l, 0, at_ms(0));
+  // Piece 1 waits behind piece 0 and has no deadline until it starts.
+  rig.sched->on_ack(l, 0, at_ms(850), Duration::millis(839));
+  rig.sched->on_send_started(l, 1, at_ms(850));
+  rig.sched->on_timeout(at_ms(1500));
+  EXPECT_EQ(rig.sched->stats(l).stalls, 0u);
+  EXPECT_GE(*rig.sched->poll_timeout(), at_ms(1850));
+}
+
+TEST(SchedulerRules, StallCancelsOnlyOnTheStalledLaneAndKeepsThePieceOverdue) {
+  Rig rig("braid");
+  const LaneId a = rig.sched->add_lane({"a", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
+  const LaneId b = rig.sched->add_lane({"b", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
+  rig.assign(a, 0);
+  rig.script->push_back(Pick{b, 0, std::nullopt, true});  // a second copy on b
+  drain(*rig.sched, at_ms(0));
+  rig.sched->on_send_started(a, 0, at_ms(0));
+  rig.sched->on_send_started(b, 0, at_ms(500));
+  rig.sched->on_timeout(at_ms(1100));  // only a's deadline has passed
+  const Drained d = drain(*rig.sched, at_ms(1100));
+  ASSERT_EQ(d.cancels.size(), 1u);
+  EXPECT_EQ(d.cancels[0].lane, a);
+  EXPECT_EQ(rig.sched->stats(a).stalls, 1u);
+  EXPECT_EQ(rig.sched->active_copies(0), 1u) << "b's copy lives on";
+  EXPECT_EQ(rig.sched->on_ack(b, 0, at_ms(1200)), AckKind::first_delivery);
+}
+
+TEST(SchedulerRules, StalledPieceWithNoOtherCopyGoesToTheOverdueList) {
+  Rig rig("braid");
+  const LaneId a = rig.sched->add_lane({"a", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
+  rig.assign(a, 0);
+  rig.assign(a, 1);
+  drain(*rig.sched, at_ms(0));
+  rig.sched->on_send_started(a, 0, at_ms(0));
+  rig.sched->on_timeout(at_ms(1100));
+  const Drained d = drain(*rig.sched, at_ms(1100));
+  EXPECT_EQ(d.cancels.size(), 2u) << "the stalled piece and the one queued behind it";
+  EXPECT_EQ(rig.sched->plan().piece(0).state, PieceState::overdue);
+  EXPECT_EQ(*rig.sched->plan().next_overdue(), 0u);
+  // A late ack of the stalled piece still delivers it and teaches the estimate.
+  const Rate lowered = rig.sched->estimator(a).rate();
+  EXPECT_EQ(rig.sched->on_ack(a, 0, at_ms(1300), Duration::millis(84)), AckKind::first_delivery);
+  EXPECT_EQ(rig.sched->plan().piece(0).state, PieceState::delivered);
+  EXPECT_GT(rig.sched->estimator(a).rate(), lowered);
+}
+
+TEST(SchedulerRules, FirstDeliveryCancelsEveryOtherCopy) {
+  Rig rig("braid");
+  const LaneId a = rig.sched->add_lane({"a", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
+  const LaneId b = rig.sched->add_lane({"b", Rate::mbit(10), Duration::millis(10)}, at_ms(0));
+  rig.assign(b, 0);
+  rig.script->push_back(Pick{a, 0, std::nullopt, true});
+  drain(*rig.sched, at_ms(0));
+  rig.sched->on_send_started(b, 0, at_ms(0));
+  rig.sched->on_send_started(a, 0, at_ms(0));
+  EXPECT_EQ(rig.sched->on_ack(a, 0, at_ms(100), Duration::millis(84)), AckKind::first_delivery);
+  const Drained d = drain(*rig.sched, at_ms(100));
+  ASSERT_EQ(d.cancels.size(), 1u);
+  EXPECT_EQ(d.cancels[0].lane, b);
+  EXPECT_EQ(rig.sched->stats(b).abandoned, 1u);
+  // If b's bytes were already on the wire, its ack is a counted duplicate.
+  EXPECT_EQ(rig.sched->on_ack(b, 0, at_ms(900)), AckKind::duplicate);
+  EXPECT_EQ(rig.sched->stats(b).duplicates, 1u);
+}
+
+TEST(SchedulerRules, ClosedLaneReturnsItsPieces) {
+  Rig rig("braid");
+  const LaneId a = rig.sched->add_lane({"a", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
+  rig.sched->add_lane({"b", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
+  rig.assign(a, 0);
+  rig.assign(a, 1);
+  drain(*rig.sched, at_ms(0));
+  rig.sched->on_send_started(a, 0, at_ms(0));
+  rig.sched->on_lane_closed(a, at_ms(50));
+  EXPECT_FALSE(rig.sched->lane_alive(a));
+  EXPECT_EQ(rig.sched->plan().unassigned_bytes(), Bytes::mib(8));
+  EXPECT_EQ(rig.sched->on_ack(a, 0, at_ms(60)), AckKind::unknown);
+}
+
+TEST(SchedulerRules, UnknownAcksAreIgnored) {
+  Rig rig("braid");
+  const LaneId a = rig.sched->add_lane({"a", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
+  EXPECT_EQ(rig.sched->on_ack(a, 5, at_ms(1)), AckKind::unknown);
+  EXPECT_EQ(rig.sched->on_ack(7, 0, at_ms(1)), AckKind::unknown);
+  EXPECT_EQ(rig.sched->on_ack(a, 100000, at_ms(1)), AckKind::unknown);
+  EXPECT_EQ(rig.sched->plan().delivered_bytes(), Bytes(0));
+}
+
+}  // namespace braid::core
