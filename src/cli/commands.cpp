@@ -1,9 +1,15 @@
 #include "cli/commands.hpp"
 
+#include "cli/recv_command.hpp"
+#include "cli/send_command.hpp"
 #include "cli/sim_command.hpp"
 
 namespace braid::cli {
 
-void add_all_commands(CLI::App& app) { add_sim_command(app); }
+void add_all_commands(CLI::App& app) {
+  add_sim_command(app);
+  add_send_command(app);
+  add_recv_command(app);
+}
 
 }  // namespace braid::cli

@@ -1,0 +1,85 @@
+#include "cli/recv_command.hpp"
+
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include "cli/engine_report.hpp"
+#include "engine/transfer/exit_codes.hpp"
+#include "engine/transfer/receiver.hpp"
+
+namespace braid::cli {
+namespace {
+
+struct RecvArgs {
+  std::string dir;
+  std::vector<std::string> listen;
+  std::optional<std::string> code;
+  bool yes = false;
+  bool once = false;
+  std::string json_file;
+  std::string log_file;
+};
+
+[[noreturn]] void finish(int code, const std::string& msg) {
+  if (!msg.empty()) std::cerr << "braid recv: " << msg << "\n";
+  std::cout.flush();
+  std::exit(code);
+}
+
+void run_recv(const RecvArgs& a) {
+  using namespace transfer;
+  ::signal(SIGPIPE, SIG_IGN);
+  EventLog log;
+  std::string error;
+  if (!a.log_file.empty() && !log.open(a.log_file, error)) finish(kExitFailure, error);
+  ReceiveOptions o;
+  o.dir = a.dir;
+  o.listen = a.listen;
+  o.code = a.code;
+  o.yes = a.yes;
+  o.once = a.once;
+  auto started = Receiver::start(o, log);
+  if (auto* f = std::get_if<Failure>(&started)) finish(f->exit_code, f->message);
+  auto receiver = std::move(std::get<0>(started));
+  std::cout << receiver->ready_line() << std::endl;
+  const int code = receiver->run();
+  const auto reports = receiver->reports();
+  for (const auto& r : reports) std::cout << lane_table(r) << std::flush;
+  if (!a.json_file.empty()) {
+    nlohmann::json doc;
+    doc["role"] = "recv";
+    doc["exit_code"] = code;
+    nlohmann::json transfers = nlohmann::json::array();
+    bool all = !reports.empty();
+    for (const auto& r : reports) {
+      transfers.push_back(to_json(r));
+      all = all && r.verified;
+    }
+    doc["transfers"] = transfers;
+    doc["all_verified"] = all && code == 0;
+    doc["rejected_frames"] = receiver->rejected_frames();
+    doc["refused_connections"] = receiver->refused_connections();
+    if (auto e = write_json_file(a.json_file, doc); !e.empty()) std::cerr << "braid recv: " << e << "\n";
+  }
+  receiver.reset();
+  finish(code, "");
+}
+
+}  // namespace
+
+void add_recv_command(CLI::App& app) {
+  auto args = std::make_shared<RecvArgs>();
+  CLI::App* cmd = app.add_subcommand("recv", "Receive files from `braid send` into a directory");
+  cmd->add_option("--dir", args->dir, "Target directory (created if missing)")->required();
+  cmd->add_option("--listen", args->listen, "ADDR:PORT to listen on (repeatable; port 0 picks one; default [::]:7878)");
+  cmd->add_option("--code", args->code, "Use this pairing code instead of a fresh one (for scripts)");
+  cmd->add_flag("--yes", args->yes, "Accept every offer without asking");
+  cmd->add_flag("--once", args->once, "Exit after one session");
+  cmd->add_option("--json", args->json_file, "Write the final report as JSON to FILE");
+  cmd->add_option("--log", args->log_file, "Write the activity log as JSON lines to FILE");
+  cmd->callback([args] { run_recv(*args); });
+}
+
+}  // namespace braid::cli

@@ -1,0 +1,110 @@
+#include "cli/send_command.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include "cli/engine_report.hpp"
+#include "core/chunk_plan.hpp"
+#include "core/policy_registry.hpp"
+#include "core/units_parse.hpp"
+#include "engine/files/source_tree.hpp"
+#include "engine/transfer/exit_codes.hpp"
+#include "engine/transfer/sender_session.hpp"
+
+namespace braid::cli {
+namespace {
+
+struct SendArgs {
+  std::optional<std::string> code;
+  int streams = 2;
+  std::vector<std::string> lanes;
+  std::string json_file;
+  std::string log_file;
+  std::string policy = "braid";
+  std::string hash = "xxh3";
+  std::string chunk = "1MiB";
+  size_t max_lanes = 16;
+  bool follow_symlinks = false;
+  std::vector<std::string> operands;  // PATH... HOST[:PORT]
+};
+
+[[noreturn]] void finish(int code, const std::string& msg) {
+  if (!msg.empty()) std::cerr << "braid send: " << msg << "\n";
+  std::cout.flush();
+  std::exit(code);
+}
+
+void run_send(const SendArgs& a) {
+  using namespace transfer;
+  if (a.operands.size() < 2) finish(kExitUsage, "give at least one PATH and the receiver's HOST[:PORT]");
+  std::vector<std::string> paths(a.operands.begin(), a.operands.end() - 1);
+  const std::string host = a.operands.back();
+  auto chunk = parse_size(a.chunk);
+  if (!chunk || *chunk < core::ChunkPlan::kMinChunk || *chunk > core::ChunkPlan::kMaxChunk)
+    finish(kExitUsage, "bad --chunk '" + a.chunk + "' (64KiB to 64MiB)");
+  if (!core::make_policy(a.policy)) {
+    std::string names;
+    for (auto n : core::policy_names()) names += " " + std::string(n);
+    finish(kExitUsage, "unknown --policy '" + a.policy + "' (one of:" + names + ")");
+  }
+  if (a.hash != "xxh3" && a.hash != "sha256") finish(kExitUsage, "bad --hash '" + a.hash + "' (xxh3 or sha256)");
+
+  auto scan = files::scan_sources(paths, a.follow_symlinks);
+  if (!scan.ok()) finish(kExitFailure, scan.error);
+
+  EventLog log;
+  std::string error;
+  if (!a.log_file.empty() && !log.open(a.log_file, error)) finish(kExitFailure, error);
+
+  ConnectOptions co;
+  co.remote = host;
+  co.code = a.code;
+  co.streams = a.streams;
+  co.lanes = a.lanes;
+  co.max_lanes = a.max_lanes;
+  auto connected = SenderSession::connect(co, log);
+  if (auto* f = std::get_if<Failure>(&connected)) finish(f->exit_code, f->message);
+  auto session = std::move(std::get<0>(connected));
+
+  TransferOptions to;
+  to.policy = a.policy;
+  to.hash = a.hash == "sha256" ? wire::HashAlgo::sha256 : wire::HashAlgo::xxh3_128;
+  to.chunk_size = chunk->count();
+  to.progress = ::isatty(STDERR_FILENO) == 1;
+  TransferOutcome out = session->send(scan.tree, to);
+  session->close();
+
+  if (!out.report.lanes.empty()) std::cout << lane_table(out.report) << std::flush;
+  if (!a.json_file.empty()) {
+    nlohmann::json doc = to_json(out.report);
+    doc["exit_code"] = out.exit_code;
+    doc["message"] = out.message;
+    doc["all_verified"] = out.exit_code == 0 && out.report.verified;
+    if (auto e = write_json_file(a.json_file, doc); !e.empty()) std::cerr << "braid send: " << e << "\n";
+  }
+  finish(out.exit_code, out.exit_code == 0 ? "" : out.message);
+}
+
+}  // namespace
+
+void add_send_command(CLI::App& app) {
+  auto args = std::make_shared<SendArgs>();
+  CLI::App* cmd = app.add_subcommand("send", "Send files and directories to a `braid recv`");
+  cmd->add_option("--code", args->code, "The pairing code the receiver printed (not needed once paired)");
+  cmd->add_option("--streams", args->streams, "Parallel lanes per path (default 2)")->check(CLI::Range(1, 64));
+  cmd->add_option("--lane", args->lanes, "A lane by hand: LOCAL_ADDR=REMOTE_ADDR:PORT (repeatable)");
+  cmd->add_option("--json", args->json_file, "Write the final report as JSON to FILE");
+  cmd->add_option("--log", args->log_file, "Write the activity log as JSON lines to FILE");
+  cmd->add_option("--policy", args->policy, "Scheduling policy: braid|ecf|minrtt|roundrobin|queue|seed-old");
+  cmd->add_option("--hash", args->hash, "Piece hash: xxh3 (default) or sha256");
+  cmd->add_option("--chunk", args->chunk, "Chunk size, 64KiB to 64MiB (default 1MiB)");
+  cmd->add_option("--max-lanes", args->max_lanes, "Most lanes to open (default 16)")->check(CLI::Range(1, 256));
+  cmd->add_flag("--follow-symlinks", args->follow_symlinks, "Send what symlinks point to instead of the links");
+  cmd->add_option("operands", args->operands, "PATH... HOST[:PORT]")->required();
+  cmd->callback([args] { run_send(*args); });
+}
+
+}  // namespace braid::cli

@@ -1,0 +1,280 @@
+#include "engine/files/receive_tree.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
+#include <variant>
+
+#include "engine/files/piece_hasher.hpp"
+
+namespace braid::files {
+namespace {
+
+using security::RelativePath;
+
+std::string parent_of(const RelativePath& p) {
+  const auto& c = p.components();
+  std::string out;
+  for (size_t i = 0; i + 1 < c.size(); ++i) {
+    if (!out.empty()) out += '/';
+    out += c[i];
+  }
+  return out;
+}
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+bool is_no_space(int e) { return e == ENOSPC || e == EDQUOT; }
+
+wire::RefuseReason reason_for_errno(int e) {
+  if (is_no_space(e)) return wire::RefuseReason::no_space;
+  return wire::RefuseReason::not_writable;
+}
+
+std::string offer_tag(const wire::Offer& offer) {
+  std::vector<uint8_t> bytes;
+  wire::Offer copy = offer;
+  copy.transfer_id = 0;  // the same files offered again find the same temp names
+  wire::encode(copy, bytes);
+  PieceHasher h(wire::HashAlgo::sha256);
+  h.update(bytes);
+  std::string hex = h.finish().hex();
+  return hex.substr(0, 16);
+}
+
+}  // namespace
+
+ReceiveTree::ReceiveTree(int root_fd, const wire::Offer& offer)
+    : root_fd_(root_fd),
+      entries_(offer.entries),
+      tag_(offer_tag(offer)),
+      layout_(offer.entries),
+      fds_(256, [this](size_t entry, std::string& error) {
+        auto rel = RelativePath::parse(temp_path(entry));
+        if (!rel) {
+          error = rel.error().message;
+          return security::UniqueFd();
+        }
+        auto fd = security::open_beneath(root_fd_, rel.value(), O_RDWR);
+        if (!fd) {
+          error = fd.error().message;
+          return security::UniqueFd();
+        }
+        return std::move(fd.value());
+      }) {}
+
+std::string ReceiveTree::temp_path(size_t entry) const {
+  std::string parent = parent_of(paths_[entry]);
+  std::string leaf = ".braid-" + tag_ + "-" + std::to_string(entry) + ".part";
+  return parent.empty() ? leaf : parent + "/" + leaf;
+}
+
+std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(int root_fd, const wire::Offer& offer) {
+  std::unique_ptr<ReceiveTree> t(new ReceiveTree(root_fd, offer));
+  // 1. Every path must be a clean relative path, unique, and every parent
+  //    that the offer itself names must be a directory of the offer.
+  std::set<std::string> seen;
+  std::set<std::string> dirs;
+  for (const auto& e : offer.entries) {
+    auto p = RelativePath::parse(e.path);
+    if (!p)
+      return PrepareError{wire::RefuseReason::bad_path,
+                          "refused a path from the sender: '" + security::printable_path(e.path) + "': " + p.error().message};
+    if (!seen.insert(p.value().str()).second)
+      return PrepareError{wire::RefuseReason::bad_offer,
+                          "the offer names '" + security::printable_path(e.path) + "' twice"};
+    if (e.kind == wire::EntryKind::directory) dirs.insert(p.value().str());
+    t->paths_.push_back(std::move(p.value()));
+  }
+  for (const auto& p : t->paths_) {
+    std::string prefix;
+    const auto& c = p.components();
+    for (size_t i = 0; i + 1 < c.size(); ++i) {
+      prefix += (i ? "/" : "") + c[i];
+      if (seen.count(prefix) && !dirs.count(prefix))
+        return PrepareError{wire::RefuseReason::bad_offer, "the offer puts '" + security::printable_path(p.str()) +
+                                                               "' beneath '" + security::printable_path(prefix) +
+                                                               "', which it does not send as a directory"};
+    }
+  }
+  // 2. Room for the data.
+  struct statvfs vfs {};
+  if (::fstatvfs(root_fd, &vfs) == 0) {
+    const unsigned long long avail = static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize;
+    if (avail < offer.total_bytes())
+      return PrepareError{wire::RefuseReason::no_space,
+                          "not enough space in the target directory: " + std::to_string(offer.total_bytes()) +
+                              " bytes offered, " + std::to_string(avail) + " available"};
+  }
+  if (auto err = t->create_all()) return *err;
+  return t;
+}
+
+std::optional<PrepareError> ReceiveTree::create_all() {
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const auto& e = entries_[i];
+    if (e.kind == wire::EntryKind::directory) {
+      auto d = security::make_dirs_beneath(root_fd_, paths_[i], 0700);
+      if (!d) {
+        const auto code = d.error().code;
+        const bool path_problem = code == security::Errc::path_symlink || code == security::Errc::path_escapes ||
+                                  code == security::Errc::path_not_directory || code == security::Errc::path_invalid;
+        return PrepareError{path_problem ? wire::RefuseReason::bad_path : wire::RefuseReason::not_writable,
+                            d.error().message};
+      }
+      continue;
+    }
+    if (e.kind != wire::EntryKind::file) continue;
+    auto rel = RelativePath::parse(temp_path(i));
+    if (!rel) return PrepareError{wire::RefuseReason::bad_path, rel.error().message};
+    auto parent = security::open_parent_beneath(root_fd_, paths_[i], /*create_dirs=*/true, 0755);
+    if (!parent) {
+      const auto code = parent.error().code;
+      const bool path_problem = code == security::Errc::path_symlink || code == security::Errc::path_escapes ||
+                                code == security::Errc::path_not_directory || code == security::Errc::path_invalid;
+      return PrepareError{path_problem ? wire::RefuseReason::bad_path : wire::RefuseReason::not_writable,
+                          parent.error().message};
+    }
+    // The final name must not be a directory or a symlink we would replace blindly.
+    struct stat st {};
+    if (::fstatat(parent.value().dir.get(), parent.value().leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISDIR(st.st_mode))
+      return PrepareError{wire::RefuseReason::bad_offer,
+                          "'" + security::printable_path(paths_[i].str()) + "' exists as a directory in the target"};
+    auto fd = security::open_beneath(root_fd_, rel.value(), O_RDWR | O_CREAT, 0600);
+    if (!fd) return PrepareError{wire::RefuseReason::not_writable, fd.error().message};
+    if (::ftruncate(fd.value().get(), static_cast<off_t>(e.size)) != 0) {
+      const int err = errno;
+      return PrepareError{reason_for_errno(err), "cannot size '" + security::printable_path(temp_path(i)) +
+                                                     "': " + errno_text(err)};
+    }
+  }
+  return std::nullopt;
+}
+
+int ReceiveTree::write(uint64_t offset, std::span<const uint8_t> data) {
+  int result = 0;
+  const bool ok = layout_.for_each(offset, data.size(), [&](const Extent& x) {
+    std::string error;
+    auto fd = fds_.get(x.entry, error);
+    if (!fd) {
+      result = EIO;
+      return false;
+    }
+    const uint8_t* p = data.data() + (x.transfer_offset - offset);
+    uint64_t left = x.length;
+    off_t at = static_cast<off_t>(x.file_offset);
+    while (left > 0) {
+      ssize_t n = ::pwrite(fd->get(), p, left, at);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        result = errno;
+        return false;
+      }
+      if (n == 0) {
+        result = ENOSPC;
+        return false;
+      }
+      p += n;
+      at += n;
+      left -= static_cast<uint64_t>(n);
+    }
+    return true;
+  });
+  if (!ok && result == 0) result = EINVAL;  // range outside the transfer
+  return result;
+}
+
+std::string ReceiveTree::finalize(int& err) {
+  err = 0;
+  auto fail = [&](const std::string& what, int e) {
+    err = e;
+    return what + ": " + errno_text(e);
+  };
+  std::set<std::string> parents_touched;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const auto& e = entries_[i];
+    if (e.kind != wire::EntryKind::file) continue;
+    std::string error;
+    auto fd = fds_.get(i, error);
+    if (!fd) return fail("cannot reopen '" + security::printable_path(temp_path(i)) + "' (" + error + ")", EIO);
+    if (::fsync(fd->get()) != 0) return fail("fsync of '" + security::printable_path(temp_path(i)) + "'", errno);
+    if (::fchmod(fd->get(), e.mode & 07777) != 0) return fail("chmod of '" + security::printable_path(temp_path(i)) + "'", errno);
+    const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
+    if (::futimens(fd->get(), times) != 0) return fail("setting the mtime of '" + security::printable_path(temp_path(i)) + "'", errno);
+    auto parent = security::open_parent_beneath(root_fd_, paths_[i], false);
+    if (!parent) {
+      err = EIO;
+      return parent.error().message;
+    }
+    const std::string tmp_leaf = ".braid-" + tag_ + "-" + std::to_string(i) + ".part";
+    if (::renameat(parent.value().dir.get(), tmp_leaf.c_str(), parent.value().dir.get(), parent.value().leaf.c_str()) != 0)
+      return fail("cannot move '" + security::printable_path(paths_[i].str()) + "' into place", errno);
+    parents_touched.insert(parent_of(paths_[i]));
+  }
+  fds_.clear();
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const auto& e = entries_[i];
+    if (e.kind != wire::EntryKind::symlink) continue;
+    auto parent = security::open_parent_beneath(root_fd_, paths_[i], true);
+    if (!parent) {
+      err = EIO;
+      return parent.error().message;
+    }
+    const int pfd = parent.value().dir.get();
+    const std::string tmp_leaf = ".braid-" + tag_ + "-" + std::to_string(i) + ".link";
+    ::unlinkat(pfd, tmp_leaf.c_str(), 0);
+    if (::symlinkat(e.link_target.c_str(), pfd, tmp_leaf.c_str()) != 0)
+      return fail("cannot create the link '" + security::printable_path(paths_[i].str()) + "'", errno);
+    const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
+    (void)::utimensat(pfd, tmp_leaf.c_str(), times, AT_SYMLINK_NOFOLLOW);
+    if (::renameat(pfd, tmp_leaf.c_str(), pfd, parent.value().leaf.c_str()) != 0)
+      return fail("cannot move the link '" + security::printable_path(paths_[i].str()) + "' into place", errno);
+    parents_touched.insert(parent_of(paths_[i]));
+  }
+  // Directories last, deepest first: their mtimes change whenever an entry
+  // inside them is created.
+  for (size_t k = entries_.size(); k-- > 0;) {
+    const auto& e = entries_[k];
+    if (e.kind != wire::EntryKind::directory) continue;
+    auto d = security::make_dirs_beneath(root_fd_, paths_[k], 0700);
+    if (!d) {
+      err = EIO;
+      return d.error().message;
+    }
+    (void)::fsync(d.value().get());
+    if (::fchmod(d.value().get(), e.mode & 07777) != 0) return fail("chmod of '" + security::printable_path(paths_[k].str()) + "'", errno);
+    const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
+    (void)::futimens(d.value().get(), times);
+    parents_touched.erase(paths_[k].str());
+  }
+  // Make the renames durable in the directories the offer did not name.
+  for (const auto& p : parents_touched) {
+    if (p.empty()) {
+      (void)::fsync(root_fd_);
+      continue;
+    }
+    if (auto rel = RelativePath::parse(p); rel)
+      if (auto d = security::make_dirs_beneath(root_fd_, rel.value()); d) (void)::fsync(d.value().get());
+  }
+  return {};
+}
+
+std::string check_writable_dir(int dir_fd, const std::string& shown_name) {
+  struct stat st {};
+  if (::fstat(dir_fd, &st) != 0 || !S_ISDIR(st.st_mode)) return "'" + shown_name + "' is not a directory";
+  const std::string probe = ".braid-probe-" + std::to_string(::getpid());
+  int fd = ::openat(dir_fd, probe.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return "cannot create files in '" + shown_name + "': " + errno_text(errno);
+  ::close(fd);
+  ::unlinkat(dir_fd, probe.c_str(), 0);
+  return {};
+}
+
+}  // namespace braid::files

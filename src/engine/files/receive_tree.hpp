@@ -1,0 +1,67 @@
+// The receiver's side of one transfer on disk, strictly beneath the target
+// directory (every open goes through engine/security/safe_path.h, so no path
+// from the peer and no symlink planted in the target can lead outside).
+//
+//   prepare   checks every path of the offer, creates the directories and
+//             one temporary file per regular file, in the file's final
+//             directory: ".braid-<tag>-<index>.part" (tag: from the manifest,
+//             so the same offer finds the same names again, for a later resume);
+//   write     pwrite of verified bytes at their transfer offset (any thread);
+//   finalize  fsync, mode, mtime, then rename into place — so no partial file
+//             ever stands under its final name; then symlinks, then the
+//             directories' modes and mtimes (deepest first).
+// On any failure the temporary files stay where they are.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/files/fd_cache.hpp"
+#include "engine/files/file_layout.hpp"
+#include "engine/security/safe_path.h"
+#include "engine/wire/messages.hpp"
+
+namespace braid::files {
+
+struct PrepareError {
+  wire::RefuseReason reason;
+  std::string message;
+};
+
+class ReceiveTree {
+ public:
+  /// `root_fd`: the target directory (borrowed; must outlive the tree).
+  static std::variant<std::unique_ptr<ReceiveTree>, PrepareError> prepare(int root_fd, const wire::Offer& offer);
+
+  /// Writes `data` at transfer offset `offset`. 0 or the errno of the failure.
+  int write(uint64_t offset, std::span<const uint8_t> data);
+
+  /// Everything verified: put every entry in place. Empty string on success,
+  /// else what failed (and errno in `err`).
+  std::string finalize(int& err);
+
+  const FileLayout& layout() const { return layout_; }
+  /// Temporary name of a file entry, relative to the target (for messages and tests).
+  std::string temp_path(size_t entry) const;
+
+ private:
+  ReceiveTree(int root_fd, const wire::Offer& offer);
+  std::optional<PrepareError> create_all();
+
+  int root_fd_;
+  std::vector<wire::ManifestEntry> entries_;
+  std::vector<security::RelativePath> paths_;  // validated, one per entry
+  std::string tag_;
+  FileLayout layout_;
+  FdCache fds_;
+};
+
+/// Checks that `dir` is a directory braid can create files in (a probe file
+/// is created and removed). Empty string if so, else why not.
+std::string check_writable_dir(int dir_fd, const std::string& shown_name);
+
+}  // namespace braid::files

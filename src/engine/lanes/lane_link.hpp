@@ -1,0 +1,107 @@
+// One lane's byte stream, framed and sealed: every frame is AES-256-GCM with
+// the lane's own keys (engine/security: derive_lane_keys, FrameSealer,
+// FrameOpener in strict order), bound to the session and lane by its header.
+//
+// Threads: any number of threads may send (a mutex keeps each frame whole on
+// the wire); exactly one thread reads. shutdown() wakes both sides.
+//
+// Reading sorts what arrives into:
+//   frame     authenticated and in order: use it;
+//   rejected  stale or foreign (older session, other lane, replayed): the
+//             frame is dropped and counted, the lane goes on;
+//   broken    forged/corrupted or the framing is gone: the lane must close;
+//   closed    the connection ended (EOF or a socket error).
+//
+// Test hooks (environment variables, read once; for the end-to-end tests):
+//   BRAID_TEST_CORRUPT_FRAME=LANE:N   flip one bit of the N-th data frame sent on lane LANE
+//   BRAID_TEST_KILL_LANE=LANE:BYTES   shut lane LANE's socket down after BYTES sent
+//   BRAID_TEST_STALE_FRAMES=LANE      after the 4th data frame on lane LANE, also send a
+//                                     replayed frame, one from another session and one
+//                                     for another lane
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/security/frame_crypto.h"
+#include "engine/security/lane_keys.h"
+#include "engine/security/unique_fd.h"
+#include "engine/wire/messages.hpp"
+
+namespace braid::lanes {
+
+enum class ReadStatus { frame, rejected, broken, closed };
+
+struct Incoming {
+  ReadStatus status = ReadStatus::closed;
+  wire::FrameType type{};
+  std::span<const uint8_t> payload;  // valid until the next read()
+  security::FrameStatus frame_status = security::FrameStatus::ok;
+  std::string reason;  // for rejected/broken/closed
+};
+
+class LaneLink {
+ public:
+  /// Takes over `fd` (a connected socket, already past any TLS handshake).
+  static std::unique_ptr<LaneLink> create(security::UniqueFd fd, uint64_t session_id, uint32_t lane_id,
+                                          const security::LaneSecret& secret, security::Role role, std::string& error);
+  ~LaneLink();
+
+  uint32_t id() const { return lane_id_; }
+  int fd() const { return fd_.get(); }
+
+  /// Seals and sends one control message. false if the lane is gone.
+  bool send(wire::FrameType type, std::span<const uint8_t> payload);
+  template <class M>
+  bool send_message(const M& m) {
+    auto p = wire::encode_message(m);
+    return send(M::kType, p);
+  }
+  /// The data path without copies: `frame` is laid out as
+  /// [kFrameHeaderSize][payload_len bytes of payload][kFrameTagSize]; the
+  /// payload is sealed where it is and the whole frame sent.
+  bool send_in_place(wire::FrameType type, std::span<uint8_t> frame, size_t payload_len);
+
+  Incoming read();
+
+  /// Ends the connection both ways (wakes a blocked reader and writer).
+  void shutdown();
+  bool is_shut_down() const { return shut_.load(); }
+
+  uint64_t bytes_sent() const { return bytes_sent_.load(std::memory_order_relaxed); }
+  uint64_t bytes_received() const { return bytes_received_.load(std::memory_order_relaxed); }
+  /// Frames the opener rejected, by status (read by reports after the reader ended).
+  uint64_t rejected(security::FrameStatus s) const { return rejected_[static_cast<size_t>(s)].load(); }
+  uint64_t rejected_total() const;
+  std::string send_error() const;
+
+ private:
+  LaneLink(security::UniqueFd fd, uint32_t lane_id, uint64_t session_id, security::FrameSealer sealer,
+           security::FrameOpener opener, const security::LaneSecret& secret, security::Role role);
+  bool write_frame(std::span<const uint8_t> bytes);
+  void run_send_hooks(std::span<uint8_t> sealed);
+
+  security::UniqueFd fd_;
+  uint32_t lane_id_;
+  uint64_t session_id_;
+  security::Role role_;
+  security::LaneSecret secret_;  // kept only for the stale-frame test hook
+  std::mutex send_mu_;
+  security::FrameSealer sealer_;
+  security::FrameOpener opener_;
+  std::vector<uint8_t> rbuf_;
+  std::atomic<bool> shut_{false};
+  std::atomic<uint64_t> bytes_sent_{0};
+  std::atomic<uint64_t> bytes_received_{0};
+  std::array<std::atomic<uint64_t>, security::kFrameStatusCount> rejected_{};
+  std::string send_error_;
+  uint64_t data_frames_sent_ = 0;
+  std::vector<uint8_t> first_data_frame_;  // for the replay hook
+};
+
+}  // namespace braid::lanes

@@ -1,0 +1,116 @@
+#include "engine/lanes/tcp.hpp"
+
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace braid::lanes {
+
+security::UniqueFd connect_tcp(const Endpoint& remote, const Endpoint* local, int timeout_ms, std::string& error,
+                               int& err) {
+  security::UniqueFd fd(::socket(remote.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  auto fail = [&](const std::string& what) {
+    err = errno;
+    error = what + ": " + std::strerror(err);
+    return security::UniqueFd();
+  };
+  if (!fd.valid()) return fail("socket");
+  if (local) {
+    Endpoint l = *local;
+    l.set_port(0);
+    if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&l.addr), l.len) != 0)
+      return fail("cannot bind to " + l.host());
+  }
+  tune_lane_socket(fd.get());
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&remote.addr), remote.len) != 0) {
+    if (errno != EINPROGRESS) return fail("cannot connect to " + remote.str());
+    pollfd p{fd.get(), POLLOUT, 0};
+    int rc = ::poll(&p, 1, timeout_ms);
+    if (rc == 0) {
+      errno = ETIMEDOUT;
+      return fail("cannot connect to " + remote.str());
+    }
+    int so = 0;
+    socklen_t sl = sizeof so;
+    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so, &sl);
+    if (rc < 0 || so != 0) {
+      errno = rc < 0 ? errno : so;
+      return fail("cannot connect to " + remote.str());
+    }
+  }
+  // Blocking from here on: each lane has its own threads.
+  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+  err = 0;
+  return fd;
+}
+
+security::UniqueFd listen_tcp(const Endpoint& where, std::string& error) {
+  security::UniqueFd fd(::socket(where.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) {
+    error = std::string("socket: ") + std::strerror(errno);
+    return {};
+  }
+  int one = 1;
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (where.family() == AF_INET6) {
+    int v6only = where.is_wildcard() ? 0 : 1;
+    ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+  }
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&where.addr), where.len) != 0 || ::listen(fd.get(), 64) != 0) {
+    error = "cannot listen on " + where.str() + ": " + std::strerror(errno);
+    return {};
+  }
+  return fd;
+}
+
+void tune_lane_socket(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  int lowat = kNotSentLowat;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat);
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  int idle = 10, intvl = 5, cnt = 3;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+  unsigned user_timeout_ms = 30'000;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+}
+
+bool send_all(int fd, const uint8_t* data, size_t len, int& err) {
+  while (len > 0) {
+    ssize_t n = ::send(fd, data, len, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      err = errno;
+      return false;
+    }
+    data += n;
+    len -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool recv_all(int fd, uint8_t* data, size_t len, int& err) {
+  while (len > 0) {
+    ssize_t n = ::recv(fd, data, len, MSG_WAITALL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      err = errno;
+      return false;
+    }
+    if (n == 0) {
+      err = 0;
+      return false;
+    }
+    data += n;
+    len -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace braid::lanes

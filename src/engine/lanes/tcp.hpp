@@ -1,0 +1,38 @@
+// Plain TCP for lanes: connect (optionally bound to a local address, so the
+// lane really leaves through that interface), listen, and the socket options
+// every lane gets.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "engine/lanes/endpoint.hpp"
+#include "engine/security/unique_fd.h"
+
+namespace braid::lanes {
+
+/// Send-side buffering kept shallow so that the scheduler, not the kernel,
+/// decides what is in flight: TCP_NOTSENT_LOWAT lets the kernel hold at most
+/// this much not-yet-sent data beyond what is in flight on the wire.
+constexpr int kNotSentLowat = 512 * 1024;
+
+/// Connects with a timeout; binds to `local` first if it is set (port 0).
+/// On failure returns an invalid fd and sets `error` (and `err` to errno).
+security::UniqueFd connect_tcp(const Endpoint& remote, const Endpoint* local, int timeout_ms, std::string& error,
+                               int& err);
+
+/// A listening socket on `where` (port 0 picks a free one). An IPv6 wildcard
+/// also takes IPv4 (dual stack).
+security::UniqueFd listen_tcp(const Endpoint& where, std::string& error);
+
+/// TCP_NODELAY, TCP_NOTSENT_LOWAT, keepalive and a user timeout, so a lane
+/// whose path silently died errors out instead of hanging forever.
+void tune_lane_socket(int fd);
+
+/// Whole-buffer send/receive on a blocking socket. false on error or EOF
+/// (`err` = errno, 0 for EOF).
+bool send_all(int fd, const uint8_t* data, size_t len, int& err);
+bool recv_all(int fd, uint8_t* data, size_t len, int& err);
+
+}  // namespace braid::lanes

@@ -1,0 +1,475 @@
+#include "engine/transfer/receiver_session.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+
+#include "engine/files/piece_hasher.hpp"
+#include "engine/lanes/endpoint.hpp"
+#include "engine/transfer/exit_codes.hpp"
+
+namespace braid::transfer {
+
+using Clock = std::chrono::steady_clock;
+
+// One accepted transfer.
+struct ReceiverSession::Incoming {
+  wire::Offer offer;
+  std::unique_ptr<files::ReceiveTree> tree;
+  std::mutex mu;
+  std::map<uint32_t, files::PieceRecord> pieces;  // verified, by piece id
+  std::map<uint32_t, uint64_t> lane_bytes;        // verified bytes per lane
+  std::map<uint32_t, uint32_t> lane_pieces;
+  bool failed = false;
+  bool finished = false;
+  Clock::time_point start = Clock::now();
+};
+
+struct ReceiverSession::Lane {
+  uint32_t id = 0;
+  std::unique_ptr<lanes::LaneLink> link;
+  std::string local, remote;
+  bool alive = true;
+  std::string close_reason;
+  std::thread reader;
+  // The piece this lane is receiving (pieces arrive whole, in order, per lane).
+  bool receiving = false;
+  uint32_t transfer = 0, piece = 0;
+  uint64_t piece_offset = 0, piece_length = 0, next = 0;
+  std::unique_ptr<files::PieceHasher> hasher;
+  Clock::time_point first_byte;
+  std::shared_ptr<Incoming> t;
+};
+
+ReceiverSession::ReceiverSession(const ReceiverConfig& cfg, EventLog& log, std::string peer, uint64_t session_id,
+                                 const security::LaneSecret& secret)
+    : cfg_(cfg), log_(log), peer_(std::move(peer)), session_id_(session_id), secret_(secret) {}
+
+ReceiverSession::~ReceiverSession() {
+  for (auto& l : lanes_) {
+    l->link->shutdown();
+    if (l->reader.joinable()) l->reader.join();
+  }
+}
+
+void ReceiverSession::note(const std::string& line) const {
+  if (!cfg_.quiet) std::cerr << "braid: " << line << std::endl;
+}
+
+int ReceiverSession::outcome() const {
+  std::lock_guard lock(mu_);
+  return outcome_;
+}
+
+std::vector<TransferReport> ReceiverSession::reports() const {
+  std::lock_guard lock(mu_);
+  return reports_;
+}
+
+uint64_t ReceiverSession::rejected_frames() const {
+  std::lock_guard lock(mu_);
+  uint64_t n = 0;
+  for (const auto& l : lanes_) n += l->link->rejected_total();
+  return n;
+}
+
+void ReceiverSession::start_lane(std::unique_ptr<lanes::LaneLink> link, bool needs_join) {
+  auto lane = std::make_unique<Lane>();
+  lane->id = link->id();
+  lane->local = lanes::local_endpoint_of(link->fd()).str();
+  lane->remote = lanes::peer_endpoint_of(link->fd()).str();
+  lane->link = std::move(link);
+  Lane& l = *lane;
+  std::lock_guard lock(mu_);
+  lanes_.push_back(std::move(lane));
+  l.reader = std::thread([this, &l, needs_join] { reader_loop(l, needs_join); });
+}
+
+bool ReceiverSession::adopt_lane(security::UniqueFd fd, uint32_t lane_id) {
+  {
+    std::lock_guard lock(mu_);
+    if (ending_) return false;
+    for (const auto& l : lanes_)
+      if (l->id == lane_id) return false;  // a lane id joins once: a replayed join is refused
+  }
+  std::string error;
+  auto link = lanes::LaneLink::create(std::move(fd), session_id_, lane_id, secret_, security::Role::server, error);
+  if (!link) return false;
+  start_lane(std::move(link), true);
+  return true;
+}
+
+void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vector<std::string>& advertised) {
+  wire::Addresses addrs;
+  addrs.endpoints = advertised;
+  (void)link->send_message(addrs);
+  log_.write("lane_open", {{"lane", 0}, {"local", lanes::local_endpoint_of(link->fd()).str()},
+                           {"remote", lanes::peer_endpoint_of(link->fd()).str()}});
+  start_lane(std::move(link), false);
+
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] {
+      if (!control_.empty() || ending_) return true;
+      for (auto& l : lanes_)
+        if (l->alive) return false;
+      return true;
+    });
+    if (control_.empty()) break;  // ending, or every lane is gone
+    Control c = std::move(control_.front());
+    control_.pop_front();
+    lock.unlock();
+    switch (c.type) {
+      case wire::FrameType::offer: handle_offer(c); break;
+      case wire::FrameType::done: handle_done(c); break;
+      case wire::FrameType::lane_closed: {
+        wire::LaneClosed m;
+        if (!wire::decode(c.payload, m)) break;
+        Lane* other = nullptr;
+        {
+          std::lock_guard g(mu_);
+          for (auto& l : lanes_)
+            if (l->id == m.lane_id) other = l.get();
+        }
+        if (other) close_lane(*other, "closed by the sender: " + m.reason, false);
+        break;
+      }
+      case wire::FrameType::bye: {
+        std::lock_guard g(mu_);
+        ending_ = true;
+        break;
+      }
+      case wire::FrameType::error: {
+        wire::ErrorMessage m;
+        if (wire::decode(c.payload, m)) note("the sender ended the session: " + json_safe(m.message));
+        std::lock_guard g(mu_);
+        ending_ = true;
+        break;
+      }
+      default:
+        break;
+    }
+    lock.lock();
+  }
+  ending_ = true;
+  // Transfers accepted but never finished leave their temporary files for a later resume.
+  for (auto& [id, t] : transfers_) {
+    std::lock_guard g(t->mu);
+    if (!t->finished && outcome_ == 0) outcome_ = kExitFailure;
+  }
+  lock.unlock();
+  for (auto& l : lanes_) l->link->shutdown();
+  log_.write("status", {{"status", "session_closed"}, {"peer", peer_}});
+}
+
+// ---- lanes ---------------------------------------------------------------------
+
+void ReceiverSession::close_lane(Lane& lane, const std::string& reason, bool announce) {
+  bool session_ending;
+  {
+    std::lock_guard lock(mu_);
+    if (!lane.alive) return;
+    lane.alive = false;
+    lane.close_reason = reason;
+    session_ending = ending_;
+    cv_.notify_all();
+  }
+  lane.link->shutdown();
+  if (session_ending) return;  // the end of a session closes every lane: not news
+  log_.write("lane_closed", {{"lane", lane.id}, {"reason", reason}});
+  note("lane " + std::to_string(lane.id) + " (" + lane.remote + ") closed: " + reason);
+  if (announce) {
+    wire::LaneClosed m;
+    m.lane_id = lane.id;
+    m.reason = reason;
+    (void)reply(UINT32_MAX, m);
+  }
+}
+
+template <class M>
+bool ReceiverSession::reply(uint32_t preferred_lane, const M& m) {
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    Lane* lane = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& l : lanes_) {
+        if (!l->alive) continue;
+        if (!lane || l->id == preferred_lane) lane = l.get();
+      }
+    }
+    if (!lane) return false;
+    if (lane->link->send_message(m)) return true;
+    close_lane(*lane, "write failed: " + lane->link->send_error(), false);
+  }
+  return false;
+}
+
+void ReceiverSession::reader_loop(Lane& lane, bool needs_join) {
+  if (needs_join) {
+    lanes::Incoming in = lane.link->read();
+    wire::LaneJoin join;
+    if (in.status != lanes::ReadStatus::frame || in.type != wire::FrameType::lane_join ||
+        !wire::decode(in.payload, join) || join.lane_id != lane.id || join.version != wire::kProtocolVersion) {
+      log_.write("lane_refused", {{"lane", lane.id}, {"remote", lane.remote},
+                                  {"reason", in.reason.empty() ? "no valid lane_join" : in.reason}});
+      std::lock_guard lock(mu_);
+      lane.alive = false;
+      lane.close_reason = "join refused";
+      lane.link->shutdown();
+      return;
+    }
+    wire::LaneWelcome w;
+    w.lane_id = lane.id;
+    if (!lane.link->send_message(w)) return close_lane(lane, "write failed", false);
+    log_.write("lane_open", {{"lane", lane.id}, {"local", lane.local}, {"remote", lane.remote}});
+  }
+  for (;;) {
+    lanes::Incoming in = lane.link->read();
+    if (in.status == lanes::ReadStatus::rejected) {
+      log_.write("frame_rejected", {{"lane", lane.id}, {"reason", in.reason}});
+      continue;
+    }
+    if (in.status != lanes::ReadStatus::frame) {
+      close_lane(lane, in.reason, true);
+      break;
+    }
+    if (in.type == wire::FrameType::piece_data) {
+      handle_piece(lane, in.payload);
+      if (!lane.alive) break;
+      continue;
+    }
+    if (in.type == wire::FrameType::piece_abort) {
+      lane.receiving = false;
+      continue;
+    }
+    if (in.type == wire::FrameType::lane_join) continue;
+    std::lock_guard lock(mu_);
+    control_.push_back(Control{lane.id, in.type, std::vector<uint8_t>(in.payload.begin(), in.payload.end())});
+    cv_.notify_all();
+  }
+  lane.t.reset();
+}
+
+void ReceiverSession::handle_piece(Lane& lane, std::span<const uint8_t> payload) {
+  wire::PieceHeader h;
+  size_t n = 0;
+  if (!wire::decode_piece_header(payload, h, n)) return close_lane(lane, "a malformed piece frame", true);
+  if (!lane.receiving || lane.transfer != h.transfer_id || lane.piece != h.piece) {
+    lane.receiving = false;
+    lane.t.reset();
+    if (h.data_offset != h.piece_offset) return;  // the middle of a piece whose start we never saw
+    std::shared_ptr<Incoming> t;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = transfers_.find(h.transfer_id); it != transfers_.end()) t = it->second;
+    }
+    if (!t || t->finished || t->failed) return;  // not accepted, or over: drop the bytes
+    if (h.piece_offset + h.piece_length > t->tree->layout().total())
+      return close_lane(lane, "a piece beyond the end of the transfer", true);
+    if (!lane.hasher || lane.hasher->algo() != t->offer.hash)
+      lane.hasher = std::make_unique<files::PieceHasher>(t->offer.hash);
+    lane.hasher->reset();
+    lane.receiving = true;
+    lane.transfer = h.transfer_id;
+    lane.piece = h.piece;
+    lane.piece_offset = h.piece_offset;
+    lane.piece_length = h.piece_length;
+    lane.next = h.piece_offset;
+    lane.first_byte = Clock::now();
+    lane.t = std::move(t);
+  }
+  if (h.data_offset != lane.next || h.piece_offset != lane.piece_offset || h.piece_length != lane.piece_length) {
+    lane.receiving = false;  // out of sequence: this copy of the piece is lost; the scheduler resends
+    return;
+  }
+  auto data = payload.subspan(wire::PieceHeader::kSize, n);
+  lane.hasher->update(data);
+  Incoming& t = *lane.t;
+  if (const int err = t.tree->write(h.data_offset, data); err != 0) {
+    lane.receiving = false;
+    wire::Ack nack{h.transfer_id, h.piece, 0, wire::AckStatus::write_failed};
+    (void)lane.link->send_message(nack);
+    const bool full = err == ENOSPC || err == EDQUOT;
+    fail_transfer(t, full ? wire::ResultStatus::no_space : wire::ResultStatus::write_failed,
+                  std::string(full ? "the target disk is full: " : "cannot write to the target: ") + std::strerror(err) +
+                      " (the temporary files are kept for a later resume)");
+    return;
+  }
+  lane.next += n;
+  if (!h.last()) return;
+  lane.receiving = false;
+  const wire::Digest got = lane.hasher->finish();
+  const auto duration = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - lane.first_byte);
+  wire::Ack ack{h.transfer_id, h.piece, static_cast<uint64_t>(duration.count()), wire::AckStatus::ok};
+  if (!(got == h.hash)) {
+    ack.status = wire::AckStatus::hash_mismatch;
+    log_.write("piece_hash_mismatch", {{"lane", lane.id}, {"piece", h.piece}});
+  } else {
+    std::lock_guard lock(t.mu);
+    if (t.pieces.emplace(h.piece, files::PieceRecord{h.piece_offset, h.piece_length, got}).second) {
+      t.lane_bytes[lane.id] += h.piece_length;
+      t.lane_pieces[lane.id] += 1;
+    }
+  }
+  if (!lane.link->send_message(ack)) close_lane(lane, "write failed: " + lane.link->send_error(), true);
+}
+
+// ---- control -------------------------------------------------------------------
+
+bool ReceiverSession::ask_user(const wire::Offer& offer) {
+  if (cfg_.yes) return true;
+  if (!::isatty(STDIN_FILENO)) return false;
+  std::cerr << "braid: '" << peer_ << "' offers " << offer.entries.size() << " entries, " << offer.total_bytes()
+            << " bytes:";
+  size_t shown = 0;
+  for (const auto& e : offer.entries) {
+    if (e.path.find('/') != std::string::npos) continue;
+    std::cerr << " " << security::printable_path(e.path);
+    if (++shown == 5) break;
+  }
+  std::cerr << "\nbraid: accept? [y/N] " << std::flush;
+  std::string answer;
+  if (!std::getline(std::cin, answer)) return false;
+  return !answer.empty() && (answer[0] == 'y' || answer[0] == 'Y');
+}
+
+void ReceiverSession::handle_offer(const Control& c) {
+  wire::Offer offer;
+  if (!wire::decode(c.payload, offer)) {
+    wire::ErrorMessage e{0, "malformed offer"};
+    (void)reply(c.lane_id, e);
+    return;
+  }
+  auto refuse = [&](wire::RefuseReason reason, const std::string& message) {
+    log_.write("offer_refused", {{"transfer", offer.transfer_id}, {"reason", wire::refuse_reason_name(reason)},
+                                 {"message", json_safe(message)}});
+    note("refused an offer from '" + peer_ + "': " + message);
+    wire::Refuse r{offer.transfer_id, reason, message};
+    (void)reply(c.lane_id, r);
+    std::lock_guard lock(mu_);
+    if (outcome_ == 0)
+      outcome_ = reason == wire::RefuseReason::not_writable ? kExitNotWritable
+                 : reason == wire::RefuseReason::no_space   ? kExitDiskFull
+                                                            : kExitRefused;
+  };
+  {
+    std::lock_guard lock(mu_);
+    if (transfers_.count(offer.transfer_id)) {
+      wire::Refuse r{offer.transfer_id, wire::RefuseReason::bad_offer, "transfer id already used in this session"};
+      (void)reply(c.lane_id, r);
+      return;
+    }
+  }
+  if (offer.chunk_size == 0) return refuse(wire::RefuseReason::bad_offer, "the offer has no chunk size");
+  log_.write("offer", {{"transfer", offer.transfer_id}, {"entries", offer.entries.size()},
+                       {"bytes", offer.total_bytes()}, {"peer", peer_}});
+  if (!ask_user(offer))
+    return refuse(wire::RefuseReason::declined,
+                  cfg_.yes ? "declined" : "declined (the receiver has no terminal to ask and was not started with --yes)");
+  auto prepared = files::ReceiveTree::prepare(cfg_.root_fd, offer);
+  if (auto* err = std::get_if<files::PrepareError>(&prepared)) return refuse(err->reason, err->message);
+  auto t = std::make_shared<Incoming>();
+  t->offer = std::move(offer);
+  t->tree = std::move(std::get<0>(prepared));
+  const uint32_t id = t->offer.transfer_id;
+  {
+    std::lock_guard lock(mu_);
+    transfers_[id] = t;
+  }
+  log_.write("status", {{"status", "receiving"}, {"transfer", id}});
+  note("receiving " + std::to_string(t->offer.entries.size()) + " entries, " + std::to_string(t->offer.total_bytes()) +
+       " bytes from '" + peer_ + "'");
+  (void)reply(c.lane_id, wire::Accept{id});
+}
+
+void ReceiverSession::fail_transfer(Incoming& t, wire::ResultStatus status, const std::string& message) {
+  {
+    std::lock_guard lock(t.mu);
+    if (t.failed || t.finished) return;
+    t.failed = true;
+  }
+  log_.write("status", {{"status", "failed"}, {"transfer", t.offer.transfer_id}, {"message", message}});
+  note("transfer " + std::to_string(t.offer.transfer_id) + " failed: " + message);
+  {
+    std::lock_guard lock(mu_);
+    if (outcome_ == 0)
+      outcome_ = status == wire::ResultStatus::no_space       ? kExitDiskFull
+                 : status == wire::ResultStatus::write_failed ? kExitNotWritable
+                                                              : kExitVerifyFailed;
+  }
+  wire::TransferResult r{t.offer.transfer_id, status, message};
+  (void)reply(UINT32_MAX, r);
+}
+
+void ReceiverSession::handle_done(const Control& c) {
+  wire::Done done;
+  if (!wire::decode(c.payload, done)) return;
+  std::shared_ptr<Incoming> t;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = transfers_.find(done.transfer_id); it != transfers_.end()) t = it->second;
+  }
+  if (!t) return;
+  std::vector<files::PieceRecord> records;
+  {
+    std::lock_guard lock(t->mu);
+    if (t->failed) return;
+    for (const auto& [id, r] : t->pieces) records.push_back(r);
+  }
+  const uint64_t total = t->tree->layout().total();
+  if (!files::pieces_tile(records, total))
+    return fail_transfer(*t, wire::ResultStatus::incomplete, "the verified pieces do not cover every byte of the transfer");
+  if (!(files::root_hash(t->offer.hash, records) == done.root))
+    return fail_transfer(*t, wire::ResultStatus::root_mismatch, "the root hash does not match");
+  int err = 0;
+  const std::string failure = t->tree->finalize(err);
+  if (!failure.empty()) {
+    const bool full = err == ENOSPC || err == EDQUOT;
+    return fail_transfer(*t, full ? wire::ResultStatus::no_space : wire::ResultStatus::write_failed, failure);
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - t->start).count();
+  TransferReport rep;
+  rep.role = "recv";
+  rep.transfer_id = done.transfer_id;
+  rep.peer = peer_;
+  rep.hash = wire::hash_algo_name(t->offer.hash);
+  rep.chunk_size = t->offer.chunk_size;
+  rep.bytes = total;
+  rep.seconds = seconds;
+  rep.rate_bytes_per_sec = seconds > 0 ? static_cast<double>(total) / seconds : 0;
+  rep.verified = true;
+  rep.status = "verified";
+  rep.root_hash = done.root.hex();
+  for (const auto& e : t->offer.entries) rep.files += e.kind == wire::EntryKind::file;
+  {
+    std::lock_guard lock(t->mu);
+    t->finished = true;
+    std::lock_guard g(mu_);
+    for (const auto& l : lanes_) {
+      LaneReport lr;
+      lr.lane_id = l->id;
+      lr.name = "lane" + std::to_string(l->id);
+      lr.local = l->local;
+      lr.remote = l->remote;
+      lr.bytes = t->lane_bytes[l->id];
+      lr.chunks = t->lane_pieces[l->id];
+      lr.share = total ? static_cast<double>(lr.bytes) / static_cast<double>(total) : 0;
+      lr.wire_bytes = l->link->bytes_received();
+      lr.rejected_frames = l->link->rejected_total();
+      lr.open_at_end = l->alive;
+      lr.close_reason = l->close_reason;
+      rep.lanes.push_back(lr);
+    }
+    reports_.push_back(rep);
+  }
+  log_.write("status", {{"status", "verified"}, {"transfer", done.transfer_id}, {"bytes", total},
+                        {"seconds", seconds}});
+  note("transfer " + std::to_string(done.transfer_id) + ": " + std::to_string(rep.files) + " files, " +
+       std::to_string(total) + " bytes from '" + peer_ + "' arrived and verified");
+  wire::TransferResult r{done.transfer_id, wire::ResultStatus::verified, "verified"};
+  (void)reply(c.lane_id, r);
+}
+
+}  // namespace braid::transfer

@@ -1,0 +1,88 @@
+// The receiving side of one braid session: its lanes (each with a reader
+// thread that opens frames, verifies pieces, writes them and acks them) and
+// a control thread (the caller's) that answers offers, checks each finished
+// transfer's root hash and puts its files in place.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/files/receive_tree.hpp"
+#include "engine/lanes/lane_link.hpp"
+#include "engine/security/session.h"
+#include "engine/transfer/event_log.hpp"
+#include "engine/transfer/report.hpp"
+#include "engine/wire/messages.hpp"
+
+namespace braid::transfer {
+
+struct ReceiverConfig {
+  int root_fd = -1;          // the target directory (owned by the Receiver)
+  bool yes = false;          // accept every offer without asking
+  bool quiet = false;        // no lines on stderr (in-process tests)
+};
+
+class ReceiverSession {
+ public:
+  ReceiverSession(const ReceiverConfig& cfg, EventLog& log, std::string peer, uint64_t session_id,
+                  const security::LaneSecret& secret);
+  ~ReceiverSession();
+
+  /// Runs lane 0 (`link`, already past TLS) and the control loop until the
+  /// sender says bye or every lane is gone.
+  void run(std::unique_ptr<lanes::LaneLink> link, const std::vector<std::string>& advertised);
+  /// A connection whose first frame header named this session and `lane_id`:
+  /// it becomes a lane if its lane_join frame authenticates. false if refused.
+  bool adopt_lane(security::UniqueFd fd, uint32_t lane_id);
+
+  uint64_t id() const { return session_id_; }
+  /// 0 if every transfer verified, else the exit code of the first failure.
+  int outcome() const;
+  std::vector<TransferReport> reports() const;
+  uint64_t rejected_frames() const;
+
+ private:
+  struct Lane;
+  struct Incoming;
+  struct Control {
+    uint32_t lane_id;
+    wire::FrameType type;
+    std::vector<uint8_t> payload;
+  };
+
+  void start_lane(std::unique_ptr<lanes::LaneLink> link, bool needs_join);
+  void reader_loop(Lane& lane, bool needs_join);
+  void handle_piece(Lane& lane, std::span<const uint8_t> payload);
+  void close_lane(Lane& lane, const std::string& reason, bool announce);
+  template <class M>
+  bool reply(uint32_t preferred_lane, const M& m);
+  void handle_offer(const Control& c);
+  void handle_done(const Control& c);
+  void fail_transfer(Incoming& t, wire::ResultStatus status, const std::string& message);
+  bool ask_user(const wire::Offer& offer);
+  void note(const std::string& line) const;
+
+  ReceiverConfig cfg_;
+  EventLog& log_;
+  std::string peer_;
+  uint64_t session_id_;
+  security::LaneSecret secret_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::deque<Control> control_;
+  std::map<uint32_t, std::shared_ptr<Incoming>> transfers_;
+  std::vector<TransferReport> reports_;
+  int outcome_ = 0;
+  bool ending_ = false;
+};
+
+}  // namespace braid::transfer

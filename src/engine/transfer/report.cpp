@@ -1,0 +1,50 @@
+#include "engine/transfer/report.hpp"
+
+namespace braid::transfer {
+
+nlohmann::json to_json(const LaneReport& l) {
+  return {{"lane_id", l.lane_id},
+          {"name", l.name},
+          {"local", l.local},
+          {"remote", l.remote},
+          {"bytes", l.bytes},
+          {"acked_bytes", l.acked_bytes},
+          {"wire_bytes", l.wire_bytes},
+          {"chunks", l.chunks},
+          {"share", l.share},
+          {"rate_bytes_per_sec", l.rate_bytes_per_sec},
+          {"rate_mbit_per_sec", l.rate_bytes_per_sec * 8 / 1e6},
+          {"estimate_bytes_per_sec", l.estimate_bytes_per_sec},
+          {"rtt_ms", l.rtt_ms},
+          {"stalls", l.stalls},
+          {"duplicates", l.duplicates},
+          {"abandoned", l.abandoned},
+          {"rejected_frames", l.rejected_frames},
+          {"open_at_end", l.open_at_end},
+          {"close_reason", l.close_reason}};
+}
+
+nlohmann::json to_json(const TransferReport& r) {
+  nlohmann::json lanes = nlohmann::json::array();
+  for (const auto& l : r.lanes) lanes.push_back(to_json(l));
+  return {{"role", r.role},
+          {"transfer_id", r.transfer_id},
+          {"peer", r.peer},
+          {"policy", r.policy},
+          {"hash", r.hash},
+          {"chunk_size", r.chunk_size},
+          {"files", r.files},
+          {"bytes", r.bytes},
+          {"seconds", r.seconds},
+          {"rate_bytes_per_sec", r.rate_bytes_per_sec},
+          {"rate_mbit_per_sec", r.rate_bytes_per_sec * 8 / 1e6},
+          {"verified", r.verified},
+          {"status", r.status},
+          {"root_hash", r.root_hash},
+          {"stalls", r.stalls},
+          {"duplicates", r.duplicates},
+          {"abandoned", r.abandoned},
+          {"lanes", lanes}};
+}
+
+}  // namespace braid::transfer

@@ -1,0 +1,59 @@
+// What a transfer reports (`--json FILE`, the table on the terminal, the
+// tests). Every rate here comes from the receiver's acks, never from socket
+// writes: a lane's delivered rate is the bytes the receiver acked on it
+// divided by the time from the lane's first send of the transfer to its last ack.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace braid::transfer {
+
+struct LaneReport {
+  uint32_t lane_id = 0;
+  std::string name;
+  std::string local;
+  std::string remote;
+  uint64_t bytes = 0;        // bytes this lane delivered first (useful)
+  uint64_t acked_bytes = 0;  // all bytes acked on it, duplicates included
+  uint64_t wire_bytes = 0;   // bytes written to its socket in this transfer (frames, headers, tags)
+  uint32_t chunks = 0;       // pieces it delivered first
+  double share = 0;          // bytes / total
+  double rate_bytes_per_sec = 0;      // delivered rate from acks
+  double estimate_bytes_per_sec = 0;  // the scheduler's final estimate
+  double rtt_ms = 0;                  // smoothed RTT from acks
+  uint32_t stalls = 0;
+  uint32_t duplicates = 0;
+  uint32_t abandoned = 0;
+  uint64_t rejected_frames = 0;  // stale/foreign/replayed frames dropped on it
+  bool open_at_end = true;
+  std::string close_reason;
+};
+
+struct TransferReport {
+  std::string role;  // "send" or "recv"
+  uint32_t transfer_id = 0;
+  std::string peer;
+  std::string policy;
+  std::string hash;
+  uint64_t chunk_size = 0;
+  uint64_t files = 0;
+  uint64_t bytes = 0;
+  double seconds = 0;
+  double rate_bytes_per_sec = 0;
+  bool verified = false;
+  std::string status;  // "verified" or what went wrong
+  std::string root_hash;
+  uint32_t stalls = 0;
+  uint32_t duplicates = 0;
+  uint32_t abandoned = 0;
+  std::vector<LaneReport> lanes;
+};
+
+nlohmann::json to_json(const LaneReport& l);
+nlohmann::json to_json(const TransferReport& r);
+
+}  // namespace braid::transfer

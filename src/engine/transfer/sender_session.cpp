@@ -1,0 +1,822 @@
+#include "engine/transfer/sender_session.hpp"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include "core/policy_registry.hpp"
+#include "engine/files/piece_hasher.hpp"
+#include "engine/lanes/tcp.hpp"
+#include "engine/security/frame_format.h"
+#include "engine/transfer/code_text.hpp"
+#include "engine/transfer/exit_codes.hpp"
+#include "engine/transfer/progress_line.hpp"
+
+namespace braid::transfer {
+
+using security::kFrameHeaderSize;
+using security::kFrameTagSize;
+
+struct SenderSession::Lane {
+  uint32_t id = 0;
+  std::unique_ptr<lanes::LaneLink> link;
+  std::string name, local, remote;
+  bool alive = true;
+  std::string close_reason;
+  // Per transfer, under mu_:
+  std::optional<core::LaneId> sched;
+  std::deque<core::Assign> queue;
+  std::optional<core::PieceId> sending;
+  std::atomic<bool> cancel_current{false};
+  uint64_t wire_at_start = 0;
+  uint64_t rejected_at_start = 0;
+  Time first_send = Time::never();
+  std::thread reader, writer;
+};
+
+// One transfer in progress.
+struct SenderSession::Active {
+  Active(uint32_t id_, const files::SourceTree& tree, core::Scheduler s, wire::HashAlgo h)
+      : id(id_),
+        layout(tree.entries),
+        fds(512,
+            [&tree](size_t entry, std::string& error) {
+              int fd = ::open(tree.local_paths[entry].c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+              if (fd < 0) error = "cannot open '" + tree.local_paths[entry] + "': " + std::strerror(errno);
+              return security::UniqueFd(fd);
+            }),
+        sched(std::move(s)),
+        hash(h) {}
+
+  uint32_t id;
+  files::FileLayout layout;
+  files::FdCache fds;
+  core::Scheduler sched;
+  wire::HashAlgo hash;
+  std::vector<std::optional<wire::Digest>> piece_hash;  // by piece id
+  std::vector<size_t> sched_to_lane;                    // scheduler lane id -> lanes_ index
+  Time start;
+  int fatal_code = 0;
+  std::string fatal;
+  int next_decile = 1;
+  std::unique_ptr<ProgressLine> progress;
+};
+
+namespace {
+
+// "LOCAL=REMOTE:PORT".
+bool parse_lane_spec(const std::string& spec, lanes::Endpoint& local, lanes::Endpoint& remote) {
+  auto eq = spec.find('=');
+  if (eq == std::string::npos) return false;
+  auto l = lanes::parse_numeric_endpoint(spec.substr(0, eq), 0);
+  auto r = lanes::parse_numeric_endpoint(spec.substr(eq + 1), kDefaultPort);
+  if (!l || !r || l->family() != r->family()) return false;
+  local = *l;
+  remote = *r;
+  return true;
+}
+
+}  // namespace
+
+SenderSession::SenderSession(EventLog& log) : log_(log) {}
+
+SenderSession::~SenderSession() { close(); }
+
+Time SenderSession::now() const {
+  return Time::from_ns(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - epoch_).count());
+}
+
+std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(const ConnectOptions& opts,
+                                                                            EventLog& log) {
+  std::unique_ptr<SenderSession> s(new SenderSession(log));
+  std::string error;
+  s->host_ = LocalHost::load(opts.config_dir, error);
+  if (!s->host_) return Failure{kExitFailure, error};
+  std::optional<security::PairingCode> code;
+  bool code_looked_mistyped = false;
+  if (opts.code) {
+    auto c = pairing_code_from_text(*opts.code);
+    if (!c.code) return Failure{kExitAuthFailed, c.error};
+    code.emplace(*c.code);
+    code_looked_mistyped = c.looked_mistyped;
+  }
+  auto targets = lanes::resolve_endpoint(opts.remote, kDefaultPort, error);
+  if (targets.empty()) return Failure{kExitUnreachable, error};
+  log.write("status", {{"status", "connecting"}, {"remote", opts.remote}});
+
+  security::UniqueFd fd;
+  lanes::Endpoint remote;
+  int err = 0;
+  for (const auto& t : targets) {
+    fd = lanes::connect_tcp(t, nullptr, opts.connect_timeout_ms, error, err);
+    if (fd.valid()) {
+      remote = t;
+      break;
+    }
+  }
+  if (!fd.valid()) return Failure{kExitUnreachable, "the receiver at " + opts.remote + " is unreachable: " + error};
+
+  auto known = s->host_->known_peers();
+  if (!known) return Failure{kExitFailure, known.error().message};
+  security::SessionOptions so{security::Role::client, code ? &*code : nullptr, 30'000};
+  auto session = security::Session::establish(fd.get(), *s->host_->tls, *s->host_->identity, known.value(), so);
+  if (!session) {
+    log.write("status", {{"status", "refused"}, {"reason", session.error().message}});
+    std::string msg = session.error().message;
+    if (code_looked_mistyped && session.error().code == security::Errc::pairing_failed)
+      msg += " (the code given looks mistyped: its check symbol does not match)";
+    return Failure{exit_code_for(session.error().code), msg};
+  }
+  s->peer_name_ = session.value().peer().name;
+  s->session_id_ = session.value().session_id();
+  s->secret_ = session.value().lane_secret();
+  log.write("status", {{"status", "authenticated"},
+                       {"peer", s->peer_name_},
+                       {"how", session.value().peer().how == security::PeerAuth::paired ? "paired" : "pinned"}});
+
+  // From here on lane 0 carries sealed frames; the TLS session's work is done.
+  const lanes::Endpoint local = lanes::local_endpoint_of(fd.get());
+  auto link = lanes::LaneLink::create(std::move(fd), s->session_id_, 0, s->secret_, security::Role::client, error);
+  if (!link) return Failure{kExitFailure, error};
+  lanes::Incoming first = link->read();
+  wire::Addresses addrs;
+  if (first.status != lanes::ReadStatus::frame || first.type != wire::FrameType::addresses ||
+      !wire::decode(first.payload, addrs))
+    return Failure{kExitFailure, "the receiver did not send its addresses: " + first.reason};
+  s->add_lane(std::move(link), local.str(), remote.str());
+  s->open_extra_lanes(opts, local, remote, addrs.endpoints);
+  return s;
+}
+
+void SenderSession::add_lane(std::unique_ptr<lanes::LaneLink> link, const std::string& local,
+                             const std::string& remote) {
+  auto lane = std::make_unique<Lane>();
+  lane->id = link->id();
+  lane->link = std::move(link);
+  lane->local = local;
+  lane->remote = remote;
+  lane->name = "lane" + std::to_string(lane->id) + " " + local + "->" + remote;
+  Lane& l = *lane;
+  {
+    std::lock_guard lock(mu_);
+    lanes_.push_back(std::move(lane));
+    attach_lane_locked(l);
+    drain_locked();
+  }
+  log_.write("lane_open", {{"lane", l.id}, {"local", local}, {"remote", remote}});
+  l.reader = std::thread([this, &l] { reader_loop(l); });
+  l.writer = std::thread([this, &l] { writer_loop(l); });
+}
+
+void SenderSession::open_extra_lanes(const ConnectOptions& opts, const lanes::Endpoint& first_local,
+                                     const lanes::Endpoint& first_remote,
+                                     const std::vector<std::string>& advertised) {
+  struct Path {
+    std::optional<lanes::Endpoint> local;
+    lanes::Endpoint remote;
+  };
+  std::vector<Path> paths;
+  if (!opts.lanes.empty()) {
+    for (const auto& spec : opts.lanes) {
+      lanes::Endpoint l, r;
+      if (!parse_lane_spec(spec, l, r)) {
+        log_.write("lane_skipped", {{"spec", spec}, {"reason", "not LOCAL=REMOTE:PORT"}});
+        continue;
+      }
+      paths.push_back({l, r});
+    }
+  } else {
+    // One path per (local interface, advertised address) pair of one family
+    // and one kind (loopback with loopback only), `streams` lanes on each.
+    const auto locals = lanes::interface_addresses();
+    std::vector<Path> pairs;
+    for (const auto& text : advertised) {
+      auto r = lanes::parse_numeric_endpoint(text, kDefaultPort);
+      if (!r || r->is_link_local() || r->is_loopback() != first_remote.is_loopback()) continue;
+      for (const auto& l : locals) {
+        if (l.family() != r->family() || l.is_loopback() != r->is_loopback()) continue;
+        pairs.push_back({l, *r});
+      }
+    }
+    // The bootstrap lane's own path comes first; it already has one lane.
+    std::stable_sort(pairs.begin(), pairs.end(), [&](const Path& a, const Path& b) {
+      auto first = [&](const Path& p) { return p.remote.str() == first_remote.str() && p.local->same_host(first_local); };
+      return first(a) && !first(b);
+    });
+    const int streams = std::max(1, opts.streams);
+    for (const auto& p : pairs) {
+      const bool is_first = p.remote.str() == first_remote.str() && p.local->same_host(first_local);
+      for (int k = is_first ? 1 : 0; k < streams; ++k) paths.push_back(p);
+    }
+    if (pairs.empty())  // nothing usable advertised: more streams on the bootstrap path
+      for (int k = 1; k < std::max(1, opts.streams); ++k) paths.push_back({std::nullopt, first_remote});
+  }
+  if (paths.size() + 1 > opts.max_lanes) paths.resize(opts.max_lanes > 0 ? opts.max_lanes - 1 : 0);
+
+  std::vector<std::thread> connectors;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    connectors.emplace_back([this, &opts, p = paths[i], lane_id = static_cast<uint32_t>(i + 1)] {
+      std::string error;
+      int err = 0;
+      auto fd = lanes::connect_tcp(p.remote, p.local ? &*p.local : nullptr, opts.connect_timeout_ms, error, err);
+      if (!fd.valid()) {
+        log_.write("lane_failed", {{"lane", lane_id}, {"remote", p.remote.str()}, {"reason", error}});
+        return;
+      }
+      const std::string local = lanes::local_endpoint_of(fd.get()).str();
+      timeval tv{10, 0};
+      ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      const int raw = fd.get();
+      auto link = lanes::LaneLink::create(std::move(fd), session_id_, lane_id, secret_, security::Role::client, error);
+      if (!link) return;
+      wire::LaneJoin join;
+      join.lane_id = lane_id;
+      if (!link->send_message(join)) return;
+      lanes::Incoming in = link->read();
+      wire::LaneWelcome welcome;
+      if (in.status != lanes::ReadStatus::frame || in.type != wire::FrameType::lane_welcome ||
+          !wire::decode(in.payload, welcome) || welcome.lane_id != lane_id) {
+        log_.write("lane_failed", {{"lane", lane_id}, {"remote", p.remote.str()}, {"reason", "no welcome: " + in.reason}});
+        return;
+      }
+      timeval none{0, 0};
+      ::setsockopt(raw, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+      add_lane(std::move(link), local, p.remote.str());
+    });
+  }
+  for (auto& t : connectors) t.join();
+}
+
+size_t SenderSession::live_lanes() const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& l : lanes_) n += l->alive;
+  return n;
+}
+
+// ---- scheduling glue ---------------------------------------------------------
+
+void SenderSession::attach_lane_locked(Lane& lane) {
+  if (!active_ || !lane.alive || lane.sched) return;
+  core::LaneConfig cfg;
+  cfg.name = lane.name;
+  const core::LaneId id = active_->sched.add_lane(cfg, now());
+  lane.sched = id;
+  if (active_->sched_to_lane.size() <= id) active_->sched_to_lane.resize(id + 1);
+  for (size_t i = 0; i < lanes_.size(); ++i)
+    if (lanes_[i].get() == &lane) active_->sched_to_lane[id] = i;
+  lane.wire_at_start = lane.link->bytes_sent();
+  lane.rejected_at_start = lane.link->rejected_total();
+  lane.first_send = Time::never();
+}
+
+void SenderSession::drain_locked() {
+  if (!active_) return;
+  const Time t = now();
+  while (auto action = active_->sched.poll_action(t)) {
+    if (auto* a = std::get_if<core::Assign>(&*action)) {
+      Lane& lane = *lanes_[active_->sched_to_lane[a->lane]];
+      lane.queue.push_back(*a);
+    } else if (auto* c = std::get_if<core::Cancel>(&*action)) {
+      Lane& lane = *lanes_[active_->sched_to_lane[c->lane]];
+      if (lane.sending == c->piece) {
+        lane.cancel_current = true;
+      } else {
+        std::erase_if(lane.queue, [&](const core::Assign& q) { return q.piece == c->piece; });
+      }
+    }
+  }
+  cv_.notify_all();
+}
+
+SenderSession::Lane* SenderSession::control_lane_locked() {
+  // Control goes over the live lane with the lowest RTT (by acks); before any
+  // measurement, over the lowest lane id.
+  Lane* best = nullptr;
+  double best_rtt = 1e300;
+  for (auto& l : lanes_) {
+    if (!l->alive) continue;
+    double rtt = 1e299;
+    if (active_ && l->sched) {
+      const auto srtt = active_->sched.estimator(*l->sched).srtt();
+      if (srtt.ns() > 0) rtt = srtt.to_seconds();
+    }
+    if (!best || rtt < best_rtt) {
+      best = l.get();
+      best_rtt = rtt;
+    }
+  }
+  return best;
+}
+
+template <class M>
+bool SenderSession::send_control(const M& m) {
+  // Try the best lane; if it fails, the next.
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    Lane* lane = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      lane = control_lane_locked();
+    }
+    if (!lane) return false;
+    if (lane->link->send_message(m)) return true;
+    close_lane(*lane, "write failed: " + lane->link->send_error(), true);
+  }
+  return false;
+}
+
+void SenderSession::close_lane(Lane& lane, const std::string& reason, bool announce) {
+  {
+    std::lock_guard lock(mu_);
+    if (!lane.alive) return;
+    lane.alive = false;
+    lane.close_reason = reason;
+    lane.queue.clear();
+    lane.cancel_current = true;
+    if (active_ && lane.sched) {
+      active_->sched.on_lane_closed(*lane.sched, now());
+      drain_locked();
+    }
+    cv_.notify_all();
+  }
+  log_.write("lane_closed", {{"lane", lane.id}, {"reason", reason}});
+  lane.link->shutdown();
+  if (announce && !closing_) {
+    wire::LaneClosed msg;
+    msg.lane_id = lane.id;
+    msg.reason = reason;
+    (void)send_control(msg);
+  }
+}
+
+void SenderSession::fail_transfer_locked(int code, const std::string& message) {
+  if (!active_ || active_->fatal_code) return;
+  active_->fatal_code = code;
+  active_->fatal = message;
+  cv_.notify_all();
+}
+
+// ---- lane threads ----------------------------------------------------------------
+
+void SenderSession::reader_loop(Lane& lane) {
+  for (;;) {
+    lanes::Incoming in = lane.link->read();
+    if (in.status == lanes::ReadStatus::rejected) {
+      log_.write("frame_rejected", {{"lane", lane.id}, {"reason", in.reason}});
+      continue;
+    }
+    if (in.status != lanes::ReadStatus::frame) {
+      close_lane(lane, in.reason, in.status == lanes::ReadStatus::broken);
+      return;
+    }
+    switch (in.type) {
+      case wire::FrameType::ack: {
+        wire::Ack ack;
+        if (!wire::decode(in.payload, ack)) break;
+        std::lock_guard lock(mu_);
+        if (!active_ || ack.transfer_id != active_->id || !lane.sched) break;
+        if (ack.status != wire::AckStatus::ok) {
+          if (ack.status == wire::AckStatus::hash_mismatch)
+            fail_transfer_locked(kExitVerifyFailed, "the receiver's hash of piece " + std::to_string(ack.piece) +
+                                                        " did not match (did a file change while it was sent?)");
+          break;  // write failures come with a result message
+        }
+        if (ack.piece >= active_->sched.plan().piece_count()) break;
+        active_->sched.on_ack(*lane.sched, ack.piece, now(), Duration::nanos(static_cast<int64_t>(ack.recv_duration_ns)));
+        log_progress_locked();
+        drain_locked();
+        break;
+      }
+      case wire::FrameType::accept: {
+        wire::Accept a;
+        if (!wire::decode(in.payload, a)) break;
+        std::lock_guard lock(mu_);
+        answers_[a.transfer_id] = OfferAnswer{true, {}, {}};
+        cv_.notify_all();
+        break;
+      }
+      case wire::FrameType::refuse: {
+        wire::Refuse r;
+        if (!wire::decode(in.payload, r)) break;
+        std::lock_guard lock(mu_);
+        answers_[r.transfer_id] = OfferAnswer{false, r.reason, r.message};
+        cv_.notify_all();
+        break;
+      }
+      case wire::FrameType::result: {
+        wire::TransferResult r;
+        if (!wire::decode(in.payload, r)) break;
+        std::lock_guard lock(mu_);
+        results_[r.transfer_id] = r;
+        cv_.notify_all();
+        break;
+      }
+      case wire::FrameType::error: {
+        wire::ErrorMessage e;
+        if (!wire::decode(in.payload, e)) break;
+        std::lock_guard lock(mu_);
+        peer_error_ = e;
+        cv_.notify_all();
+        break;
+      }
+      case wire::FrameType::lane_closed: {
+        wire::LaneClosed c;
+        if (!wire::decode(in.payload, c)) break;
+        Lane* other = nullptr;
+        {
+          std::lock_guard lock(mu_);
+          for (auto& l : lanes_)
+            if (l->id == c.lane_id) other = l.get();
+        }
+        if (other) close_lane(*other, "closed by the receiver: " + c.reason, false);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+}
+
+void SenderSession::writer_loop(Lane& lane) {
+  std::vector<uint8_t> buf(kFrameHeaderSize + wire::PieceHeader::kSize + kFrameData + kFrameTagSize);
+  for (;;) {
+    core::Assign a;
+    Active* t = nullptr;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return !lane.alive || closing_ || (active_ && !lane.queue.empty()); });
+      if (!lane.alive || closing_) return;
+      a = lane.queue.front();
+      lane.queue.pop_front();
+      lane.sending = a.piece;
+      lane.cancel_current = false;
+      t = active_.get();
+      const Time n = now();
+      if (lane.first_send == Time::never()) lane.first_send = n;
+      t->sched.on_send_started(*lane.sched, a.piece, n);
+      drain_locked();
+    }
+    std::string error;
+    const PieceEnd end = send_piece(lane, a, *t, buf, error);
+    {
+      std::lock_guard lock(mu_);
+      lane.sending.reset();
+      if (end == PieceEnd::sent && lane.alive && lane.sched) {
+        t->sched.on_written(*lane.sched, a.piece, now());
+        drain_locked();
+      } else if (end == PieceEnd::read_failed) {
+        fail_transfer_locked(kExitFailure, error);
+      }
+    }
+    if (end == PieceEnd::lane_failed) close_lane(lane, "write failed: " + lane.link->send_error(), true);
+  }
+}
+
+SenderSession::PieceEnd SenderSession::send_piece(Lane& lane, const core::Assign& a, Active& t,
+                                                  std::vector<uint8_t>& buf, std::string& error) {
+  files::PieceHasher hasher(t.hash);
+  const uint64_t begin = a.offset.count();
+  const uint64_t end = begin + a.length.count();
+  uint8_t* data = buf.data() + kFrameHeaderSize + wire::PieceHeader::kSize;
+  for (uint64_t off = begin; off < end;) {
+    if (lane.cancel_current) {
+      wire::PieceAbort abort{t.id, a.piece};
+      return lane.link->send_message(abort) ? PieceEnd::cancelled : PieceEnd::lane_failed;
+    }
+    const uint64_t n = std::min<uint64_t>(kFrameData, end - off);
+    // Read the bytes once, straight into the frame buffer, and hash them
+    // while they are hot in the cache; the sealer then encrypts in place.
+    const bool read_ok = t.layout.for_each(off, n, [&](const files::Extent& x) {
+      auto fd = t.fds.get(x.entry, error);
+      if (!fd) return false;
+      uint8_t* p = data + (x.transfer_offset - off);
+      uint64_t left = x.length, at = x.file_offset;
+      while (left > 0) {
+        ssize_t got = ::pread(fd->get(), p, left, static_cast<off_t>(at));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+          error = got == 0 ? "a file shrank while it was being sent" : std::string("read failed: ") + std::strerror(errno);
+          return false;
+        }
+        p += got;
+        at += static_cast<uint64_t>(got);
+        left -= static_cast<uint64_t>(got);
+      }
+      return true;
+    });
+    if (!read_ok) return PieceEnd::read_failed;
+    hasher.update(std::span<const uint8_t>(data, n));
+    wire::PieceHeader h;
+    h.transfer_id = t.id;
+    h.piece = a.piece;
+    h.chunk = a.chunk;
+    h.piece_offset = begin;
+    h.piece_length = a.length.count();
+    h.data_offset = off;
+    if (off + n == end) {
+      h.flags = wire::PieceHeader::kLast;
+      h.hash = hasher.finish();
+      std::lock_guard lock(mu_);
+      if (t.piece_hash.size() <= a.piece) t.piece_hash.resize(a.piece + 1);
+      t.piece_hash[a.piece] = h.hash;
+    }
+    wire::encode_piece_header(h, std::span<uint8_t, wire::PieceHeader::kSize>(buf.data() + kFrameHeaderSize,
+                                                                               wire::PieceHeader::kSize));
+    if (!lane.link->send_in_place(wire::FrameType::piece_data, buf, wire::PieceHeader::kSize + n))
+      return PieceEnd::lane_failed;
+    off += n;
+  }
+  return PieceEnd::sent;
+}
+
+// ---- transfers -----------------------------------------------------------------
+
+std::optional<OfferAnswer> SenderSession::wait_answer(uint32_t transfer_id) {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (auto it = answers_.find(transfer_id); it != answers_.end()) return it->second;
+    if (peer_error_) return OfferAnswer{false, wire::RefuseReason::bad_offer, peer_error_->message};
+    bool any = false;
+    for (auto& l : lanes_) any = any || l->alive;
+    if (!any) return std::nullopt;
+    cv_.wait_for(lock, std::chrono::milliseconds(200));
+  }
+}
+
+OfferAnswer SenderSession::offer_only(wire::Offer offer) {
+  {
+    std::lock_guard lock(mu_);
+    offer.transfer_id = next_transfer_id_++;
+  }
+  if (!send_control(offer)) return {false, wire::RefuseReason::declined, "no lane left to send the offer"};
+  auto answer = wait_answer(offer.transfer_id);
+  if (!answer) return {false, wire::RefuseReason::declined, "every lane closed before the receiver answered"};
+  return *answer;
+}
+
+namespace {
+int exit_code_for_refusal(wire::RefuseReason r) {
+  switch (r) {
+    case wire::RefuseReason::not_writable: return kExitNotWritable;
+    case wire::RefuseReason::no_space: return kExitDiskFull;
+    default: return kExitRefused;
+  }
+}
+int exit_code_for_result(wire::ResultStatus s) {
+  switch (s) {
+    case wire::ResultStatus::verified: return kExitOk;
+    case wire::ResultStatus::no_space: return kExitDiskFull;
+    case wire::ResultStatus::write_failed: return kExitNotWritable;
+    default: return kExitVerifyFailed;
+  }
+}
+}  // namespace
+
+TransferOutcome SenderSession::send(const files::SourceTree& tree, const TransferOptions& opts) {
+  TransferOutcome out;
+  auto policy = core::make_policy(opts.policy);
+  if (!policy) return {kExitUsage, "unknown policy '" + opts.policy + "'", {}};
+  wire::Offer offer;
+  offer.hash = opts.hash;
+  offer.chunk_size = opts.chunk_size;
+  offer.entries = tree.entries;
+  {
+    std::lock_guard lock(mu_);
+    offer.transfer_id = next_transfer_id_++;
+  }
+  log_.write("status", {{"status", "offering"}, {"transfer", offer.transfer_id}, {"files", tree.file_count},
+                        {"bytes", tree.total_bytes}});
+  if (!send_control(offer)) return {kExitLanesLost, "every lane closed before the offer could be sent", {}};
+  auto answer = wait_answer(offer.transfer_id);
+  if (!answer) return {kExitLanesLost, "every lane closed before the receiver answered the offer", {}};
+  if (!answer->accepted) {
+    log_.write("status", {{"status", "refused"}, {"reason", wire::refuse_reason_name(answer->reason)},
+                          {"message", json_safe(answer->message)}});
+    return {exit_code_for_refusal(answer->reason), "the receiver refused the transfer: " + answer->message, {}};
+  }
+  log_.write("status", {{"status", "sending"}, {"transfer", offer.transfer_id}});
+
+  std::unique_lock lock(mu_);
+  core::Scheduler sched(core::ChunkPlan(Bytes(tree.total_bytes), Bytes(opts.chunk_size)), std::move(policy));
+  active_ = std::make_unique<Active>(offer.transfer_id, tree, std::move(sched), opts.hash);
+  Active& t = *active_;
+  t.start = now();
+  if (opts.progress) t.progress = std::make_unique<ProgressLine>();
+  for (auto& l : lanes_) attach_lane_locked(*l);
+  drain_locked();
+
+  auto any_alive = [&] {
+    for (auto& l : lanes_)
+      if (l->alive) return true;
+    return false;
+  };
+  auto last_draw = std::chrono::steady_clock::now();
+  while (!t.sched.complete() && !t.fatal_code && !peer_error_ && !results_.count(t.id)) {
+    if (!any_alive()) {
+      t.fatal_code = kExitLanesLost;
+      t.fatal = "every lane to the receiver failed";
+      break;
+    }
+    auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    if (auto to = t.sched.poll_timeout()) {
+      const auto until = epoch_ + std::chrono::nanoseconds(to->ns());
+      if (until < wake) wake = until;
+    }
+    cv_.wait_until(lock, wake);
+    t.sched.on_timeout(now());
+    drain_locked();
+    if (t.progress && std::chrono::steady_clock::now() - last_draw > std::chrono::milliseconds(200)) {
+      draw_progress_locked(false);
+      last_draw = std::chrono::steady_clock::now();
+    }
+  }
+  const Time sent_at = now();
+  if (t.sched.complete() && !t.fatal_code) {
+    std::vector<files::PieceRecord> records;
+    for (core::PieceId p = 0; p < t.sched.plan().piece_count(); ++p) {
+      const auto& piece = t.sched.plan().piece(p);
+      if (piece.length.count() == 0) continue;
+      if (p >= t.piece_hash.size() || !t.piece_hash[p]) {
+        t.fatal_code = kExitFailure;
+        t.fatal = "internal error: piece " + std::to_string(p) + " was acked but never hashed";
+        break;
+      }
+      records.push_back({piece.offset.count(), piece.length.count(), *t.piece_hash[p]});
+    }
+    if (!t.fatal_code) {
+      wire::Done done;
+      done.transfer_id = t.id;
+      done.root = files::root_hash(t.hash, records);
+      out.report.root_hash = done.root.hex();
+      lock.unlock();
+      log_.write("status", {{"status", "verifying"}, {"transfer", t.id}});
+      const bool sent = send_control(done);
+      lock.lock();
+      if (!sent) {
+        t.fatal_code = kExitLanesLost;
+        t.fatal = "every lane closed before the end of the transfer";
+      }
+      // The receiver fsyncs and renames: give it time, as long as a lane lives.
+      while (!t.fatal_code && !results_.count(t.id) && !peer_error_ && any_alive())
+        cv_.wait_for(lock, std::chrono::milliseconds(200));
+    }
+  }
+  if (t.progress) draw_progress_locked(true);
+  out.report = [&] {
+    TransferReport r = build_report_locked(tree);
+    r.root_hash = out.report.root_hash;
+    r.seconds = (sent_at - t.start).to_seconds();
+    r.rate_bytes_per_sec = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0;
+    r.policy = opts.policy;
+    return r;
+  }();
+  if (auto it = results_.find(t.id); it != results_.end()) {
+    out.exit_code = exit_code_for_result(it->second.status);
+    out.message = it->second.status == wire::ResultStatus::verified
+                      ? "every file arrived and verified"
+                      : "the receiver reports: " + it->second.message;
+    out.report.verified = it->second.status == wire::ResultStatus::verified;
+    out.report.status = wire::result_status_name(it->second.status);
+  } else if (peer_error_) {
+    out.exit_code = kExitFailure;
+    out.message = "the receiver ended the session: " + peer_error_->message;
+    out.report.status = "peer_error";
+  } else {
+    out.exit_code = t.fatal_code ? t.fatal_code : kExitLanesLost;
+    out.message = t.fatal.empty() ? "every lane closed before the receiver confirmed the transfer" : t.fatal;
+    out.report.status = "failed";
+  }
+  log_.write("status", {{"status", out.exit_code == 0 ? "done" : "failed"}, {"transfer", t.id},
+                        {"message", out.message}});
+  // Forget the transfer: lanes stay for the next one.
+  for (auto& l : lanes_) {
+    l->queue.clear();
+    l->sched.reset();
+    l->cancel_current = true;
+  }
+  active_.reset();
+  lock.unlock();
+  // A writer may still be inside send_piece with a pointer to the transfer:
+  // wait until none is sending before the Active object's memory is reused.
+  for (;;) {
+    std::lock_guard g(mu_);
+    bool busy = false;
+    for (auto& l : lanes_) busy = busy || l->sending.has_value();
+    if (!busy) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return out;
+}
+
+void SenderSession::log_progress_locked() {
+  Active& t = *active_;
+  const uint64_t total = t.sched.plan().total().count();
+  const uint64_t done = t.sched.plan().delivered_bytes().count();
+  while (t.next_decile <= 10 && (total == 0 || done * 10 >= total * static_cast<uint64_t>(t.next_decile))) {
+    nlohmann::json lanes = nlohmann::json::array();
+    for (size_t i = 0; i < t.sched.lane_count(); ++i) {
+      const auto id = static_cast<core::LaneId>(i);
+      lanes.push_back({{"lane", lanes_[t.sched_to_lane[i]]->id},
+                       {"rate_bytes_per_sec", t.sched.estimator(id).rate().bytes_per_second()},
+                       {"bytes", t.sched.stats(id).useful_bytes.count()},
+                       {"alive", t.sched.lane_alive(id)}});
+    }
+    log_.write("progress", {{"transfer", t.id}, {"percent", t.next_decile * 10}, {"bytes", done}, {"lanes", lanes}});
+    ++t.next_decile;
+  }
+}
+
+void SenderSession::draw_progress_locked(bool final) {
+  Active& t = *active_;
+  ProgressLine::Snapshot s;
+  s.total = t.sched.plan().total().count();
+  s.done = t.sched.plan().delivered_bytes().count();
+  s.elapsed = (now() - t.start).to_seconds();
+  for (size_t i = 0; i < t.sched.lane_count(); ++i) {
+    const auto id = static_cast<core::LaneId>(i);
+    s.lanes.push_back({lanes_[t.sched_to_lane[i]]->id, t.sched.estimator(id).rate().bytes_per_second(),
+                       t.sched.stats(id).useful_bytes.count(), t.sched.lane_alive(id)});
+  }
+  t.progress->draw(s, final);
+}
+
+TransferReport SenderSession::build_report_locked(const files::SourceTree& tree) {
+  Active& t = *active_;
+  TransferReport r;
+  r.role = "send";
+  r.transfer_id = t.id;
+  r.peer = peer_name_;
+  r.hash = wire::hash_algo_name(t.hash);
+  r.chunk_size = t.sched.plan().chunk_size().count();
+  r.files = tree.file_count;
+  r.bytes = t.sched.plan().delivered_bytes().count();
+  r.stalls = t.sched.total_stalls();
+  r.duplicates = t.sched.total_duplicates();
+  r.abandoned = t.sched.total_abandoned();
+  const double total = static_cast<double>(std::max<uint64_t>(1, r.bytes));
+  for (size_t i = 0; i < t.sched.lane_count(); ++i) {
+    const auto id = static_cast<core::LaneId>(i);
+    const Lane& lane = *lanes_[t.sched_to_lane[i]];
+    const auto& st = t.sched.stats(id);
+    LaneReport l;
+    l.lane_id = lane.id;
+    l.name = lane.name;
+    l.local = lane.local;
+    l.remote = lane.remote;
+    l.bytes = st.useful_bytes.count();
+    l.acked_bytes = st.acked_bytes.count();
+    l.wire_bytes = lane.link->bytes_sent() - lane.wire_at_start;
+    l.chunks = st.pieces;
+    l.share = static_cast<double>(l.bytes) / total;
+    if (lane.first_send != Time::never() && st.acked_bytes.count() > 0 && st.last_ack > lane.first_send)
+      l.rate_bytes_per_sec = st.acked_bytes.as_double() / (st.last_ack - lane.first_send).to_seconds();
+    l.estimate_bytes_per_sec = t.sched.estimator(id).rate().bytes_per_second();
+    l.rtt_ms = t.sched.estimator(id).srtt().to_millis();
+    l.stalls = st.stalls;
+    l.duplicates = st.duplicates;
+    l.abandoned = st.abandoned;
+    l.rejected_frames = lane.link->rejected_total() - lane.rejected_at_start;
+    l.open_at_end = lane.alive;
+    l.close_reason = lane.close_reason;
+    r.lanes.push_back(l);
+  }
+  return r;
+}
+
+void SenderSession::close() {
+  {
+    std::lock_guard lock(mu_);
+    if (closing_) return;
+  }
+  (void)send_control(wire::Bye{});
+  {
+    std::lock_guard lock(mu_);
+    closing_ = true;
+    cv_.notify_all();
+  }
+  // The receiver answers bye by closing its lanes; wait a little for that,
+  // then close whatever is left.
+  {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::seconds(2), [&] {
+      for (auto& l : lanes_)
+        if (l->alive) return false;
+      return true;
+    });
+  }
+  for (auto& l : lanes_) l->link->shutdown();
+  for (auto& l : lanes_) {
+    if (l->reader.joinable()) l->reader.join();
+    if (l->writer.joinable()) l->writer.join();
+  }
+  log_.write("status", {{"status", "closed"}});
+}
+
+}  // namespace braid::transfer

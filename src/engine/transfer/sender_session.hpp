@@ -1,0 +1,141 @@
+// The sending side of a braid session: the lanes to one receiver and the
+// transfers sent over them, one after another.
+//
+// Threads (docs/engine.md):
+//   - the caller's thread runs a transfer: it sends the offer, then sleeps on
+//     the session's condition variable until the scheduler's next timeout,
+//     an ack, a lane change or the end, feeding on_timeout and drawing progress;
+//   - per lane a writer thread: takes the lane's next Assign, reads the piece
+//     once with pread (hashing as it reads), seals each 256 KiB frame in place
+//     and writes it; it reports on_send_started / on_written;
+//   - per lane a reader thread: opens frames, feeds acks to the scheduler,
+//     hands control messages to the caller's thread.
+// One mutex guards the scheduler and every lane's queue: the core decides
+// what goes where (Assign/Cancel), the threads only carry it out.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "core/scheduler.hpp"
+#include "engine/files/fd_cache.hpp"
+#include "engine/files/file_layout.hpp"
+#include "engine/files/source_tree.hpp"
+#include "engine/lanes/endpoint.hpp"
+#include "engine/lanes/lane_link.hpp"
+#include "engine/transfer/event_log.hpp"
+#include "engine/transfer/local_host.hpp"
+#include "engine/transfer/report.hpp"
+#include "engine/wire/messages.hpp"
+
+namespace braid::transfer {
+
+constexpr uint16_t kDefaultPort = 7878;
+/// Payload bytes of file data per frame: large, so per-frame costs (a syscall,
+/// a GCM setup, a header) vanish next to the per-byte work.
+constexpr size_t kFrameData = 256 * 1024;
+
+struct ConnectOptions {
+  std::string remote;                 // HOST[:PORT]
+  std::optional<std::string> code;    // the receiver's pairing code
+  int streams = 2;                    // lanes per path
+  std::vector<std::string> lanes;     // LOCAL=REMOTE:PORT, by hand
+  size_t max_lanes = 16;
+  std::optional<std::filesystem::path> config_dir;  // default: $XDG_CONFIG_HOME/braid
+  int connect_timeout_ms = 10'000;
+};
+
+struct TransferOptions {
+  std::string policy = "braid";
+  wire::HashAlgo hash = wire::HashAlgo::xxh3_128;
+  uint64_t chunk_size = 1 << 20;
+  bool progress = false;  // draw a progress line on stderr
+};
+
+struct Failure {
+  int exit_code = 1;
+  std::string message;
+};
+
+struct TransferOutcome {
+  int exit_code = 0;
+  std::string message;
+  TransferReport report;
+};
+
+/// The receiver's answer to an offer (for tests that offer by hand).
+struct OfferAnswer {
+  bool accepted = false;
+  wire::RefuseReason reason = wire::RefuseReason::declined;
+  std::string message;
+};
+
+class SenderSession {
+ public:
+  static std::variant<std::unique_ptr<SenderSession>, Failure> connect(const ConnectOptions& opts, EventLog& log);
+  ~SenderSession();
+
+  /// Sends every entry of `tree` as one transfer; blocks until it ends.
+  TransferOutcome send(const files::SourceTree& tree, const TransferOptions& opts);
+  /// Offers `offer` as given and returns the answer; sends no data (an
+  /// accepted offer is then abandoned). For tests of the receiver's checks.
+  OfferAnswer offer_only(wire::Offer offer);
+  /// Says bye and closes every lane.
+  void close();
+
+  size_t live_lanes() const;
+  std::string peer_name() const { return peer_name_; }
+
+ private:
+  struct Lane;
+  struct Active;
+
+  SenderSession(EventLog& log);
+  Time now() const;
+  void add_lane(std::unique_ptr<lanes::LaneLink> link, const std::string& local, const std::string& remote);
+  void open_extra_lanes(const ConnectOptions& opts, const lanes::Endpoint& first_local,
+                        const lanes::Endpoint& first_remote, const std::vector<std::string>& advertised);
+  void reader_loop(Lane& lane);
+  void writer_loop(Lane& lane);
+  enum class PieceEnd { sent, cancelled, lane_failed, read_failed };
+  PieceEnd send_piece(Lane& lane, const core::Assign& a, Active& t, std::vector<uint8_t>& buf, std::string& error);
+  void close_lane(Lane& lane, const std::string& reason, bool announce);
+  void drain_locked();
+  void attach_lane_locked(Lane& lane);
+  Lane* control_lane_locked();
+  template <class M>
+  bool send_control(const M& m);
+  std::optional<OfferAnswer> wait_answer(uint32_t transfer_id);
+  void log_progress_locked();
+  void draw_progress_locked(bool final);
+  TransferReport build_report_locked(const files::SourceTree& tree);
+  void fail_transfer_locked(int code, const std::string& message);
+
+  EventLog& log_;
+  std::unique_ptr<LocalHost> host_;
+  std::string peer_name_;
+  uint64_t session_id_ = 0;
+  security::LaneSecret secret_;
+  std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::unique_ptr<Active> active_;
+  std::map<uint32_t, OfferAnswer> answers_;
+  std::map<uint32_t, wire::TransferResult> results_;
+  std::optional<wire::ErrorMessage> peer_error_;
+  uint32_t next_transfer_id_ = 1;
+  bool closing_ = false;
+};
+
+}  // namespace braid::transfer

@@ -1,0 +1,312 @@
+#include "engine/wire/messages.hpp"
+
+#include "engine/wire/byte_codec.hpp"
+
+namespace braid::wire {
+namespace {
+
+void put_digest(ByteWriter& w, const Digest& d) {
+  w.u8(d.size);
+  w.raw(std::span<const uint8_t>(d.bytes.data(), d.size));
+}
+
+bool valid_digest_size(uint8_t n) { return n == 16 || n == 32; }
+
+void get_digest(ByteReader& r, Digest& d) {
+  d.size = r.u8();
+  if (!valid_digest_size(d.size)) return r.fail();
+  r.raw(std::span<uint8_t>(d.bytes.data(), d.size));
+}
+
+bool finish(const ByteReader& r) { return r.ok() && r.at_end(); }
+
+}  // namespace
+
+const char* hash_algo_name(HashAlgo a) { return a == HashAlgo::sha256 ? "sha256" : "xxh3"; }
+
+const char* refuse_reason_name(RefuseReason r) {
+  switch (r) {
+    case RefuseReason::declined: return "declined";
+    case RefuseReason::bad_path: return "bad_path";
+    case RefuseReason::not_writable: return "not_writable";
+    case RefuseReason::no_space: return "no_space";
+    case RefuseReason::bad_offer: return "bad_offer";
+  }
+  return "unknown";
+}
+
+const char* result_status_name(ResultStatus s) {
+  switch (s) {
+    case ResultStatus::verified: return "verified";
+    case ResultStatus::root_mismatch: return "root_mismatch";
+    case ResultStatus::incomplete: return "incomplete";
+    case ResultStatus::write_failed: return "write_failed";
+    case ResultStatus::no_space: return "no_space";
+  }
+  return "unknown";
+}
+
+std::string Digest::hex() const {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < size; ++i) {
+    s += digits[bytes[i] >> 4];
+    s += digits[bytes[i] & 15];
+  }
+  return s;
+}
+
+uint64_t Offer::total_bytes() const {
+  uint64_t t = 0;
+  for (const auto& e : entries)
+    if (e.kind == EntryKind::file) t += e.size;
+  return t;
+}
+
+// ---- encode -------------------------------------------------------------------
+
+void encode(const LaneJoin& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(m.version);
+  w.u32(m.lane_id);
+}
+
+void encode(const LaneWelcome& m, std::vector<uint8_t>& out) { ByteWriter(out).u32(m.lane_id); }
+
+void encode(const Addresses& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(static_cast<uint32_t>(m.endpoints.size()));
+  for (const auto& e : m.endpoints) w.bytes(e);
+}
+
+void encode(const Offer& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(m.transfer_id);
+  w.u8(static_cast<uint8_t>(m.hash));
+  w.u64(m.chunk_size);
+  w.u32(static_cast<uint32_t>(m.entries.size()));
+  for (const auto& e : m.entries) {
+    w.u8(static_cast<uint8_t>(e.kind));
+    w.bytes(e.path);
+    w.u64(e.size);
+    w.u32(e.mode);
+    w.i64(e.mtime_sec);
+    w.u32(e.mtime_nsec);
+    w.bytes(e.link_target);
+  }
+}
+
+void encode(const Accept& m, std::vector<uint8_t>& out) { ByteWriter(out).u32(m.transfer_id); }
+
+void encode(const Refuse& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(m.transfer_id);
+  w.u8(static_cast<uint8_t>(m.reason));
+  w.bytes(m.message.substr(0, kMaxReasonLength));
+}
+
+void encode(const PieceAbort& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(m.transfer_id);
+  w.u32(m.piece);
+}
+
+void encode(const Ack& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(m.transfer_id);
+  w.u32(m.piece);
+  w.u64(m.recv_duration_ns);
+  w.u8(static_cast<uint8_t>(m.status));
+}
+
+void encode(const LaneClosed& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(m.lane_id);
+  w.bytes(m.reason.substr(0, kMaxReasonLength));
+}
+
+void encode(const Done& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(m.transfer_id);
+  put_digest(w, m.root);
+}
+
+void encode(const TransferResult& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(m.transfer_id);
+  w.u8(static_cast<uint8_t>(m.status));
+  w.bytes(m.message.substr(0, kMaxReasonLength));
+}
+
+void encode(const ErrorMessage& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u8(m.code);
+  w.bytes(m.message.substr(0, kMaxReasonLength));
+}
+
+void encode(const Bye&, std::vector<uint8_t>&) {}
+
+void encode_piece_header(const PieceHeader& h, std::span<uint8_t, PieceHeader::kSize> out) {
+  // Written into a small vector first would cost an allocation per frame on
+  // the hot path; this writes the fixed layout straight into place.
+  auto put = [&](size_t at, uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) out[at + static_cast<size_t>(i)] = static_cast<uint8_t>(v >> (8 * (n - 1 - i)));
+  };
+  put(0, h.transfer_id, 4);
+  put(4, h.piece, 4);
+  put(8, h.chunk, 4);
+  out[12] = h.flags;
+  out[13] = h.hash.size;
+  out[14] = out[15] = 0;
+  put(16, h.piece_offset, 8);
+  put(24, h.piece_length, 8);
+  put(32, h.data_offset, 8);
+  std::copy(h.hash.bytes.begin(), h.hash.bytes.end(), out.begin() + 40);
+}
+
+// ---- decode -------------------------------------------------------------------
+
+bool decode(std::span<const uint8_t> in, LaneJoin& m) {
+  ByteReader r(in);
+  m.version = r.u32();
+  m.lane_id = r.u32();
+  return finish(r);
+}
+
+bool decode(std::span<const uint8_t> in, LaneWelcome& m) {
+  ByteReader r(in);
+  m.lane_id = r.u32();
+  return finish(r);
+}
+
+bool decode(std::span<const uint8_t> in, Addresses& m) {
+  ByteReader r(in);
+  const uint32_t n = r.u32();
+  if (n > kMaxAddresses) return false;
+  m.endpoints.clear();
+  for (uint32_t i = 0; i < n && r.ok(); ++i) m.endpoints.push_back(r.bytes(64));
+  return finish(r);
+}
+
+bool decode(std::span<const uint8_t> in, Offer& m) {
+  ByteReader r(in);
+  m.transfer_id = r.u32();
+  const uint8_t hash = r.u8();
+  if (hash != static_cast<uint8_t>(HashAlgo::xxh3_128) && hash != static_cast<uint8_t>(HashAlgo::sha256)) return false;
+  m.hash = static_cast<HashAlgo>(hash);
+  m.chunk_size = r.u64();
+  const uint32_t n = r.u32();
+  if (!r.ok() || n > kMaxManifestEntries || n > r.remaining() / 30) return false;  // 30: smallest entry
+  m.entries.clear();
+  m.entries.reserve(n);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    ManifestEntry e;
+    const uint8_t kind = r.u8();
+    if (kind < 1 || kind > 3) return false;
+    e.kind = static_cast<EntryKind>(kind);
+    e.path = r.bytes(kMaxPathBytes);
+    e.size = r.u64();
+    e.mode = r.u32() & 07777;
+    e.mtime_sec = r.i64();
+    e.mtime_nsec = r.u32();
+    e.link_target = r.bytes(kMaxPathBytes);
+    if (e.mtime_nsec >= 1'000'000'000u) return false;
+    if (e.kind != EntryKind::file && e.size != 0) return false;
+    m.entries.push_back(std::move(e));
+  }
+  return finish(r);
+}
+
+bool decode(std::span<const uint8_t> in, Accept& m) {
+  ByteReader r(in);
+  m.transfer_id = r.u32();
+  return finish(r);
+}
+
+bool decode(std::span<const uint8_t> in, Refuse& m) {
+  ByteReader r(in);
+  m.transfer_id = r.u32();
+  const uint8_t reason = r.u8();
+  if (reason < 1 || reason > 5) return false;
+  m.reason = static_cast<RefuseReason>(reason);
+  m.message = r.bytes(kMaxReasonLength);
+  return finish(r);
+}
+
+bool decode(std::span<const uint8_t> in, PieceAbort& m) {
+  ByteReader r(in);
+  m.transfer_id = r.u32();
+  m.piece = r.u32();
+  return finish(r);
+}
+
+bool decode(std::span<const uint8_t> in, Ack& m) {
+  ByteReader r(in);
+  m.transfer_id = r.u32();
+  m.piece = r.u32();
+  m.recv_duration_ns = r.u64();
+  const uint8_t st = r.u8();
+  if (st > 2) return false;
+  m.status = static_cast<AckStatus>(st);
+  return finish(r);
+}
+
+bool decode(std::span<const uint8_t> in, LaneClosed& m) {
+  ByteReader r(in);
+  m.lane_id = r.u32();
+  m.reason = r.bytes(kMaxReasonLength);
+  return finish(r);
+}
+
+bool decode(std::span<const uint8_t> in, Done& m) {
+  ByteReader r(in);
+  m.transfer_id = r.u32();
+  get_digest(r, m.root);
+  return finish(r);
+}
+
+bool decode(std::span<const uint8_t> in, TransferResult& m) {
+  ByteReader r(in);
+  m.transfer_id = r.u32();
+  const uint8_t st = r.u8();
+  if (st > 4) return false;
+  m.status = static_cast<ResultStatus>(st);
+  m.message = r.bytes(kMaxReasonLength);
+  return finish(r);
+}
+
+bool decode(std::span<const uint8_t> in, ErrorMessage& m) {
+  ByteReader r(in);
+  m.code = r.u8();
+  m.message = r.bytes(kMaxReasonLength);
+  return finish(r);
+}
+
+bool decode(std::span<const uint8_t> in, Bye&) { return in.empty(); }
+
+bool decode_piece_header(std::span<const uint8_t> payload, PieceHeader& h, size_t& data_length) {
+  if (payload.size() < PieceHeader::kSize) return false;
+  ByteReader r(payload.first(PieceHeader::kSize));
+  h.transfer_id = r.u32();
+  h.piece = r.u32();
+  h.chunk = r.u32();
+  h.flags = r.u8();
+  h.hash.size = r.u8();
+  (void)r.u16();
+  h.piece_offset = r.u64();
+  h.piece_length = r.u64();
+  h.data_offset = r.u64();
+  r.raw(h.hash.bytes);
+  if (!r.ok()) return false;
+  data_length = payload.size() - PieceHeader::kSize;
+  if ((h.flags & ~PieceHeader::kLast) != 0) return false;
+  if (h.last() ? !valid_digest_size(h.hash.size) : h.hash.size != 0) return false;
+  // The frame's bytes must lie inside the piece, without overflow.
+  if (h.piece_offset > UINT64_MAX - h.piece_length) return false;
+  if (h.data_offset < h.piece_offset || h.data_offset - h.piece_offset > h.piece_length) return false;
+  if (data_length > h.piece_offset + h.piece_length - h.data_offset) return false;
+  if (h.last() && h.data_offset + data_length != h.piece_offset + h.piece_length) return false;
+  return true;
+}
+
+}  // namespace braid::wire

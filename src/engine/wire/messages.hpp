@@ -1,0 +1,234 @@
+// braid's messages on a lane, one per sealed frame (the frame's `type` byte
+// says which; engine/security/frame_format.h defines the sealed envelope).
+// Pure encode/decode: no I/O. Every integer is big endian; every name is a
+// u32-length-prefixed byte string kept byte for byte (names need not be
+// UTF-8). Decoding checks every length against the bytes present and against
+// the limits below, so a hostile peer cannot make the decoder over-read or
+// allocate without bound.
+//
+// Direction: c = the sender of files (TLS client), s = the receiver.
+//   lane_join     c→s  first frame on every lane but the first: binds it to the session
+//   lane_welcome  s→c  the receiver took the lane
+//   addresses     s→c  where further lanes may connect
+//   offer         c→s  a transfer: id, hash algorithm, chunk size, manifest
+//   accept/refuse s→c  the receiver's answer to an offer
+//   piece_data    c→s  bytes of one piece (see PieceHeader)
+//   piece_abort   c→s  the sender stopped sending a piece on this lane
+//   ack           s→c  a piece verified and written (with the receive duration)
+//   lane_closed   both a lane died, and why (sent over another lane)
+//   done          c→s  every piece was acked; the root hash to check
+//   result        s→c  the receiver's verdict on a whole transfer
+//   error         both a fatal session error with a reason
+//   bye           c→s  the session ends
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace braid::wire {
+
+enum class FrameType : uint8_t {
+  lane_join = 1,
+  lane_welcome = 2,
+  addresses = 3,
+  offer = 4,
+  accept = 5,
+  refuse = 6,
+  piece_data = 7,
+  piece_abort = 8,
+  ack = 9,
+  lane_closed = 10,
+  done = 11,
+  result = 12,
+  error = 13,
+  bye = 14,
+};
+
+constexpr uint32_t kProtocolVersion = 1;
+constexpr size_t kMaxReasonLength = 1024;
+constexpr size_t kMaxPathBytes = 4095;     // PATH_MAX - 1
+constexpr size_t kMaxAddresses = 64;
+constexpr size_t kMaxManifestEntries = 1u << 20;
+
+enum class HashAlgo : uint8_t { xxh3_128 = 1, sha256 = 2 };
+const char* hash_algo_name(HashAlgo a);
+
+/// A piece or root hash: XXH3-128 (16 bytes) or SHA-256 (32 bytes).
+struct Digest {
+  std::array<uint8_t, 32> bytes{};
+  uint8_t size = 0;
+  bool operator==(const Digest& o) const = default;
+  std::string hex() const;
+};
+
+struct LaneJoin {
+  static constexpr FrameType kType = FrameType::lane_join;
+  uint32_t version = kProtocolVersion;
+  uint32_t lane_id = 0;
+};
+
+struct LaneWelcome {
+  static constexpr FrameType kType = FrameType::lane_welcome;
+  uint32_t lane_id = 0;
+};
+
+/// "ADDR:PORT" strings, IPv6 in brackets: "[::1]:7878".
+struct Addresses {
+  static constexpr FrameType kType = FrameType::addresses;
+  std::vector<std::string> endpoints;
+};
+
+enum class EntryKind : uint8_t { file = 1, directory = 2, symlink = 3 };
+
+/// One item of a transfer. Regular files are laid end to end, in manifest
+/// order, to form the transfer's byte space (directories and links take none).
+struct ManifestEntry {
+  EntryKind kind = EntryKind::file;
+  std::string path;  // relative, '/'-separated, raw bytes; checked by the receiver
+  uint64_t size = 0;
+  uint32_t mode = 0644;  // permission bits only
+  int64_t mtime_sec = 0;
+  uint32_t mtime_nsec = 0;
+  std::string link_target;  // symlinks only, raw bytes, never followed
+  bool operator==(const ManifestEntry&) const = default;
+};
+
+struct Offer {
+  static constexpr FrameType kType = FrameType::offer;
+  uint32_t transfer_id = 0;
+  HashAlgo hash = HashAlgo::xxh3_128;
+  uint64_t chunk_size = 0;
+  std::vector<ManifestEntry> entries;
+  uint64_t total_bytes() const;
+};
+
+struct Accept {
+  static constexpr FrameType kType = FrameType::accept;
+  uint32_t transfer_id = 0;
+};
+
+enum class RefuseReason : uint8_t { declined = 1, bad_path = 2, not_writable = 3, no_space = 4, bad_offer = 5 };
+const char* refuse_reason_name(RefuseReason r);
+
+struct Refuse {
+  static constexpr FrameType kType = FrameType::refuse;
+  uint32_t transfer_id = 0;
+  RefuseReason reason = RefuseReason::declined;
+  std::string message;
+};
+
+/// The fixed header at the start of every piece_data payload; the piece's
+/// bytes follow it. A piece travels as consecutive frames on one lane; the
+/// last one carries the hash of exactly the piece's bytes (the sender hashes
+/// while it reads, so the hash is known only at the end).
+struct PieceHeader {
+  static constexpr FrameType kType = FrameType::piece_data;
+  static constexpr size_t kSize = 72;
+  static constexpr uint8_t kLast = 1;
+  uint32_t transfer_id = 0;
+  uint32_t piece = 0;
+  uint32_t chunk = 0;
+  uint8_t flags = 0;
+  uint64_t piece_offset = 0;  // the piece's first byte in the transfer
+  uint64_t piece_length = 0;
+  uint64_t data_offset = 0;   // this frame's first byte in the transfer
+  Digest hash;                // valid when flags & kLast
+  bool last() const { return flags & kLast; }
+};
+
+struct PieceAbort {
+  static constexpr FrameType kType = FrameType::piece_abort;
+  uint32_t transfer_id = 0;
+  uint32_t piece = 0;
+};
+
+enum class AckStatus : uint8_t { ok = 0, hash_mismatch = 1, write_failed = 2 };
+
+struct Ack {
+  static constexpr FrameType kType = FrameType::ack;
+  uint32_t transfer_id = 0;
+  uint32_t piece = 0;
+  uint64_t recv_duration_ns = 0;  // receiver's time from the piece's first byte to its last
+  AckStatus status = AckStatus::ok;
+};
+
+struct LaneClosed {
+  static constexpr FrameType kType = FrameType::lane_closed;
+  uint32_t lane_id = 0;
+  std::string reason;
+};
+
+struct Done {
+  static constexpr FrameType kType = FrameType::done;
+  uint32_t transfer_id = 0;
+  Digest root;
+};
+
+enum class ResultStatus : uint8_t { verified = 0, root_mismatch = 1, incomplete = 2, write_failed = 3, no_space = 4 };
+const char* result_status_name(ResultStatus s);
+
+struct TransferResult {
+  static constexpr FrameType kType = FrameType::result;
+  uint32_t transfer_id = 0;
+  ResultStatus status = ResultStatus::verified;
+  std::string message;
+};
+
+struct ErrorMessage {
+  static constexpr FrameType kType = FrameType::error;
+  uint8_t code = 0;
+  std::string message;
+};
+
+struct Bye {
+  static constexpr FrameType kType = FrameType::bye;
+};
+
+// ---- encode: appends the payload to `out` -----------------------------------
+void encode(const LaneJoin& m, std::vector<uint8_t>& out);
+void encode(const LaneWelcome& m, std::vector<uint8_t>& out);
+void encode(const Addresses& m, std::vector<uint8_t>& out);
+void encode(const Offer& m, std::vector<uint8_t>& out);
+void encode(const Accept& m, std::vector<uint8_t>& out);
+void encode(const Refuse& m, std::vector<uint8_t>& out);
+void encode(const PieceAbort& m, std::vector<uint8_t>& out);
+void encode(const Ack& m, std::vector<uint8_t>& out);
+void encode(const LaneClosed& m, std::vector<uint8_t>& out);
+void encode(const Done& m, std::vector<uint8_t>& out);
+void encode(const TransferResult& m, std::vector<uint8_t>& out);
+void encode(const ErrorMessage& m, std::vector<uint8_t>& out);
+void encode(const Bye& m, std::vector<uint8_t>& out);
+/// Writes exactly PieceHeader::kSize bytes (in place, in front of the data).
+void encode_piece_header(const PieceHeader& h, std::span<uint8_t, PieceHeader::kSize> out);
+
+// ---- decode: false if the payload is malformed (trailing bytes included) ----
+bool decode(std::span<const uint8_t> in, LaneJoin& m);
+bool decode(std::span<const uint8_t> in, LaneWelcome& m);
+bool decode(std::span<const uint8_t> in, Addresses& m);
+bool decode(std::span<const uint8_t> in, Offer& m);
+bool decode(std::span<const uint8_t> in, Accept& m);
+bool decode(std::span<const uint8_t> in, Refuse& m);
+bool decode(std::span<const uint8_t> in, PieceAbort& m);
+bool decode(std::span<const uint8_t> in, Ack& m);
+bool decode(std::span<const uint8_t> in, LaneClosed& m);
+bool decode(std::span<const uint8_t> in, Done& m);
+bool decode(std::span<const uint8_t> in, TransferResult& m);
+bool decode(std::span<const uint8_t> in, ErrorMessage& m);
+bool decode(std::span<const uint8_t> in, Bye& m);
+/// Decodes the header at the start of a piece_data payload and checks it is
+/// self-consistent (data inside the piece, a hash of the right size on the
+/// last frame). `data_length` is the payload size minus the header.
+bool decode_piece_header(std::span<const uint8_t> payload, PieceHeader& h, size_t& data_length);
+
+template <class M>
+std::vector<uint8_t> encode_message(const M& m) {
+  std::vector<uint8_t> out;
+  encode(m, out);
+  return out;
+}
+
+}  // namespace braid::wire
