@@ -1,0 +1,69 @@
+#include "wire_size.hpp"
+
+#include <cstring>
+
+namespace netlab {
+namespace {
+
+// The layout and constants of struct virtio_net_hdr (linux/virtio_net.h,
+// which C++ cannot include: a field there is named `class`).
+struct VnetHeader {
+  std::uint8_t flags;
+  std::uint8_t gso_type;
+  std::uint16_t hdr_len;
+  std::uint16_t gso_size;
+  std::uint16_t csum_start;
+  std::uint16_t csum_offset;
+};
+static_assert(sizeof(VnetHeader) == kVnetHeaderBytes);
+constexpr std::uint8_t VIRTIO_NET_HDR_GSO_TCPV4 = 1;
+constexpr std::uint8_t VIRTIO_NET_HDR_GSO_TCPV6 = 4;
+constexpr std::uint8_t VIRTIO_NET_HDR_GSO_ECN = 0x80;
+
+std::uint8_t byte_at(std::span<const std::byte> s, std::size_t i) { return std::to_integer<std::uint8_t>(s[i]); }
+
+/// Length of the IP and TCP headers at the start of `ip`, or 0 if it is not TCP.
+std::size_t tcp_header_bytes(std::span<const std::byte> ip) {
+  if (ip.empty()) return 0;
+  std::size_t ip_len = 0;
+  std::uint8_t protocol = 0;
+  switch (byte_at(ip, 0) >> 4) {
+    case 4:
+      if (ip.size() < 20) return 0;
+      ip_len = (byte_at(ip, 0) & 0x0f) * 4u;
+      protocol = byte_at(ip, 9);
+      break;
+    case 6:
+      if (ip.size() < 40) return 0;
+      ip_len = 40;  // the kernel does not segment packets with extension headers into TSO here
+      protocol = byte_at(ip, 6);
+      break;
+    default:
+      return 0;
+  }
+  if (protocol != 6 || ip.size() < ip_len + 20) return 0;
+  const std::size_t tcp_len = (byte_at(ip, ip_len + 12) >> 4) * 4u;
+  return ip_len + tcp_len;
+}
+
+}  // namespace
+
+WireSize wire_size(std::span<const std::byte> frame) {
+  if (frame.size() < kVnetHeaderBytes) return {static_cast<std::uint32_t>(frame.size()), 1};
+  VnetHeader vh;
+  std::memcpy(&vh, frame.data(), sizeof vh);
+  const auto ip = frame.subspan(kVnetHeaderBytes);
+  const auto ip_bytes = static_cast<std::uint32_t>(ip.size());
+  const std::uint8_t gso = vh.gso_type & static_cast<std::uint8_t>(~VIRTIO_NET_HDR_GSO_ECN);
+  // TUN uses native byte order for the header on little-endian hosts.
+  const std::size_t gso_size = vh.gso_size;
+  if ((gso != VIRTIO_NET_HDR_GSO_TCPV4 && gso != VIRTIO_NET_HDR_GSO_TCPV6) || gso_size == 0)
+    return {ip_bytes, 1};
+  const std::size_t headers = tcp_header_bytes(ip);
+  if (headers == 0 || headers >= ip.size()) return {ip_bytes, 1};
+  const std::size_t payload = ip.size() - headers;
+  const std::size_t segments = (payload + gso_size - 1) / gso_size;
+  return {static_cast<std::uint32_t>(payload + segments * headers), static_cast<std::uint32_t>(segments)};
+}
+
+}  // namespace netlab
