@@ -19,7 +19,7 @@ Scheduler::Scheduler(ChunkPlan plan, std::unique_ptr<Policy> policy)
 LaneId Scheduler::add_lane(const LaneConfig& cfg, Time) {
   std::optional<Rate> hint = cfg.rate_hint;
   if (!hint && rules_.default_hint) hint = rules_.default_hint;
-  Lane lane{cfg, LaneEstimator(rules_.estimator, hint), {}, {}, true, 0, Time::never()};
+  Lane lane{cfg, LaneEstimator(rules_.estimator, hint), {}, {}, true, 0, Time::never(), Time::zero()};
   if (cfg.rtt_hint) lane.est.set_rtt_hint(*cfg.rtt_hint);
   lanes_.push_back(std::move(lane));
   return static_cast<LaneId>(lanes_.size() - 1);
@@ -191,6 +191,17 @@ AckKind Scheduler::on_ack(LaneId lane, PieceId piece, Time now, Duration recv_du
     l.est.on_ack(f->length, f->snap, now, recv_duration, late);
   }
 
+  l.last_acked_start = std::max(l.last_acked_start, f->started);
+  // RACK-style loss detection (RFC 8985): a piece this lane started earlier
+  // and has still not acked is probably lost. Give it a reorder window of a
+  // quarter RTT, then let the stall machinery hand it to another lane, rather
+  // than wait out the full stall deadline.
+  if (!rules_.deadline_from_assignment) {
+    const Duration reorder = std::max(l.est.srtt() / 4.0, Duration::millis(2));
+    for (auto& g : l.flights)
+      if (g.state == FlightState::sending && g.started < f->started && g.deadline > now + reorder)
+        g.deadline = now + reorder;
+  }
   l.stats.acked_bytes += f->length;
   if (l.stats.first_ack == Time::never()) l.stats.first_ack = now;
   l.stats.last_ack = now;
@@ -241,10 +252,16 @@ void Scheduler::release_piece_if_orphaned(PieceId piece, bool bytes_were_sent) {
 void Scheduler::stall(LaneId lane, Flight& f, Time now) {
   Lane& l = lanes_[lane];
   ++l.stats.stalls;
-  ++l.consecutive_stalls;
-  l.last_stall = now;
-  const Time from = rules_.deadline_from_assignment ? f.assigned : f.started;
-  l.est.on_stall(f.length, now - from);
+  // A lane that has since delivered a piece it started *after* this one is
+  // moving: this piece was lost, the lane is not slow. Only a lane that went
+  // quiet is marked down and left to probes.
+  const bool lane_moves = l.last_acked_start > f.started && !rules_.deadline_from_assignment;
+  if (!lane_moves) {
+    ++l.consecutive_stalls;
+    l.last_stall = now;
+    const Time from = rules_.deadline_from_assignment ? f.assigned : f.started;
+    l.est.on_stall(f.length, now - from);
+  }
 
   const PieceId piece = f.piece;
   --copies_[piece];
@@ -263,7 +280,8 @@ void Scheduler::stall(LaneId lane, Flight& f, Time now) {
   }
   release_piece_if_orphaned(piece, true);
 
-  // Pieces queued behind the stalled one on this lane would wait forever.
+  // Pieces queued behind a quiet lane's stalled piece would wait forever.
+  if (lane_moves) return policy_->on_stall(lane, now);
   for (auto& g : l.flights) {
     if (g.state != FlightState::queued) continue;
     const PieceId p = g.piece;

@@ -153,6 +153,7 @@ class Scheduler {
     bool alive = true;
     uint32_t consecutive_stalls = 0;
     Time last_stall = Time::never();
+    Time last_acked_start;  // latest send start among the lane's acked pieces
   };
 
   Flight* find_flight(LaneId lane, PieceId piece);

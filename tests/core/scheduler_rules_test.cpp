@@ -131,6 +131,24 @@ TEST(SchedulerRules, ClosedLaneReturnsItsPieces) {
   EXPECT_EQ(rig.sched->on_ack(a, 0, at_ms(60)), AckKind::unknown);
 }
 
+TEST(SchedulerRules, PieceOvertakenByALaterOneIsLostNotALaneStall) {
+  Rig rig("braid");
+  const LaneId a = rig.sched->add_lane({"a", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
+  rig.assign(a, 0);
+  rig.assign(a, 1);
+  drain(*rig.sched, at_ms(0));
+  rig.sched->on_send_started(a, 0, at_ms(0));
+  rig.sched->on_send_started(a, 1, at_ms(84));
+  // Piece 1 is acked, piece 0 never will be: it was lost on the way.
+  rig.sched->on_ack(a, 1, at_ms(178), Duration::millis(84));
+  const Rate before = rig.sched->estimator(a).rate();
+  ASSERT_LT(*rig.sched->poll_timeout(), at_ms(200)) << "a reorder window, not the 1 s stall deadline";
+  rig.sched->on_timeout(at_ms(200));
+  EXPECT_EQ(rig.sched->plan().piece(0).state, PieceState::overdue);
+  EXPECT_EQ(rig.sched->consecutive_stalls(a), 0u) << "the lane is moving: no probe mode";
+  EXPECT_EQ(rig.sched->estimator(a).rate(), before) << "a loss says nothing about the lane's rate";
+}
+
 TEST(SchedulerRules, UnknownAcksAreIgnored) {
   Rig rig("braid");
   const LaneId a = rig.sched->add_lane({"a", Rate::mbit(100), Duration::millis(10)}, at_ms(0));

@@ -17,7 +17,7 @@ double fraction_of_bound(const Scenario& sc, const RunResult& r) {
 
 // Scenarios with live lanes: braid must reach 97 % of the fluid bound.
 const std::vector<std::string> kBoundScenarios = {"seed-5ghz", "seed-2g4", "ratio-100", "eight-equal",
-                                                  "rate-drop", "long-rtt", "lane-dies", "outage"};
+                                                  "rate-drop", "long-rtt", "lane-dies", "outage", "lossy"};
 // Scenarios whose lanes are stable: no stalls expected, so no abandoned pieces.
 const std::vector<std::string> kStableScenarios = {"seed-5ghz", "ratio-100", "eight-equal", "long-rtt"};
 
