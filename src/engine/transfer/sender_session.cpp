@@ -787,6 +787,7 @@ TransferReport SenderSession::build_report_locked(const files::SourceTree& tree)
     l.close_reason = lane.close_reason;
     r.lanes.push_back(l);
   }
+  std::sort(r.lanes.begin(), r.lanes.end(), [](const LaneReport& a, const LaneReport& b) { return a.lane_id < b.lane_id; });
   return r;
 }
 
