@@ -1,0 +1,154 @@
+// The lane messages: every message survives encode/decode unchanged, and a
+// truncated, padded or inconsistent payload is refused (it comes from the peer).
+#include "engine/wire/messages.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+
+namespace braid::wire {
+namespace {
+
+template <class M>
+M round_trip(const M& m) {
+  std::vector<uint8_t> bytes;
+  encode(m, bytes);
+  M back{};
+  EXPECT_TRUE(decode(bytes, back));
+  // Every strict prefix is malformed, and so is one extra byte.
+  for (size_t cut = 0; cut < bytes.size(); ++cut) {
+    M partial{};
+    EXPECT_FALSE(decode(std::span<const uint8_t>(bytes.data(), cut), partial)) << "prefix of " << cut << " bytes";
+  }
+  bytes.push_back(0);
+  M padded{};
+  EXPECT_FALSE(decode(bytes, padded));
+  return back;
+}
+
+Digest digest(uint8_t size, uint8_t fill) {
+  Digest d;
+  d.size = size;
+  for (size_t i = 0; i < size; ++i) d.bytes[i] = static_cast<uint8_t>(fill + i);
+  return d;
+}
+
+TEST(WireMessages, OfferKeepsNamesByteForByte) {
+  Offer o;
+  o.transfer_id = 7;
+  o.hash = HashAlgo::sha256;
+  o.chunk_size = 1 << 20;
+  o.entries.push_back({EntryKind::directory, "dir with space", 0, 0755, 1700000000, 5, ""});
+  o.entries.push_back({EntryKind::file, std::string("dir with space/new\nline\xff\xfe"), 12345, 0600, -3, 999999999, ""});
+  o.entries.push_back({EntryKind::file, "dir with space/ünïcødé", 0, 0644, 1, 0, ""});
+  o.entries.push_back({EntryKind::symlink, "dir with space/link", 0, 0777, 2, 0, "../../somewhere\x80"});
+  Offer back = round_trip(o);
+  EXPECT_EQ(back.transfer_id, 7u);
+  EXPECT_EQ(back.hash, HashAlgo::sha256);
+  EXPECT_EQ(back.chunk_size, 1u << 20);
+  EXPECT_EQ(back.entries, o.entries);
+  EXPECT_EQ(back.total_bytes(), 12345u);
+}
+
+TEST(WireMessages, OfferRefusesImpossibleEntries) {
+  Offer o;
+  o.entries.push_back({EntryKind::directory, "d", 5, 0755, 0, 0, ""});  // a directory with a size
+  std::vector<uint8_t> bytes;
+  encode(o, bytes);
+  Offer back;
+  EXPECT_FALSE(decode(bytes, back));
+  Offer big_count;
+  bytes.clear();
+  encode(big_count, bytes);
+  bytes[13] = 0x7f;  // entry count far beyond the bytes present
+  EXPECT_FALSE(decode(bytes, back));
+}
+
+TEST(WireMessages, SmallMessagesRoundTrip) {
+  EXPECT_EQ(round_trip(LaneJoin{kProtocolVersion, 9}).lane_id, 9u);
+  EXPECT_EQ(round_trip(LaneWelcome{4}).lane_id, 4u);
+  EXPECT_EQ(round_trip(Addresses{{"127.0.0.1:7878", "[::1]:7878"}}).endpoints.size(), 2u);
+  EXPECT_EQ(round_trip(Accept{3}).transfer_id, 3u);
+  Refuse r = round_trip(Refuse{3, RefuseReason::no_space, "disk full"});
+  EXPECT_EQ(r.reason, RefuseReason::no_space);
+  EXPECT_EQ(r.message, "disk full");
+  EXPECT_EQ(round_trip(PieceAbort{1, 2}).piece, 2u);
+  Ack a = round_trip(Ack{1, 77, 123456789, AckStatus::ok});
+  EXPECT_EQ(a.piece, 77u);
+  EXPECT_EQ(a.recv_duration_ns, 123456789u);
+  EXPECT_EQ(round_trip(LaneClosed{2, "forged frame"}).reason, "forged frame");
+  Done d = round_trip(Done{5, digest(16, 1)});
+  EXPECT_EQ(d.root, digest(16, 1));
+  TransferResult res = round_trip(TransferResult{5, ResultStatus::root_mismatch, "bad"});
+  EXPECT_EQ(res.status, ResultStatus::root_mismatch);
+  EXPECT_EQ(round_trip(ErrorMessage{3, "x"}).message, "x");
+}
+
+TEST(WireMessages, UnknownEnumValuesAreRefused) {
+  std::vector<uint8_t> bytes;
+  encode(Ack{1, 2, 3, AckStatus::ok}, bytes);
+  bytes.back() = 9;
+  Ack a;
+  EXPECT_FALSE(decode(bytes, a));
+  bytes.clear();
+  encode(Done{1, digest(16, 0)}, bytes);
+  bytes[4] = 20;  // a digest of 20 bytes does not exist
+  Done d;
+  EXPECT_FALSE(decode(bytes, d));
+}
+
+std::vector<uint8_t> piece_payload(const PieceHeader& h, size_t data) {
+  std::vector<uint8_t> p(PieceHeader::kSize + data, 0xCC);
+  encode_piece_header(h, std::span<uint8_t, PieceHeader::kSize>(p.data(), PieceHeader::kSize));
+  return p;
+}
+
+TEST(WireMessages, PieceHeaderRoundTrip) {
+  PieceHeader h;
+  h.transfer_id = 2;
+  h.piece = 40;
+  h.chunk = 39;
+  h.flags = PieceHeader::kLast;
+  h.piece_offset = 1 << 20;
+  h.piece_length = 300;
+  h.data_offset = (1 << 20) + 100;
+  h.hash = digest(16, 9);
+  auto p = piece_payload(h, 200);
+  PieceHeader back;
+  size_t n = 0;
+  ASSERT_TRUE(decode_piece_header(p, back, n));
+  EXPECT_EQ(n, 200u);
+  EXPECT_EQ(back.piece, 40u);
+  EXPECT_EQ(back.chunk, 39u);
+  EXPECT_EQ(back.data_offset, h.data_offset);
+  EXPECT_TRUE(back.last());
+  EXPECT_EQ(back.hash, h.hash);
+}
+
+TEST(WireMessages, PieceHeaderMustBeSelfConsistent) {
+  PieceHeader h;
+  h.piece_offset = 1000;
+  h.piece_length = 100;
+  h.data_offset = 1000;
+  PieceHeader back;
+  size_t n = 0;
+  EXPECT_TRUE(decode_piece_header(piece_payload(h, 100), back, n));   // a middle frame may end the piece's bytes
+  EXPECT_FALSE(decode_piece_header(piece_payload(h, 101), back, n));  // data past the piece's end
+  h.data_offset = 999;
+  EXPECT_FALSE(decode_piece_header(piece_payload(h, 1), back, n));  // data before the piece
+  h.data_offset = 1000;
+  h.flags = PieceHeader::kLast;
+  h.hash = digest(16, 0);
+  EXPECT_FALSE(decode_piece_header(piece_payload(h, 50), back, n));  // last frame that does not reach the end
+  EXPECT_TRUE(decode_piece_header(piece_payload(h, 100), back, n));
+  h.hash.size = 0;
+  EXPECT_FALSE(decode_piece_header(piece_payload(h, 100), back, n));  // last frame without a hash
+  h.piece_offset = UINT64_MAX - 10;
+  h.data_offset = h.piece_offset;
+  h.hash = digest(16, 0);
+  EXPECT_FALSE(decode_piece_header(piece_payload(h, 100), back, n));  // overflow
+  EXPECT_FALSE(decode_piece_header(std::vector<uint8_t>(10), back, n));
+}
+
+}  // namespace
+}  // namespace braid::wire
