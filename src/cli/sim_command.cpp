@@ -1,8 +1,6 @@
 #include "cli/sim_command.hpp"
 
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "cli/sim_report.hpp"
 #include "core/policy_registry.hpp"
@@ -31,11 +29,7 @@ struct SimArgs {
 void run_sim(const SimArgs& a, const CLI::App& cmd) {
   sim::Scenario sc;
   if (!a.scenario_file.empty()) {
-    std::ifstream in(a.scenario_file);
-    if (!in) fail("cannot read scenario file '" + a.scenario_file + "'");
-    std::stringstream text;
-    text << in.rdbuf();
-    if (auto e = sim::parse_scenario_file(text.str(), sc); !e.empty()) fail(a.scenario_file + ": " + e);
+    if (auto e = sim::load_scenario_file(a.scenario_file, sc); !e.empty()) fail(e);
   }
   // Command-line options override (or add to) the scenario file.
   if (cmd.count("--size") || a.scenario_file.empty()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 #include "core/chunk_plan.hpp"
@@ -148,6 +149,15 @@ std::string parse_scenario_file(const std::string& text, Scenario& out) {
       return where + "unknown key '" + key + "' (name, size, chunk, seed, lane, event)";
     }
   }
+  return {};
+}
+
+std::string load_scenario_file(const std::string& path, Scenario& out) {
+  std::ifstream in(path);
+  if (!in) return "cannot read scenario file '" + path + "'";
+  std::stringstream text;
+  text << in.rdbuf();
+  if (auto e = parse_scenario_file(text.str(), out); !e.empty()) return path + ": " + e;
   return {};
 }
 

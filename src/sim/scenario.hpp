@@ -46,6 +46,8 @@ std::string parse_event(std::string_view spec, EventSpec& out);
 /// A scenario file: one option per line as on the command line
 /// (`size 256MiB`, `lane usb:rate=19.1MB/s,rtt=2ms`, `event at=2s,...`, `# comment`).
 std::string parse_scenario_file(const std::string& text, Scenario& out);
+/// Reads and parses a scenario file; the error names the file.
+std::string load_scenario_file(const std::string& path, Scenario& out);
 /// Checks that events name existing lanes and the sizes are in range.
 std::string validate(const Scenario& s);
 

@@ -2,8 +2,6 @@
 // `seed-old` suffers it, `braid` does not. All in simulated time.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 
 #include "scheduler_harness.hpp"
 #include "sim/scenario.hpp"
@@ -15,11 +13,8 @@ using namespace braid::core::testing;
 namespace {
 
 sim::Scenario load(const std::string& name) {
-  std::ifstream in(std::string(BRAID_SOURCE_DIR) + "/scenarios/" + name + ".scn");
-  std::stringstream text;
-  text << in.rdbuf();
   sim::Scenario sc;
-  EXPECT_EQ(sim::parse_scenario_file(text.str(), sc), "");
+  EXPECT_EQ(sim::load_scenario_file(std::string(BRAID_SOURCE_DIR) + "/scenarios/" + name + ".scn", sc), "");
   return sc;
 }
 

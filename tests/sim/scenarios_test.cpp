@@ -60,13 +60,7 @@ TEST_P(EveryScenario, AddingASlowLaneNeverMakesBraidSlower) {
       << "with " << with.time.to_seconds() << " s, without " << without.time.to_seconds() << " s";
 }
 
-INSTANTIATE_TEST_SUITE_P(Shipped, EveryScenario, ::testing::ValuesIn(kBoundScenarios),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (auto& c : n)
-                             if (c == '-') c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Shipped, EveryScenario, ::testing::ValuesIn(kBoundScenarios), testing::param_name);
 
 class StableScenario : public ::testing::TestWithParam<std::string> {};
 
@@ -77,13 +71,7 @@ TEST_P(StableScenario, NoAbandonedPiecesAndAtMostOnePercentDuplicated) {
   EXPECT_LE(r.wasted_bytes.as_double(), 0.01 * sc.size.as_double());
 }
 
-INSTANTIATE_TEST_SUITE_P(Shipped, StableScenario, ::testing::ValuesIn(kStableScenarios),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (auto& c : n)
-                             if (c == '-') c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Shipped, StableScenario, ::testing::ValuesIn(kStableScenarios), testing::param_name);
 
 TEST(SeedTable, BoundColumnMatchesTheSeedWithinOnePercent) {
   // The seed's table is speed-up over USB alone; 19.1 MB/s is decimal megabytes.
