@@ -1,0 +1,258 @@
+// Whole sessions in one process: a Receiver on loopback in a thread and a
+// SenderSession driving it, over real TCP lanes with real TLS and sealing.
+// Covers what the command line cannot reach: several transfers on one
+// session, hand-forged offers, and the report's fields.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "engine/files/source_tree.hpp"
+#include "engine/transfer/exit_codes.hpp"
+#include "engine/transfer/receiver.hpp"
+#include "engine/transfer/sender_session.hpp"
+#include "test_dirs.hpp"
+
+namespace braid::transfer {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ScratchDir;
+
+bool ipv6_loopback_usable() {
+  int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+class RunningReceiver {
+ public:
+  RunningReceiver(const fs::path& dir, const fs::path& config, const std::string& code, bool two_families = false) {
+    ReceiveOptions o;
+    o.dir = dir.string();
+    o.listen = {"127.0.0.1:0"};
+    if (two_families && ipv6_loopback_usable()) o.listen.push_back("[::1]:0");
+    o.code = code;
+    o.yes = true;
+    o.quiet = true;
+    o.config_dir = config;
+    auto started = Receiver::start(o, log_);
+    if (auto* f = std::get_if<Failure>(&started)) {
+      ADD_FAILURE() << f->message;
+      return;
+    }
+    r_ = std::move(std::get<0>(started));
+    thread_ = std::thread([this] { exit_code_ = r_->run(); });
+  }
+  ~RunningReceiver() {
+    if (!r_) return;
+    r_->stop();
+    thread_.join();
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(r_->listening()[0].port()); }
+  Receiver& get() { return *r_; }
+
+ private:
+  EventLog log_;
+  std::unique_ptr<Receiver> r_;
+  std::thread thread_;
+  int exit_code_ = -1;
+};
+
+std::unique_ptr<SenderSession> connect_ok(const std::string& addr, const fs::path& config,
+                                          std::optional<std::string> code, EventLog& log, int streams = 2) {
+  ConnectOptions co;
+  co.remote = addr;
+  co.code = std::move(code);
+  co.streams = streams;
+  co.config_dir = config;
+  auto c = SenderSession::connect(co, log);
+  if (auto* f = std::get_if<Failure>(&c)) {
+    ADD_FAILURE() << "connect failed: " << f->message;
+    return nullptr;
+  }
+  return std::move(std::get<0>(c));
+}
+
+files::SourceTree scan(const std::vector<fs::path>& paths) {
+  std::vector<std::string> p;
+  for (const auto& x : paths) p.push_back(x.string());
+  auto s = files::scan_sources(p);
+  EXPECT_TRUE(s.ok()) << s.error;
+  return s.tree;
+}
+
+struct SessionFixture : ::testing::Test {
+  ScratchDir tmp;
+  fs::path dst = tmp / "dst";
+  fs::path outside = tmp / "outside";
+  fs::path recv_cfg = tmp / "recv-config";
+  fs::path send_cfg = tmp / "send-config";
+  EventLog log;
+  void SetUp() override {
+    fs::create_directories(dst);
+    fs::create_directories(outside);
+  }
+  bool nothing_outside() const { return fs::is_empty(outside); }
+};
+
+TEST_F(SessionFixture, SecondTransferInOneSessionWorks) {
+  testing::write_random_file(tmp / "src1/a.bin", 3 << 20, 1);
+  testing::write_random_file(tmp / "src2/b.bin", 2 << 20, 2);
+  testing::write_random_file(tmp / "src2/c.bin", 100, 3);
+  RunningReceiver r(dst, recv_cfg, "pair-me");
+  auto s = connect_ok(r.address(), send_cfg, "pair-me", log);
+  ASSERT_TRUE(s);
+  TransferOptions opts;
+  opts.chunk_size = 256 << 10;
+  auto first = s->send(scan({tmp / "src1/a.bin"}), opts);
+  EXPECT_EQ(first.exit_code, 0) << first.message;
+  auto second = s->send(scan({tmp / "src2"}), opts);
+  EXPECT_EQ(second.exit_code, 0) << second.message;
+  EXPECT_EQ(first.report.transfer_id, 1u);
+  EXPECT_EQ(second.report.transfer_id, 2u);
+  s->close();
+  EXPECT_EQ(testing::read_file(dst / "a.bin"), testing::read_file(tmp / "src1/a.bin"));
+  EXPECT_EQ(testing::read_file(dst / "src2/b.bin"), testing::read_file(tmp / "src2/b.bin"));
+  EXPECT_EQ(testing::read_file(dst / "src2/c.bin"), testing::read_file(tmp / "src2/c.bin"));
+}
+
+TEST_F(SessionFixture, ForgedOffersAreRefusedAndNothingLandsOutside) {
+  fs::create_symlink(outside, dst / "link");  // planted in the target by someone else
+  RunningReceiver r(dst, recv_cfg, "pair-me");
+  auto s = connect_ok(r.address(), send_cfg, "pair-me", log);
+  ASSERT_TRUE(s);
+  auto offer_of = [](std::vector<wire::ManifestEntry> entries) {
+    wire::Offer o;
+    o.chunk_size = 1 << 20;
+    o.entries = std::move(entries);
+    return o;
+  };
+  auto file = [](std::string path) { return wire::ManifestEntry{wire::EntryKind::file, std::move(path), 10, 0644, 0, 0, ""}; };
+  for (const std::string bad : {"../x", "/etc/x", "a/../../b", "link/x", "./x", "a//b", ""}) {
+    auto answer = s->offer_only(offer_of({file(bad)}));
+    EXPECT_FALSE(answer.accepted) << bad;
+    EXPECT_TRUE(answer.reason == wire::RefuseReason::bad_path) << bad << ": " << answer.message;
+    EXPECT_FALSE(answer.message.empty());
+  }
+  // A symlink in the offer followed by a file "through" it.
+  auto answer = s->offer_only(offer_of(
+      {wire::ManifestEntry{wire::EntryKind::symlink, "ln", 0, 0777, 0, 0, outside.string()}, file("ln/x")}));
+  EXPECT_FALSE(answer.accepted);
+  EXPECT_TRUE(nothing_outside());
+  EXPECT_FALSE(fs::exists(tmp / "x"));
+  EXPECT_FALSE(fs::exists(tmp / "b"));
+  EXPECT_FALSE(fs::exists("/etc/x"));
+  // The session is not harmed: a real transfer still goes through.
+  testing::write_random_file(tmp / "src/ok.bin", 1 << 20, 4);
+  auto out = s->send(scan({tmp / "src/ok.bin"}), TransferOptions{});
+  EXPECT_EQ(out.exit_code, 0) << out.message;
+  EXPECT_EQ(testing::read_file(dst / "ok.bin"), testing::read_file(tmp / "src/ok.bin"));
+  s->close();
+  EXPECT_TRUE(nothing_outside());
+}
+
+TEST_F(SessionFixture, WrongCodeIsRefusedAndNothingIsWritten) {
+  RunningReceiver r(dst, recv_cfg, "the-right-code");
+  ConnectOptions co;
+  co.remote = r.address();
+  co.code = "a-wrong-code";
+  co.config_dir = send_cfg;
+  auto c = SenderSession::connect(co, log);
+  auto* f = std::get_if<Failure>(&c);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->exit_code, kExitAuthFailed);
+  EXPECT_NE(f->message.find("pairing failed"), std::string::npos) << f->message;
+  EXPECT_TRUE(fs::is_empty(dst));
+  // Without any code, an unknown receiver is refused too.
+  co.code.reset();
+  auto c2 = SenderSession::connect(co, log);
+  ASSERT_NE(std::get_if<Failure>(&c2), nullptr);
+  EXPECT_EQ(std::get<Failure>(c2).exit_code, kExitAuthFailed);
+  EXPECT_TRUE(fs::is_empty(dst));
+}
+
+TEST_F(SessionFixture, PairedPeersNeedNoCodeAndAChangedKeyIsRefusedLoudly) {
+  RunningReceiver r(dst, recv_cfg, "pair-me");
+  {
+    auto s = connect_ok(r.address(), send_cfg, "pair-me", log);
+    ASSERT_TRUE(s);
+    s->close();
+  }
+  {
+    auto s = connect_ok(r.address(), send_cfg, std::nullopt, log);  // pinned now: no code
+    ASSERT_TRUE(s);
+    s->close();
+  }
+  // The sender's identity is recreated under the same name: the receiver refuses it.
+  fs::remove(send_cfg / "identity.key");
+  fs::remove(send_cfg / "identity.crt");
+  ConnectOptions co;
+  co.remote = r.address();
+  co.config_dir = send_cfg;
+  co.code = "pair-me";  // a code never overrides a pin
+  auto c = SenderSession::connect(co, log);
+  auto* f = std::get_if<Failure>(&c);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->exit_code, kExitKeyChanged);
+  EXPECT_NE(f->message.find("different key"), std::string::npos) << f->message;
+  EXPECT_TRUE(fs::is_empty(dst));
+}
+
+TEST_F(SessionFixture, ReportTellsEachLanesTruth) {
+  testing::write_random_file(tmp / "src/data.bin", 24 << 20, 5);
+  RunningReceiver r(dst, recv_cfg, "pair-me", /*two_families=*/true);
+  auto s = connect_ok(r.address(), send_cfg, "pair-me", log, 2);
+  ASSERT_TRUE(s);
+  EXPECT_GE(s->live_lanes(), 2u);
+  TransferOptions opts;
+  opts.chunk_size = 256 << 10;
+  auto out = s->send(scan({tmp / "src/data.bin"}), opts);
+  s->close();
+  ASSERT_EQ(out.exit_code, 0) << out.message;
+  const auto& rep = out.report;
+  EXPECT_TRUE(rep.verified);
+  EXPECT_EQ(rep.bytes, 24u << 20);
+  EXPECT_EQ(rep.files, 1u);
+  EXPECT_GT(rep.seconds, 0);
+  EXPECT_GT(rep.rate_bytes_per_sec, 0);
+  ASSERT_GE(rep.lanes.size(), 2u);
+  uint64_t bytes = 0, chunks = 0;
+  double share = 0;
+  for (const auto& l : rep.lanes) {
+    EXPECT_FALSE(l.name.empty());
+    EXPECT_NE(l.local.find(':'), std::string::npos);
+    EXPECT_NE(l.remote.find(':'), std::string::npos);
+    bytes += l.bytes;
+    chunks += l.chunks;
+    share += l.share;
+    EXPECT_GE(l.acked_bytes, l.bytes);
+    EXPECT_GE(l.wire_bytes, l.bytes);  // frames carry headers and tags on top
+    if (l.bytes > 0) {
+      EXPECT_GT(l.rate_bytes_per_sec, 0);
+      EXPECT_GT(l.rtt_ms, 0);
+    }
+    EXPECT_TRUE(l.open_at_end);
+  }
+  EXPECT_EQ(bytes, rep.bytes);
+  EXPECT_GE(chunks, 96u);  // 24 MiB in 256 KiB chunks, some maybe cut
+  EXPECT_NEAR(share, 1.0, 1e-9);
+  // The sum of the lanes' delivered rates cannot exceed the bytes over the time by much.
+  auto json = to_json(rep);
+  EXPECT_TRUE(json.contains("lanes"));
+  EXPECT_TRUE(json["lanes"][0].contains("stalls"));
+  EXPECT_TRUE(json["lanes"][0].contains("duplicates"));
+  EXPECT_TRUE(json["lanes"][0].contains("abandoned"));
+  EXPECT_EQ(testing::read_file(dst / "data.bin"), testing::read_file(tmp / "src/data.bin"));
+}
+
+}  // namespace
+}  // namespace braid::transfer
