@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# End-to-end tests of the real `braid` binary over loopback. One case per
+# run: e2e.sh BRAID_BINARY CASE. Each case starts `braid recv` on a random
+# free port (127.0.0.1, and ::1 when IPv6 works), runs `braid send`, and
+# checks files (SHA-256 of every file, modes, mtimes), exit codes and logs.
+# Everything lives in a scratch directory (tmpfs when there is one) with
+# its own XDG_CONFIG_HOME per side, removed at the end.
+set -uo pipefail
+BRAID=$1
+CASE=$2
+BASE=/tmp; [ -d /dev/shm ] && [ -w /dev/shm ] && BASE=/dev/shm
+W=$(mktemp -d "$BASE/braid-e2e.XXXXXX")
+RECV_PID=
+cleanup() {
+  [ -n "$RECV_PID" ] && kill "$RECV_PID" 2>/dev/null
+  rm -rf "$W"
+}
+trap cleanup EXIT
+fail() { echo "FAIL [$CASE]: $*" >&2; for f in "$W"/*.err "$W"/*.out; do [ -f "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }; done; exit 1; }
+mkdir -p "$W/src" "$W/dst" "$W/rcfg" "$W/scfg"
+
+ipv6_ok() { python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0))' 2>/dev/null; }
+
+# start_recv [extra recv args...]: starts the receiver, sets PORT.
+start_recv() {
+  local listen=(--listen 127.0.0.1:0)
+  ipv6_ok && listen+=(--listen '[::1]:0')
+  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" "${listen[@]}" --once --json "$W/recv.json" \
+    --log "$W/recv.log" "$@" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
+  RECV_PID=$!
+  for _ in $(seq 200); do grep -q listening "$W/recv.out" 2>/dev/null && break; sleep 0.05; done
+  PORT=$(grep -o '127\.0\.0\.1:[0-9]*' "$W/recv.out" | head -1 | cut -d: -f2)
+  [ -n "$PORT" ] || fail "receiver did not start"
+}
+
+# send [args...]: runs the sender, sets SEND_RC.
+send() {
+  XDG_CONFIG_HOME=$W/scfg "$BRAID" send --json "$W/send.json" --log "$W/send.log" "$@" > "$W/send.out" 2> "$W/send.err"
+  SEND_RC=$?
+}
+
+wait_recv() {
+  local i
+  for i in $(seq 600); do kill -0 "$RECV_PID" 2>/dev/null || break; sleep 0.1; done
+  wait "$RECV_PID"; RECV_RC=$?; RECV_PID=
+}
+
+# Fingerprint of a tree: path, type, mode, mtime (s), size, sha256 (files) or target (links).
+fingerprint() {
+  (cd "$1" && python3 - <<'PY'
+import hashlib, os, stat, sys
+out = []
+for root, dirs, files in os.walk(b'.'):
+    for name in dirs + files:
+        p = os.path.join(root, name)
+        st = os.lstat(p)
+        if stat.S_ISLNK(st.st_mode):
+            what = b'link ' + os.readlink(p)
+        elif stat.S_ISDIR(st.st_mode):
+            what = b'dir'
+        else:
+            h = hashlib.sha256()
+            with open(p, 'rb') as f:
+                for block in iter(lambda: f.read(1 << 20), b''):
+                    h.update(block)
+            what = b'file %d ' % st.st_size + h.hexdigest().encode()
+        mode = b'' if stat.S_ISLNK(st.st_mode) else b'%o' % stat.S_IMODE(st.st_mode)
+        out.append(p + b' | ' + mode + b' | %d | ' % int(st.st_mtime) + what)
+sys.stdout.buffer.write(b'\n'.join(sorted(out)) + b'\n')
+PY
+  )
+}
+
+# A seeded pseudo-random file of $2 bytes (AES-CTR keystream: fast, not sparse).
+random_file() {
+  head -c "$2" /dev/zero | openssl enc -aes-128-ctr -nosalt -pass "pass:$3" -pbkdf2 2>/dev/null > "$1"
+}
+
+same_trees() {
+  fingerprint "$W/src" > "$W/src.fp"
+  fingerprint "$W/dst" > "$W/dst.fp"
+  diff "$W/src.fp" "$W/dst.fp" > "$W/diff.txt" || fail "trees differ: $(head -5 "$W/diff.txt")"
+  ! ls -a "$W/dst" | grep -q '\.braid-' || fail "temporary files left in the target"
+}
+
+json() { python3 -c "import json,sys; d=json.load(open('$1')); print($2)"; }
+
+small_tree() {
+  mkdir -p "$W/src/t/sub"
+  random_file "$W/src/t/big.bin" $((40 << 20)) s1
+  for i in $(seq 1 20); do random_file "$W/src/t/sub/f$i" $((i * 7000)) "s$i"; done
+}
+
+case "$CASE" in
+  tree)  # >= 1000 odd names, empty files and dirs, a >= 1 GiB file, metadata
+    T=$W/src/tree
+    mkdir -p "$T/nested/a/b/c" "$T/empty dir" "$T/nested/empty inner"
+    python3 - "$T" <<'PY'
+import os, sys, random
+t = sys.argv[1].encode()
+rng = random.Random(42)
+names = [b'space name %d', b'new\nline %d', b'bad \xff\xfe bytes %d', 'ünïcødé ✓ %d'.encode(), b'tab\tand\\back %d',
+         b'-dash %d', b'.hidden %d', b'quote"\' %d']
+for i in range(1040):
+    d = [t, t + b'/nested', t + b'/nested/a/b/c'][i % 3]
+    p = os.path.join(d, names[i % len(names)] % i)
+    size = 0 if i % 10 == 0 else rng.randrange(1, 20000)
+    with open(p, 'wb') as f:
+        f.write(rng.randbytes(size))
+    os.chmod(p, [0o644, 0o600, 0o755, 0o640][i % 4])
+    os.utime(p, (1600000000 + i, 1600000000 + i * 7))
+os.symlink(b'space name 0', os.path.join(t, b'a link'))
+os.utime(os.path.join(t, b'empty dir'), (1500000000, 1500000000))
+os.chmod(os.path.join(t, b'nested/empty inner'), 0o700)
+PY
+    random_file "$W/src/one-gib.bin" $((1 << 30)) big-seed
+    touch -d '2020-01-02 03:04:05' "$W/src/one-gib.bin"
+    chmod 640 "$W/src/one-gib.bin"
+    start_recv --code tree-code --yes
+    send --code tree-code --streams 2 "$W/src/tree" "$W/src/one-gib.bin" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
+    wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
+    touch -d @1500000000 "$W/src/tree/empty dir"  # walking the tree read it; keep both sides equal
+    same_trees
+    [ "$(json "$W/send.json" "d['all_verified']")" = True ] || fail "report says not verified"
+    [ "$(json "$W/send.json" "d['files']")" -ge 1000 ] || fail "fewer than 1000 files reported"
+    ;;
+
+  corrupt)  # one flipped bit in one frame on lane 1: detected, lane closed with a reason, transfer completes
+    small_tree
+    start_recv --code c --yes
+    BRAID_TEST_CORRUPT_FRAME=1:5 send --code c --streams 3 "$W/src/t" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
+    wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
+    same_trees
+    grep '"lane_closed"' "$W/recv.log" | grep -q 'forged' || fail "receiver did not log the forged frame"
+    grep '"lane_closed"' "$W/send.log" | grep -q 'forged' || fail "sender was not told why the lane closed"
+    ;;
+
+  kill-lane)  # a lane's socket dies mid-transfer: the transfer completes, the peer logs the closing
+    small_tree
+    start_recv --code k --yes
+    BRAID_TEST_KILL_LANE=1:4000000 send --code k --streams 3 "$W/src/t" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
+    wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
+    same_trees
+    grep '"lane_closed"' "$W/recv.log" | grep -q '"lane":1' || fail "receiver did not log lane 1 closing"
+    grep '"lane_closed"' "$W/recv.log" | grep -q '"reason":"..*"' || fail "no reason logged"
+    [ "$(json "$W/send.json" "[l['open_at_end'] for l in d['lanes'] if l['lane_id']==1][0]")" = False ] \
+      || fail "report does not show lane 1 closed"
+    ;;
+
+  stale)  # replayed frames, frames of another session and of another lane: rejected, session unharmed
+    small_tree
+    start_recv --code st --yes
+    BRAID_TEST_STALE_FRAMES=0 send --code st --streams 1 --max-lanes 1 "$W/src/t" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
+    wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
+    same_trees
+    for why in replayed foreign_session foreign_lane; do
+      grep '"frame_rejected"' "$W/recv.log" | grep -q "$why" || fail "no $why frame rejected"
+    done
+    [ "$(json "$W/recv.json" "d['rejected_frames']")" -ge 3 ] || fail "rejected frames not counted"
+    ! grep -q '"lane_closed"' "$W/recv.log" || fail "a stale frame closed a lane"
+    # A connection that claims a session that does not exist is refused, nothing else happens.
+    ;;
+
+  report)  # the per-lane report's fields, over 127.0.0.1 and ::1
+    small_tree
+    start_recv --code r --yes
+    send --code r --streams 2 "$W/src/t" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
+    wait_recv
+    python3 - "$W/send.json" <<'PY' || fail "report fields"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d['all_verified'] and d['verified'], d
+assert d['bytes'] == 40 * 2**20 + sum(i * 7000 for i in range(1, 21)), d['bytes']
+lanes = d['lanes']
+assert len(lanes) >= 2, lanes
+for l in lanes:
+    for k in ('name', 'local', 'remote', 'bytes', 'chunks', 'share', 'rate_bytes_per_sec', 'rtt_ms', 'stalls',
+              'duplicates', 'abandoned'):
+        assert k in l, k
+assert sum(l['bytes'] for l in lanes) == d['bytes']
+assert abs(sum(l['share'] for l in lanes) - 1) < 1e-9
+PY
+    grep -q '"progress"' "$W/send.log" || fail "no progress lines in the log"
+    [ "$(grep -c '"progress"' "$W/send.log")" -ge 10 ] || fail "fewer than 10 progress lines"
+    ! grep -q $'\r' "$W/send.err" || fail "progress drawn although stderr is not a terminal"
+    ;;
+
+  wrong-code)
+    small_tree
+    start_recv --code right-code --yes
+    send --code wrong-code "$W/src/t" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -eq 4 ] || fail "send exited $SEND_RC, expected 4"
+    grep -qi 'pairing failed' "$W/send.err" || fail "no clear message"
+    [ -z "$(ls -A "$W/dst")" ] || fail "something was written"
+    ;;
+
+  refused)  # no --yes and no terminal to ask: the offer is refused
+    small_tree
+    start_recv --code r2
+    send --code r2 "$W/src/t" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -eq 6 ] || fail "send exited $SEND_RC, expected 6"
+    grep -q 'refused' "$W/send.err" || fail "no clear message"
+    [ -z "$(ls -A "$W/dst")" ] || fail "something was written"
+    ;;
+
+  unreachable)
+    small_tree
+    PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    send --code x "$W/src/t" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -eq 3 ] || fail "send exited $SEND_RC, expected 3"
+    grep -q 'unreachable' "$W/send.err" || fail "no clear message"
+    ;;
+
+  not-writable)
+    XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir /proc/braid-cannot-be-here --listen 127.0.0.1:0 --once \
+      > "$W/recv.out" 2> "$W/recv.err" < /dev/null
+    rc=$?
+    [ "$rc" -eq 7 ] || fail "recv exited $rc, expected 7"
+    grep -q 'target directory\|cannot' "$W/recv.err" || fail "no clear message"
+    ;;
+
+  *) echo "unknown case $CASE" >&2; exit 2 ;;
+esac
+echo "PASS [$CASE]"
