@@ -21,6 +21,7 @@ LaneSender::LaneSender(const SenderConfig& cfg, std::unique_ptr<CongestionContro
       max_data_(cfg.initial_max_data.count()) {
   acked_.reserve(1024);
   lost_.reserve(1024);
+  acked_data_.reserve(4 * 1024);
 }
 
 std::unique_ptr<LaneSender> LaneSender::create(const SenderConfig& cfg, std::string_view cc_id) {
@@ -41,6 +42,19 @@ bool LaneSender::all_acked() const {
   return queue_.empty() && retransmit_.empty() && in_flight_ == 0;
 }
 
+void LaneSender::cancel_piece(uint64_t piece) {
+  const auto of_piece = [piece](const DataRange& r) { return r.piece == piece; };
+  for (const DataRange& r : queue_)
+    if (of_piece(r)) queued_bytes_ -= r.length;
+  std::erase_if(queue_, of_piece);
+  std::erase_if(retransmit_, of_piece);
+  for (size_t i = 0; i < sent_.size(); ++i) {
+    SentPacket& p = sent_.at_index(i);
+    const auto end = std::remove_if(p.data.begin(), p.data.begin() + p.data_count, of_piece);
+    p.data_count = static_cast<uint8_t>(end - p.data.begin());
+  }
+}
+
 bool LaneSender::has_data_to_send() const {
   return !retransmit_.empty() || (!queue_.empty() && new_data_sent_ < max_data_);
 }
@@ -49,6 +63,7 @@ bool LaneSender::has_data_to_send() const {
 // Incoming feedback.
 
 TransportError LaneSender::on_datagram_received(Time now, std::span<const uint8_t> packet) {
+  acked_data_.clear();
   ByteReader r(packet);
   PacketHeader h;
   if (auto e = decode_header(r, h); e != TransportError::ok) return e;
@@ -97,7 +112,10 @@ TransportError LaneSender::on_ack(Time now, const AckFrame& ack) {
       sampler_.on_packet_acked(now, p->sent_time, Bytes(p->size), p->delivery);
       acked_.push_back({pn, Bytes(p->size), p->sent_time});
       any_eliciting |= p->ack_eliciting;
-      for (size_t i = 0; i < p->data_count; ++i) stats_.data_bytes_acked += p->data[i].length;
+      for (size_t i = 0; i < p->data_count; ++i) {
+        stats_.data_bytes_acked += p->data[i].length;
+        acked_data_.push_back(p->data[i]);
+      }
       if (pn == ack.largest) {
         largest_newly_acked = true;
         largest_sent_time = p->sent_time;

@@ -86,6 +86,15 @@ class LaneSender {
   Bytes queued_bytes() const { return Bytes(queued_bytes_); }
   /// True when every byte enqueued has been acknowledged.
   bool all_acked() const;
+  /// Forgets every not-yet-acknowledged byte of `piece`: queued, waiting to be
+  /// resent, or riding in packets in flight (those still count as in flight,
+  /// but their data is never resent nor reported in acked_data()). After this
+  /// no Transmit names the piece again, so its bytes may be released.
+  void cancel_piece(uint64_t piece);
+  /// Data ranges newly acknowledged by the last on_datagram_received. Every
+  /// byte enqueued is reported exactly once (a lost packet's data counts when
+  /// its resend is acked), so the engine can tell when a piece is complete.
+  std::span<const DataRange> acked_data() const { return acked_data_; }
 
   /// A feedback packet from the receiver (plaintext, after opening).
   TransportError on_datagram_received(Time now, std::span<const uint8_t> packet);
@@ -143,6 +152,7 @@ class LaneSender {
   // Scratch for one ack, reserved once.
   std::vector<AckedPacket> acked_;
   std::vector<LostPacket> lost_;
+  std::vector<DataRange> acked_data_;
 };
 
 }  // namespace braid::transport
