@@ -216,6 +216,26 @@ PY
     grep -q 'unreachable' "$W/send.err" || fail "no clear message"
     ;;
 
+  disk-full)  # no room: refused before any byte (space check), or ENOSPC mid-transfer (temp files kept)
+    small_tree
+    mkdir -p "$W/small"
+    mount -t tmpfs -o size=16m tmpfs "$W/small" 2>/dev/null || { echo "SKIP [$CASE]: cannot mount a small tmpfs"; exit 0; }
+    trap 'umount "$W/small" 2>/dev/null; cleanup' EXIT
+    rmdir "$W/dst"; ln -s "$W/small" "$W/dst"
+    start_recv --code df --yes
+    send --code df "$W/src/t" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -eq 8 ] || fail "send exited $SEND_RC, expected 8 (space check)"
+    grep -q 'space' "$W/send.err" || fail "no clear message"
+    wait_recv; [ "$RECV_RC" -eq 8 ] || fail "recv exited $RECV_RC, expected 8"
+    BRAID_TEST_SKIP_SPACE_CHECK=1 start_recv --code df --yes
+    send --code df "$W/src/t" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -eq 8 ] || fail "send exited $SEND_RC, expected 8 (ENOSPC)"
+    grep -q 'disk is full' "$W/send.err" || fail "no clear message: $(cat "$W/send.err")"
+    wait_recv
+    [ ! -e "$W/small/t/big.bin" ] || fail "a partial file stands under its final name"
+    find "$W/small" -name '.braid-*.part' | grep -q . || fail "the temporary files were not kept"
+    ;;
+
   not-writable)
     XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir /proc/braid-cannot-be-here --listen 127.0.0.1:0 --once \
       > "$W/recv.out" 2> "$W/recv.err" < /dev/null

@@ -468,6 +468,7 @@ void SenderSession::writer_loop(Lane& lane) {
     {
       std::lock_guard lock(mu_);
       lane.sending.reset();
+      cv_.notify_all();
       if (end == PieceEnd::sent && lane.alive && lane.sched) {
         t->sched.on_written(*lane.sched, a.piece, now());
         drain_locked();
@@ -695,23 +696,19 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
   }
   log_.write("status", {{"status", out.exit_code == 0 ? "done" : "failed"}, {"transfer", t.id},
                         {"message", out.message}});
-  // Forget the transfer: lanes stay for the next one.
+  // Forget the transfer (lanes stay for the next one) — but only once no
+  // writer is inside send_piece with a pointer to it.
   for (auto& l : lanes_) {
     l->queue.clear();
-    l->sched.reset();
     l->cancel_current = true;
   }
+  cv_.wait(lock, [&] {
+    for (auto& l : lanes_)
+      if (l->sending) return false;
+    return true;
+  });
+  for (auto& l : lanes_) l->sched.reset();
   active_.reset();
-  lock.unlock();
-  // A writer may still be inside send_piece with a pointer to the transfer:
-  // wait until none is sending before the Active object's memory is reused.
-  for (;;) {
-    std::lock_guard g(mu_);
-    bool busy = false;
-    for (auto& l : lanes_) busy = busy || l->sending.has_value();
-    if (!busy) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
   return out;
 }
 
