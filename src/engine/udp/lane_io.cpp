@@ -1,0 +1,80 @@
+#include "engine/udp/lane_io.hpp"
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/transport/cc_registry.hpp"
+
+namespace braid::udp {
+
+std::string check_config(const UdpLaneConfig& cfg) {
+  if (cfg.packet_size < kMinPacketSize || cfg.packet_size > kMaxPacketSize)
+    return "packet size " + std::to_string(cfg.packet_size) + " is outside " + std::to_string(kMinPacketSize) +
+           ".." + std::to_string(kMaxPacketSize);
+  bool known = false;
+  for (const auto& c : transport::controllers()) known = known || c.id == cfg.cc;
+  if (!known) return "unknown congestion controller '" + cfg.cc + "'";
+  if (cfg.rate_limit && cfg.rate_limit->is_zero()) return "the rate limit must be above zero";
+  if (!cfg.local.valid()) return "no local address";
+  if (cfg.remote.valid() && cfg.remote.family() != cfg.local.family())
+    return "local " + cfg.local.str() + " and remote " + cfg.remote.str() + " are of different families";
+  return {};
+}
+
+std::string socket_error_reason(int err) {
+  switch (err) {
+    case ECONNREFUSED: return "the peer's UDP port is closed (ICMP port unreachable)";
+    case EMSGSIZE: return "the packet size is above the path MTU (lower --packet-size)";
+    case ENETUNREACH:
+    case EHOSTUNREACH: return std::string("the peer is unreachable: ") + std::strerror(err);
+    default: return std::string("socket error: ") + std::strerror(err);
+  }
+}
+
+std::unique_ptr<LaneIo> LaneIo::create(const UdpLaneConfig& cfg, transport::PacketKind sends, std::string& error) {
+  if (error = check_config(cfg); !error.empty()) return nullptr;
+  auto io = std::make_unique<LaneIo>();
+  if (!io->waiter.valid()) {
+    error = std::string("cannot create an eventfd: ") + std::strerror(errno);
+    return nullptr;
+  }
+  auto keys = security::derive_lane_keys(cfg.lane_secret, cfg.session_id, cfg.lane_id);
+  if (!keys) {
+    error = keys.error().message;
+    return nullptr;
+  }
+  auto sealer = DatagramSealer::create(keys.value().for_direction(security::sending_direction(cfg.role)), cfg.session_id);
+  const auto receives = sends == transport::PacketKind::data ? transport::PacketKind::feedback : transport::PacketKind::data;
+  auto opener = DatagramOpener::create(keys.value().for_direction(security::receiving_direction(cfg.role)),
+                                       cfg.session_id, OpenerExpect{receives, cfg.lane_id});
+  if (!sealer || !opener) {
+    error = !sealer ? sealer.error().message : opener.error().message;
+    return nullptr;
+  }
+  io->sealer.emplace(std::move(sealer.value()));
+  io->opener.emplace(std::move(opener.value()));
+  io->socket = UdpSocket::open(cfg.local, cfg.remote.valid() ? &cfg.remote : nullptr, cfg.socket, error);
+  if (!io->socket) return nullptr;
+  io->socket->set_fault_injection(cfg.fault);
+  io->tx = std::make_unique<TxBatch>(kTxBatchSlots, cfg.packet_size);
+  // With GRO one buffer takes a whole coalesced run (up to 64 KiB); without
+  // it, one datagram each, so take more of them per call.
+  if (io->socket->gro())
+    io->rx = std::make_unique<RxBatch>(16, 65536);
+  else
+    io->rx = std::make_unique<RxBatch>(64, kMaxPacketSize);
+  return io;
+}
+
+void LaneIo::fill_counters(UdpLaneCounters& c) const {
+  using security::FrameStatus;
+  c.rejected_forged = opener->count(FrameStatus::forged);
+  c.rejected_replayed = opener->count(FrameStatus::replayed);
+  c.rejected_too_old = opener->count(FrameStatus::too_old);
+  c.rejected_other = opener->rejected() - c.rejected_forged - c.rejected_replayed - c.rejected_too_old;
+  c.socket = socket->stats();
+  c.gso = socket->gso();
+  c.gro = socket->gro();
+}
+
+}  // namespace braid::udp

@@ -1,0 +1,109 @@
+// What both ends of a UDP lane share: its settings, its counters (the
+// `--json` report's per-lane fields), and how it tells the engine about
+// pieces and its end.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "core/units.hpp"
+#include "engine/security/lane_keys.h"
+#include "engine/udp/socket_address.hpp"
+#include "engine/udp/udp_socket.hpp"
+
+namespace braid::udp {
+
+/// Packet size bounds (MISSION §2: packet size is a setting): the whole UDP
+/// payload, header + frames + AEAD tag.
+inline constexpr size_t kMinPacketSize = 1200;
+inline constexpr size_t kMaxPacketSize = 9000;
+/// 1500-byte Ethernet MTU − 20 (IPv4) − 8 (UDP): the default.
+inline constexpr size_t kDefaultPacketSize = 1472;
+
+struct UdpLaneConfig {
+  uint32_t lane_id = 0;
+  uint64_t session_id = 0;            // from the TLS session (security::Session)
+  security::LaneSecret lane_secret;   // Session::lane_secret(); keys via derive_lane_keys
+  /// Our side of the TLS session: the client (braid send) seals with the
+  /// client→server keys, the server (braid recv) with server→client.
+  security::Role role = security::Role::client;
+  SocketAddress local;                // port 0: any
+  /// The peer. A receiving lane may leave it unset: it then connects to the
+  /// source of the first datagram that authenticates.
+  SocketAddress remote;
+  size_t packet_size = kDefaultPacketSize;  // --packet-size, 1200..9000
+  std::string cc = "delay";           // --cc NAME; "background" for --background
+  std::optional<Rate> rate_limit;     // --rate-limit: caps the pacing rate
+  /// A sending lane with data in flight that hears nothing authentic from
+  /// the peer for this long closes ("peer silent"); the transport's own
+  /// probe timer keeps probing with backoff until then.
+  Duration idle_timeout = Duration::seconds(10);
+  uint64_t cc_seed = 1;               // randomised controller phases stay reproducible
+  SocketOptions socket;
+  FaultInjection fault;               // tests only
+};
+
+/// A snapshot of one lane's counters; taken any time from any thread.
+struct UdpLaneCounters {
+  // Sending end (LaneSender): the --json fields of issue 5.
+  uint64_t packets_sent = 0;
+  uint64_t packets_lost = 0;
+  uint64_t packets_retransmitted = 0;  // packets that carried resent data
+  uint64_t pto_count = 0;
+  uint64_t wire_bytes_sent = 0;        // header + frames + tag
+  uint64_t data_bytes_sent = 0;        // file bytes, first transmission
+  uint64_t data_bytes_retransmitted = 0;
+  uint64_t data_bytes_acked = 0;
+  double srtt_ms = 0;
+  double min_rtt_ms = 0;
+  double rate_bytes_per_sec = 0;       // the controller's pacing rate (after --rate-limit)
+  uint64_t cwnd_bytes = 0;
+  uint64_t pieces_acked = 0;
+  // Receiving end (LaneReceiver).
+  uint64_t packets_received = 0;
+  uint64_t duplicate_packets = 0;
+  uint64_t data_bytes_received = 0;    // including duplicates
+  uint64_t feedback_packets_sent = 0;
+  // Either end: datagrams the opener refused, and why.
+  uint64_t rejected_forged = 0;        // tag failed: corrupted or forged
+  uint64_t rejected_replayed = 0;      // packet number seen already
+  uint64_t rejected_too_old = 0;       // behind the replay window
+  uint64_t rejected_other = 0;         // bad header, foreign lane, reflected
+  uint64_t protocol_errors = 0;        // authentic but malformed (a peer bug)
+  SocketStats socket;
+  bool gso = false;
+  bool gro = false;
+  uint64_t rejected_total() const { return rejected_forged + rejected_replayed + rejected_too_old + rejected_other; }
+};
+
+/// Events of a sending lane. Called on the lane's I/O thread, one at a time;
+/// they must not block for long and must not destroy the lane.
+class UdpSendEvents {
+ public:
+  virtual ~UdpSendEvents() = default;
+  /// The first datagram of the piece left (the scheduler's on_send_started).
+  virtual void on_piece_started(uint64_t piece) { (void)piece; }
+  /// Every byte of the piece reached the peer's lane (transport-level
+  /// delivery; the engine's own hash check comes on top).
+  virtual void on_piece_acked(uint64_t piece) = 0;
+  /// The lane ended; called exactly once, last. Pieces not acked by then
+  /// were not delivered by this lane.
+  virtual void on_closed(const std::string& reason) = 0;
+};
+
+/// Events of a receiving lane (I/O thread, one at a time).
+class UdpRecvEvents {
+ public:
+  virtual ~UdpRecvEvents() = default;
+  /// `bytes` of piece `piece` at `offset` (the offset the sender gave for
+  /// the piece, plus the position within it). A range may come twice (a
+  /// resend crossing a late original): writes must be idempotent. The bytes
+  /// are valid during the call only; returning counts them as consumed for
+  /// flow control.
+  virtual void on_data(uint64_t piece, uint64_t offset, std::span<const uint8_t> bytes) = 0;
+  virtual void on_closed(const std::string& reason) = 0;
+};
+
+}  // namespace braid::udp

@@ -1,0 +1,109 @@
+// Sealing and opening single datagrams: round trip, and each way a datagram
+// is refused (forged, replayed, too old, other lane, reflected, other
+// session), with the opener's state untouched by refusals.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/transport/byte_cursor.hpp"
+#include "engine/udp/datagram_crypto.hpp"
+#include "loopback_pair.hpp"
+
+namespace braid::udp::test {
+namespace {
+
+using security::Direction;
+using transport::PacketKind;
+
+constexpr uint64_t kSession = 0xabcdef0123456789ULL;
+constexpr uint32_t kLane = 5;
+
+struct Keys {
+  security::LaneKeys keys = security::derive_lane_keys(test_secret(), kSession, kLane).value();
+};
+
+std::vector<uint8_t> make_packet(PacketKind kind, uint32_t lane, uint64_t pn, size_t body = 100) {
+  std::vector<uint8_t> p(transport::kHeaderSize + body + transport::kAeadTagSize);
+  transport::ByteWriter w(p);
+  transport::encode_header(w, transport::PacketHeader{kind, lane, pn});
+  for (size_t i = 0; i < body; ++i) p[transport::kHeaderSize + i] = static_cast<uint8_t>(i * 7 + pn);
+  return p;
+}
+
+std::vector<uint8_t> sealed(DatagramSealer& s, PacketKind kind, uint64_t pn, uint32_t lane = kLane) {
+  auto p = make_packet(kind, lane, pn);
+  EXPECT_EQ(s.seal(p, p.size() - transport::kAeadTagSize), FrameStatus::ok);
+  return p;
+}
+
+class DatagramCrypto : public ::testing::Test {
+ protected:
+  Keys k;
+  DatagramSealer sealer = DatagramSealer::create(k.keys.client_to_server, kSession).value();
+  DatagramOpener opener =
+      DatagramOpener::create(k.keys.client_to_server, kSession, OpenerExpect{PacketKind::data, kLane}).value();
+};
+
+TEST_F(DatagramCrypto, RoundTripRestoresThePlaintextAndHidesIt) {
+  const auto plain = make_packet(PacketKind::data, kLane, 42);
+  auto d = sealed(sealer, PacketKind::data, 42);
+  // The header stays in the clear; the frames do not.
+  EXPECT_TRUE(std::equal(d.begin(), d.begin() + transport::kHeaderSize, plain.begin()));
+  EXPECT_FALSE(std::equal(d.begin() + transport::kHeaderSize, d.end() - 16, plain.begin() + transport::kHeaderSize));
+  ASSERT_EQ(opener.open(d), FrameStatus::ok);
+  EXPECT_TRUE(std::equal(d.begin(), d.end() - 16, plain.begin()));
+}
+
+TEST_F(DatagramCrypto, AnyFlippedBitIsForged) {
+  const auto good = sealed(sealer, PacketKind::data, 7);
+  // Header bytes (packet number, here: byte 12), body and tag are all covered.
+  for (size_t at : {size_t{12}, size_t{20}, good.size() - 1}) {
+    auto d = good;
+    d[at] ^= 0x01;
+    EXPECT_EQ(opener.open(d), FrameStatus::forged) << "byte " << at;
+  }
+  // A refusal moved nothing: the genuine datagram still opens.
+  auto d = good;
+  EXPECT_EQ(opener.open(d), FrameStatus::ok);
+  EXPECT_EQ(opener.count(FrameStatus::forged), 3u);
+  EXPECT_EQ(opener.rejected(), 3u);
+}
+
+TEST_F(DatagramCrypto, ReplayedAndTooOldAreRefused) {
+  auto first = sealed(sealer, PacketKind::data, 1);
+  auto copy = first;
+  ASSERT_EQ(opener.open(first), FrameStatus::ok);
+  EXPECT_EQ(opener.open(copy), FrameStatus::replayed);
+  auto late = sealed(sealer, PacketKind::data, 0);  // out of order but fresh: fine
+  EXPECT_EQ(opener.open(late), FrameStatus::ok);
+  auto far = sealed(sealer, PacketKind::data, 5000);
+  ASSERT_EQ(opener.open(far), FrameStatus::ok);
+  auto old = sealed(sealer, PacketKind::data, 2);  // 4998 behind: outside the 1024 window
+  EXPECT_EQ(opener.open(old), FrameStatus::too_old);
+}
+
+TEST_F(DatagramCrypto, OtherLaneReflectedAndOtherSessionAreRefused) {
+  auto other_lane = sealed(sealer, PacketKind::data, 3, kLane + 1);
+  EXPECT_EQ(opener.open(other_lane), FrameStatus::foreign_lane);
+  auto feedback = sealed(sealer, PacketKind::feedback, 4);
+  EXPECT_EQ(opener.open(feedback), FrameStatus::wrong_direction);
+  // Sealed with the other direction's key (a reflected packet that lies about its kind).
+  auto reverse = DatagramSealer::create(k.keys.server_to_client, kSession).value();
+  auto reflected = sealed(reverse, PacketKind::data, 5);
+  EXPECT_EQ(opener.open(reflected), FrameStatus::forged);
+  // Another session: the session id is in the AAD, never on the wire.
+  auto stale = DatagramSealer::create(k.keys.client_to_server, kSession + 1).value();
+  auto old_session = sealed(stale, PacketKind::data, 6);
+  EXPECT_EQ(opener.open(old_session), FrameStatus::forged);
+  std::vector<uint8_t> runt(10, 0x40);
+  EXPECT_EQ(opener.open(runt), FrameStatus::bad_header);
+}
+
+TEST_F(DatagramCrypto, SealNeedsRoomForTheTag) {
+  auto p = make_packet(PacketKind::data, kLane, 1);
+  EXPECT_EQ(sealer.seal(p, p.size()), FrameStatus::buffer_too_small);
+  EXPECT_EQ(sealer.seal(p, 5), FrameStatus::buffer_too_small);
+}
+
+}  // namespace
+}  // namespace braid::udp::test
