@@ -116,8 +116,10 @@ void Emulator::deliver_due(TimePoint t) {
   for (std::size_t i = 0; i < lab_.link_count(); ++i) {
     for (Dir dir : {Dir::up, Dir::down}) {
       const int fd = egress_fd(i, dir);
+      IoCounters& io = io_[i * 2 + static_cast<std::size_t>(dir)];
       while (auto p = lab_.poll_delivery(i, dir, t)) {
-        if (write(fd, p->data.data(), p->data.size()) < 0) ++io_[i * 2 + static_cast<std::size_t>(dir)].write_errors;
+        io.record_lateness(now() - p->due);
+        if (write(fd, p->data.data(), p->data.size()) < 0) ++io.write_errors;
       }
     }
   }

@@ -42,6 +42,8 @@ nlohmann::json direction_json(const LinkDirection& d, const IoCounters& io) {
       {"queue_hwm_packets", c.queue_hwm_packets},
       {"frames_read", io.frames_read},
       {"write_errors", io.write_errors},
+      {"late_mean_s", io.frames_written ? seconds(io.late_total) / static_cast<double>(io.frames_written) : 0.0},
+      {"late_max_s", seconds(io.late_max)},
   };
 }
 
@@ -78,16 +80,21 @@ std::string stats_text(const LabModel& lab, const std::vector<IoCounters>& io, T
     for (Dir dir : {Dir::up, Dir::down}) {
       const auto& d = lab.direction(i, dir);
       const auto& c = d.counters();
+      auto io_of = [&](Dir x) -> const IoCounters& { return io[i * 2 + static_cast<std::size_t>(x)]; };
       std::snprintf(line, sizeof line,
                     "%-12s %-4s rx %llu pkts %s | tx %llu pkts %s | drops queue %llu codel %llu loss %llu "
-                    "outage %llu | queue hwm %s %llu pkts | write errors %llu%s\n",
+                    "outage %llu | queue hwm %s %llu pkts | late mean/max %.0f/%.0f us | write errors %llu%s\n",
                     lab.spec(i).name.c_str(), dir_name(dir), static_cast<unsigned long long>(c.rx_packets),
                     human_bytes(c.rx_bytes).c_str(), static_cast<unsigned long long>(c.tx_packets),
                     human_bytes(c.tx_bytes).c_str(), static_cast<unsigned long long>(c.drop_queue),
                     static_cast<unsigned long long>(c.drop_codel), static_cast<unsigned long long>(c.drop_loss),
                     static_cast<unsigned long long>(c.drop_outage), human_bytes(c.queue_hwm_bytes).c_str(),
                     static_cast<unsigned long long>(c.queue_hwm_packets),
-                    static_cast<unsigned long long>(io[i * 2 + static_cast<std::size_t>(dir)].write_errors),
+                    io_of(dir).frames_written ? static_cast<double>(io_of(dir).late_total.count()) / 1e3 /
+                                                    static_cast<double>(io_of(dir).frames_written)
+                                              : 0.0,
+                    static_cast<double>(io_of(dir).late_max.count()) / 1e3,
+                    static_cast<unsigned long long>(io_of(dir).write_errors),
                     d.dark() ? " | DARK" : "");
       out += line;
     }

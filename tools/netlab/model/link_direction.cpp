@@ -139,6 +139,7 @@ std::optional<Packet> LinkDirection::poll_delivery(TimePoint now) {
   advance(now);
   if (pipe_.empty() || pipe_.front().deliver_at > now) return std::nullopt;
   Packet p = std::move(pipe_.front().packet);
+  p.due = pipe_.front().deliver_at;
   pipe_.pop_front();
   counters_.tx_packets += p.wire_packets;
   counters_.tx_bytes += p.wire_bytes;

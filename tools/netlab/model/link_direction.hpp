@@ -48,6 +48,7 @@ struct Packet {
   std::uint32_t wire_packets = 1;  // segments: 1, or more for a GSO super-packet
   std::uint64_t tag = 0;
   std::vector<std::byte> data;
+  TimePoint due{};  // set on delivery: when the model meant it to arrive
 };
 
 struct DirectionCounters {
