@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace braid::udp {
@@ -12,6 +13,12 @@ IoWaiter::IoWaiter() : wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
 void IoWaiter::wake() {
   const uint64_t one = 1;
   (void)!::write(wake_fd_.get(), &one, sizeof one);
+}
+
+double IoWaiter::thread_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 void IoWaiter::tune_thread() { (void)::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); }

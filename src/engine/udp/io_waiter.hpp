@@ -38,6 +38,8 @@ class IoWaiter {
   void wake();
   /// The I/O thread: call once on it (timer slack is per thread).
   static void tune_thread();
+  /// CPU time the calling thread has used, in seconds.
+  static double thread_cpu_seconds();
   /// Sleeps until `socket_fd` is readable (or writable if `want_write`),
   /// wake() was called, or `deadline` on `clock` (Time::never(): no deadline).
   void wait(int socket_fd, bool want_write, Time deadline, const LaneClock& clock);

@@ -1,21 +1,40 @@
-// `--rate-limit RATE`: a decorator that caps any congestion controller's
-// pacing rate (QUICHE's decorator idea, like PacedController in the core).
-// The controller still decides the window and reacts to delay and loss; the
-// cap only lowers how fast the pacer lets packets out, so a capped lane's
-// delivery-rate samples never exceed the cap and its window (≈ BDP at the
-// cap) follows. Pure: no clock, no I/O.
+// Two limits the engine puts around any congestion controller, as a
+// decorator (QUICHE's idea, like the core's PacedController). Pure: no
+// clock, no I/O.
+//
+//  - `--rate-limit RATE`: the pacing rate is capped. The controller still
+//    decides the window and reacts to delay and loss; the cap only lowers
+//    how fast the pacer lets packets out, so a capped lane's delivery-rate
+//    samples never exceed the cap and its window (≈ BDP at the cap) follows.
+//
+//  - the I/O shell's reaction time: a real lane learns of acks only when its
+//    thread wakes (scheduling, timer, recvmmsg/GRO batching — tens to
+//    hundreds of µs), so the window must also cover pacing rate × that
+//    time, or on a very short path (loopback: 30 µs min RTT, so
+//    1.5 × BDP ≈ 10 packets) the lane idles between acks and never learns
+//    the path is faster (BBR covers the same effect with its ack-aggregation
+//    term, draft-cardwell-iccrg-bbr-congestion-control-02 §4.6.4.2). Pacing
+//    still sets the rate, so on a long path, where 1.5 × BDP is far larger,
+//    this changes nothing.
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "core/transport/congestion_controller.hpp"
 
 namespace braid::udp {
 
-class RateCappedController final : public transport::CongestionController {
+struct LaneLimits {
+  std::optional<Rate> rate_cap;
+  /// The window covers at least pacing rate × this.
+  Duration io_reaction = Duration::millis(2);
+};
+
+class LaneLimitsController final : public transport::CongestionController {
  public:
-  RateCappedController(std::unique_ptr<transport::CongestionController> inner, Rate cap)
-      : inner_(std::move(inner)), cap_(cap) {}
+  LaneLimitsController(std::unique_ptr<transport::CongestionController> inner, LaneLimits limits)
+      : inner_(std::move(inner)), limits_(limits) {}
 
   std::string_view id() const override { return inner_->id(); }
   void on_packet_sent(Time now, uint64_t pn, Bytes size, Bytes prior_in_flight) override {
@@ -23,15 +42,21 @@ class RateCappedController final : public transport::CongestionController {
   }
   void on_congestion_event(const transport::CongestionEvent& ev) override { inner_->on_congestion_event(ev); }
   void on_app_limited(Time now, Bytes in_flight) override { inner_->on_app_limited(now, in_flight); }
-  Bytes congestion_window() const override { return inner_->congestion_window(); }
-  Rate pacing_rate() const override { return std::min(inner_->pacing_rate(), cap_); }
-  Rate bandwidth_estimate() const override { return std::min(inner_->bandwidth_estimate(), cap_); }
+  Bytes congestion_window() const override {
+    return std::max(inner_->congestion_window(), pacing_rate().bytes_in(limits_.io_reaction));
+  }
+  Rate pacing_rate() const override {
+    return limits_.rate_cap ? std::min(inner_->pacing_rate(), *limits_.rate_cap) : inner_->pacing_rate();
+  }
+  Rate bandwidth_estimate() const override {
+    return limits_.rate_cap ? std::min(inner_->bandwidth_estimate(), *limits_.rate_cap) : inner_->bandwidth_estimate();
+  }
 
-  Rate cap() const { return cap_; }
+  const LaneLimits& limits() const { return limits_; }
 
  private:
   std::unique_ptr<transport::CongestionController> inner_;
-  Rate cap_;
+  LaneLimits limits_;
 };
 
 }  // namespace braid::udp

@@ -36,6 +36,16 @@ struct UdpLaneConfig {
   size_t packet_size = kDefaultPacketSize;  // --packet-size, 1200..9000
   std::string cc = "delay";           // --cc NAME; "background" for --background
   std::optional<Rate> rate_limit;     // --rate-limit: caps the pacing rate
+  /// The window covers at least pacing rate × this (lane_limits_controller.hpp).
+  Duration io_reaction = Duration::millis(2);
+  /// The pacer's burst allowance in time at the current rate (the core's
+  /// PacerConfig::burst_time, 250 µs in the simulator). A real thread can
+  /// wake late — by a millisecond on a busy machine — and a bucket that
+  /// holds only 250 µs of credit then loses rate for good; 1 ms is what
+  /// Linux itself allows a paced TCP flow per burst (sk_pacing_shift = 10,
+  /// ~1 ms of data per TSO/GSO burst). Bursts stay 1 ms at the lane's own
+  /// rate, so they add at most ~1 ms of queue at a bottleneck of that rate.
+  Duration pacer_burst = Duration::millis(1);
   /// A sending lane with data in flight that hears nothing authentic from
   /// the peer for this long closes ("peer silent"); the transport's own
   /// probe timer keeps probing with backoff until then.
@@ -73,6 +83,7 @@ struct UdpLaneCounters {
   uint64_t rejected_other = 0;         // bad header, foreign lane, reflected
   uint64_t protocol_errors = 0;        // authentic but malformed (a peer bug)
   SocketStats socket;
+  double io_thread_cpu_seconds = 0;    // CPU time of the lane's I/O thread (user + system)
   bool gso = false;
   bool gro = false;
   uint64_t rejected_total() const { return rejected_forged + rejected_replayed + rejected_too_old + rejected_other; }

@@ -127,6 +127,7 @@ void UdpRecvLane::publish_counters() {
   c.feedback_packets_sent = s.feedback_packets_sent;
   c.protocol_errors = protocol_errors_;
   io_->fill_counters(c);
+  c.io_thread_cpu_seconds = IoWaiter::thread_cpu_seconds();
   std::lock_guard lock(counters_mu_);
   counters_ = c;
 }

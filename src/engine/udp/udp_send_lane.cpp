@@ -3,7 +3,7 @@
 #include <cerrno>
 
 #include "core/transport/cc_registry.hpp"
-#include "engine/udp/rate_capped_controller.hpp"
+#include "engine/udp/lane_limits_controller.hpp"
 
 namespace braid::udp {
 
@@ -27,12 +27,13 @@ std::unique_ptr<UdpSendLane> UdpSendLane::start(const UdpLaneConfig& cfg, UdpSen
   sc.max_datagram_size = Bytes(cfg.packet_size);
   sc.cc.max_datagram_size = sc.max_datagram_size;
   sc.cc.seed = cfg.cc_seed;
+  sc.pacer.burst_time = cfg.pacer_burst;
   auto cc = transport::make_controller(cfg.cc, sc.cc);
   if (!cc) {
     error = "unknown congestion controller '" + cfg.cc + "'";
     return nullptr;
   }
-  if (cfg.rate_limit) cc = std::make_unique<RateCappedController>(std::move(cc), *cfg.rate_limit);
+  cc = std::make_unique<LaneLimitsController>(std::move(cc), LaneLimits{cfg.rate_limit, cfg.io_reaction});
   auto sender = std::make_unique<transport::LaneSender>(sc, std::move(cc));
   std::unique_ptr<UdpSendLane> lane(new UdpSendLane(events, std::move(io), std::move(sender), cfg.idle_timeout));
   lane->thread_ = std::thread([l = lane.get()] { l->run(); });
@@ -197,6 +198,7 @@ void UdpSendLane::publish_counters() {
   c.pieces_acked = pieces_acked_;
   c.protocol_errors = protocol_errors_;
   io_->fill_counters(c);
+  c.io_thread_cpu_seconds = IoWaiter::thread_cpu_seconds();
   std::lock_guard lock(counters_mu_);
   counters_ = c;
 }

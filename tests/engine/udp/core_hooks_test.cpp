@@ -13,7 +13,7 @@
 #include "core/transport/lane_receiver.hpp"
 #include "core/transport/lane_sender.hpp"
 #include "engine/udp/piece_ledger.hpp"
-#include "engine/udp/rate_capped_controller.hpp"
+#include "engine/udp/lane_limits_controller.hpp"
 
 namespace braid::udp::test {
 namespace {
@@ -130,8 +130,8 @@ TEST(CoreHooks, CancelledPieceIsNeverSentOrResentAgain) {
 // --rate-limit in virtual time: the pacing rate never exceeds the cap, and
 // the bytes on the wire over 2 s match it within 2 %.
 double capped_wire_rate(Rate cap, Rate* pacing = nullptr) {
-  auto capped = std::make_unique<RateCappedController>(controller(), cap);
-  RateCappedController* cc = capped.get();
+  auto capped = std::make_unique<LaneLimitsController>(controller(), LaneLimits{cap, Duration::millis(1)});
+  LaneLimitsController* cc = capped.get();
   VirtualLane lane(std::move(capped), Duration::millis(5));
   for (uint64_t p = 0; p < 128; ++p) lane.sender->enqueue(DataRange{p, 0, 1 << 20});
   lane.run_until(Time::zero() + Duration::seconds(1));
