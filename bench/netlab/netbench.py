@@ -84,7 +84,7 @@ def load_scenario(name):
     if not os.path.isfile(path):
         raise SystemExit(f"netbench: no scenario '{name}' (have: {', '.join(list_scenarios())})")
     sc = {"name": name, "file": os.path.relpath(path, REPO), "links": [], "size": 256 * 2**20,
-          "runs": 3, "parallel": 4, "iperf_seconds": 8, "description": ""}
+          "runs": 3, "parallel": 4, "iperf_seconds": 8, "description": "", "cc": None}
     with open(path) as f:
         for lineno, raw in enumerate(f, 1):
             line = raw.strip()
@@ -100,6 +100,8 @@ def load_scenario(name):
                 sc["links"].append(parse_link(val))
             elif key == "size":
                 sc["size"] = parse_size(val)
+            elif key == "cc":
+                sc["cc"] = val
             elif key in ("runs", "parallel", "iperf_seconds"):
                 sc[key] = int(val)
             else:
@@ -168,7 +170,7 @@ class Lab:
         return r
 
     def up(self):
-        args = ["up"]
+        args = ["up"] + (["--cc", self.sc["cc"]] if self.sc["cc"] else [])
         for l in self.sc["links"]:
             args += ["--link", l["spec"]]
         log(f"lab {self.prefix}: netlab {' '.join(args)}")
@@ -507,7 +509,7 @@ class Bench:
     def run(self):
         sc, n = self.sc, len(self.sc["links"])
         res = {"scenario": sc["name"], "description": sc["description"], "scenario_file": sc["file"],
-               "links": sc["links"], "size_bytes": self.size, "runs": self.runs,
+               "links": sc["links"], "tcp_congestion_control": sc["cc"], "size_bytes": self.size, "runs": self.runs,
                "started": datetime.datetime.now().isoformat(timespec="seconds"),
                "host": os.uname().nodename, "kernel": os.uname().release,
                "load_avg_at_start": os.getloadavg(), "command": "bench/netlab/run " + " ".join(sys.argv[1:]),
@@ -516,6 +518,8 @@ class Bench:
         workdir = tempfile.mkdtemp(prefix=f"netbench-{sc['name']}-", dir=self.args.workdir)
         try:
             self.lab.up()
+            res["tcp_congestion_control"] = self.lab.run("snd", "sysctl", "-n",
+                                                         "net.ipv4.tcp_congestion_control").stdout.strip()
             # 1. each link alone
             for i, l in enumerate(sc["links"]):
                 F[f"iperf3:{l['name']}"] = self.measure(f"iperf3 link {l['name']}", lambda i=i: self.iperf(i))
@@ -631,7 +635,8 @@ def table(res):
     links = ", ".join(f"{l['name']} {l['rate_bps'] / 1e6:g} Mbit/s {l['delay_s'] * 1e3:g} ms"
                       + (f" {l['loss'] * 100:g} % loss" if l["loss"] else "") for l in res["links"])
     out = [f"### {res['scenario']} — {links}", "",
-           f"{res['size_bytes'] / 2**20:g} MiB per transfer, medians of {res['runs']} runs, {res['started']}, "
+           f"{res['size_bytes'] / 2**20:g} MiB per transfer, TCP {res['tcp_congestion_control']}, "
+           f"medians of {res['runs']} runs, {res['started']}, "
            f"load at start {res['load_avg_at_start'][0]:.2f}", "",
            "| figure | Mbit/s | × sum of links | runs | note |", "|---|---|---|---|---|"]
     for l in res["links"]:
@@ -717,6 +722,32 @@ def write_outputs(res, outdir):
     print(t, flush=True)
 
 
+def overview(outdir):
+    """One table over every scenario's latest JSON in outdir (for the README and docs)."""
+    rows = ["| scenario | links (Mbit/s, one-way delay) | sum of links alone (iperf3) | braid, all links | "
+            "braid ÷ sum | braid, best link | MPTCP, all links | braid ÷ MPTCP | sim predicts / measured time |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for name in list_scenarios():
+        path = os.path.join(outdir, f"netlab-{name}.json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            res = json.load(f)
+        F, r, s = res["figures"], res.get("ratios", {}), res["sum_of_links_mbit"]
+        links = " + ".join(f"{l['rate_bps'] / 1e6:g}/{l['delay_s'] * 1e3:g} ms" + (f" {l['loss'] * 100:g} %" if l["loss"]
+                                                                                    else "") for l in res["links"])
+
+        def cell(key):
+            f = F.get(key) or {}
+            return "pending" if "pending" in f else fmt(f.get("median_mbit"))
+
+        sim = r.get("sim_nominal_over_measured_time")
+        rows.append(f"| {name} | {links} | {fmt(s)} | {cell('braid:all')} | {fmt(r.get('braid_all_over_sum'), 2)} | "
+                    f"{cell('braid:best')} | {cell('mptcp:all')} | {fmt(r.get('braid_over_mptcp'), 2)} | "
+                    f"{fmt(sim, 2)} |")
+    return "\n".join(rows) + "\n"
+
+
 # --------------------------------------------------------------------------- main
 
 def main():
@@ -724,8 +755,12 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenarios", nargs="*", help="scenario names (bench/netlab/scenarios/NAME.scn)")
     ap.add_argument("--list", action="store_true", help="print the scenario names and exit")
+    ap.add_argument("--table", action="store_true",
+                    help="print one table over the latest JSON of every scenario in --out, and exit")
     ap.add_argument("--runs", type=int, help="runs per figure (default: the scenario's, 3)")
     ap.add_argument("--size", type=parse_size, help="bytes per braid/MPTCP transfer (default: the scenario's)")
+    ap.add_argument("--cc", help="TCP congestion control in both namespaces (default: the scenario's 'cc' key, else "
+                    "what the namespaces inherit from the host; the one in force is recorded)")
     ap.add_argument("--out", default=os.path.join(REPO, "bench", "out"), help="output directory")
     ap.add_argument("--workdir", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
                     help="where payload and received files go (default /dev/shm: tmpfs)")
@@ -733,9 +768,14 @@ def main():
     if args.list:
         print("\n".join(list_scenarios()))
         return 0
+    if args.table:
+        print(overview(args.out), end="")
+        return 0
     if not args.scenarios:
         ap.error("give a SCENARIO (or --list)")
     scenarios = [load_scenario(n) for n in args.scenarios]
+    for sc in scenarios:
+        sc["cc"] = args.cc or sc["cc"]
     try:
         tools, braid_ok, why = preflight()
     except Skip as e:
