@@ -613,6 +613,16 @@ def fmt(x, d=1):
     return "—" if x is None else f"{x:.{d}f}"
 
 
+def link_shares(f):
+    """'on the links: U 33 % W 66 % B 1 %' for the median run, from the lab's counters."""
+    ok = sorted((r for r in f.get("runs", []) if "error" not in r and r.get("link_bytes")), key=lambda r: r["mbit"])
+    if not ok:
+        return ""
+    lb = ok[len(ok) // 2]["link_bytes"]
+    total = sum(lb.values()) or 1
+    return "on the links: " + " ".join(f"{n} {100 * b / total:.0f} %" for n, b in lb.items())
+
+
 def table(res):
     F, s = res["figures"], res["sum_of_links_mbit"]
     rows = []
@@ -629,13 +639,15 @@ def table(res):
         fails = f["runs"] and len(f["runs"]) - f["runs_ok"]
         n = f"{f['runs_ok']}" + (f" ({fails} failed)" if fails else "")
         if "median_seconds" in f and key.startswith("braid"):
-            note = (note + " " if note else "") + f"{fmt(f['median_seconds'], 2)} s"
+            note = (note + "; " if note else "") + f"{fmt(f['median_seconds'], 2)} s"
+        if key.endswith(":all"):
+            note = (note + "; " if note else "") + link_shares(f)
         rows.append(f"| {what} | {fmt(m)} | {ratio} | {n} | {note} |")
 
     links = ", ".join(f"{l['name']} {l['rate_bps'] / 1e6:g} Mbit/s {l['delay_s'] * 1e3:g} ms"
                       + (f" {l['loss'] * 100:g} % loss" if l["loss"] else "") for l in res["links"])
     out = [f"### {res['scenario']} — {links}", "",
-           f"{res['size_bytes'] / 2**20:g} MiB per transfer, TCP {res['tcp_congestion_control']}, "
+           f"{res['size_bytes'] / 2**20:g} MiB per transfer, TCP {res.get('tcp_congestion_control') or '?'}, "
            f"medians of {res['runs']} runs, {res['started']}, "
            f"load at start {res['load_avg_at_start'][0]:.2f}", "",
            "| figure | Mbit/s | × sum of links | runs | note |", "|---|---|---|---|---|"]
@@ -757,6 +769,8 @@ def main():
     ap.add_argument("--list", action="store_true", help="print the scenario names and exit")
     ap.add_argument("--table", action="store_true",
                     help="print one table over the latest JSON of every scenario in --out, and exit")
+    ap.add_argument("--report", action="store_true",
+                    help="redo the tables and plots of the given scenarios from their JSON in --out, and exit")
     ap.add_argument("--runs", type=int, help="runs per figure (default: the scenario's, 3)")
     ap.add_argument("--size", type=parse_size, help="bytes per braid/MPTCP transfer (default: the scenario's)")
     ap.add_argument("--cc", help="TCP congestion control in both namespaces (default: the scenario's 'cc' key, else "
@@ -773,6 +787,11 @@ def main():
         return 0
     if not args.scenarios:
         ap.error("give a SCENARIO (or --list)")
+    if args.report:
+        for n in args.scenarios:
+            with open(os.path.join(args.out, f"netlab-{n}.json")) as f:
+                write_outputs(json.load(f), args.out)
+        return 0
     scenarios = [load_scenario(n) for n in args.scenarios]
     for sc in scenarios:
         sc["cc"] = args.cc or sc["cc"]
