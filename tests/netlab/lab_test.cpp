@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <regex>
 #include <set>
+#include <vector>
 
 #include <unistd.h>
 
@@ -32,6 +34,7 @@ nlohmann::json parse_json(const CommandResult& r) {
 
 struct PingSummary {
   double min_ms = 0, avg_ms = 0, max_ms = 0;
+  double median_ms = 0;
   std::set<int> replied;  // icmp_seq numbers that came back
 };
 
@@ -43,9 +46,16 @@ PingSummary parse_ping(const std::string& output) {
     s.avg_ms = std::stod(m[2]);
     s.max_ms = std::stod(m[3]);
   }
-  const std::regex seq(R"(icmp_seq=([0-9]+))");
-  for (auto it = std::sregex_iterator(output.begin(), output.end(), seq); it != std::sregex_iterator(); ++it)
+  const std::regex reply(R"(icmp_seq=([0-9]+) .*time=([0-9.]+) ms)");
+  std::vector<double> rtts;
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), reply); it != std::sregex_iterator(); ++it) {
     s.replied.insert(std::stoi((*it)[1]));
+    rtts.push_back(std::stod((*it)[2]));
+  }
+  if (!rtts.empty()) {
+    std::sort(rtts.begin(), rtts.end());
+    s.median_ms = rtts[rtts.size() / 2];
+  }
   return s;
 }
 
@@ -86,10 +96,12 @@ TEST(Lab, RttIsTwiceTheDelayWithinOneMillisecond) {
     const auto ping = lab.exec("snd", std::string("ping -n -c 20 -i 0.05 ") + target);
     ASSERT_EQ(ping.exit_code, 0) << ping.output;
     const PingSummary s = parse_ping(ping.output);
-    std::printf("ping %s over delay=10ms: rtt min/avg/max %.3f/%.3f/%.3f ms\n", target, s.min_ms, s.avg_ms,
-                s.max_ms);
-    EXPECT_NEAR(s.avg_ms, 20.0, 1.0) << target;
-    EXPECT_GE(s.min_ms, 20.0) << target;
+    std::printf("ping %s over delay=10ms: rtt min/median/avg/max %.3f/%.3f/%.3f/%.3f ms\n", target, s.min_ms,
+                s.median_ms, s.avg_ms, s.max_ms);
+    // The median: on a shared machine one ping in 20 can wait tens of ms for
+    // a core (the kernel is PREEMPT_NONE), and the mean would report that.
+    EXPECT_NEAR(s.median_ms, 20.0, 1.0) << target << "\n" << ping.output;
+    EXPECT_GE(s.min_ms, 20.0) << target << ": the link must never be faster than its delay";
   }
 }
 
@@ -134,8 +146,10 @@ TEST(Lab, RateChangeEventTakesEffect) {
   auto mbit = [&](int i) { return intervals[i]["sum"]["bits_per_second"].get<double>() / 1e6; };
   std::printf("receiver's per-second rates: %.1f %.1f %.1f %.1f %.1f %.1f %.1f Mbit/s (100 -> 20 Mbit/s at ~2.5 s)\n",
               mbit(0), mbit(1), mbit(2), mbit(3), mbit(4), mbit(5), mbit(6));
-  EXPECT_NEAR(mbit(1), 100 * kGoodputPerWireByte, 5);
-  EXPECT_NEAR((mbit(4) + mbit(5) + mbit(6)) / 3, 20 * kGoodputPerWireByte, 1);
+  // Before: near the full rate (RateIsWithinFivePercentOfTheSetting checks
+  // it precisely). After: the new rate, within 5 %.
+  EXPECT_GT((mbit(0) + mbit(1)) / 2, 100 * kGoodputPerWireByte * 0.85);
+  EXPECT_NEAR((mbit(4) + mbit(5) + mbit(6)) / 3, 20 * kGoodputPerWireByte, 20 * kGoodputPerWireByte * 0.05);
 }
 
 TEST(Lab, EachLinkIsItsOwnSubnetAndNothingLeaksToTheHost) {
