@@ -3,6 +3,11 @@
 // a virtual clock; the exact check is CoreHooks.RateCapHoldsTheWireRate).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include "loopback_pair.hpp"
 
 namespace braid::udp::test {
@@ -60,6 +65,37 @@ TEST(LaneContract, CloseIsIdempotentAndReportedOnce) {
   EXPECT_EQ(reasons[0], "first");
 }
 
+// How late this machine wakes a sleeping thread right now, from 100 µs
+// sleeps taken while the test runs: the share of wakes later than 1 ms
+// (the pacer's credit; a lane thread woken later loses rate for good).
+class WakeLatencyProbe {
+ public:
+  WakeLatencyProbe() : thread_([this] { run(); }) {}
+  ~WakeLatencyProbe() { stop(); }
+  double share_later_than_1ms() {
+    stop();
+    if (late_us_.empty()) return 0;
+    const auto n = std::count_if(late_us_.begin(), late_us_.end(), [](double us) { return us > 1000; });
+    return static_cast<double>(n) / static_cast<double>(late_us_.size());
+  }
+
+ private:
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  void run() {
+    while (!stop_) {
+      const auto t0 = std::chrono::steady_clock::now();
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      late_us_.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() - 100);
+    }
+  }
+  std::atomic<bool> stop_{false};
+  std::vector<double> late_us_;
+  std::thread thread_;
+};
+
 TEST(LaneContract, RateLimitHonouredOnRealTime) {
   // 300 Mbit/s for ~2 s of data. The cap limits wire bytes; file data is
   // ~97 % of them at 1472-byte packets.
@@ -69,18 +105,28 @@ TEST(LaneContract, RateLimitHonouredOnRealTime) {
   UdpLaneConfig s = base_config("127.0.0.1:0");
   s.rate_limit = cap;
   ASSERT_TRUE(pair.start(s, base_config("127.0.0.1:0"))) << pair.error();
+  WakeLatencyProbe probe;
   pair.send_all();
   ASSERT_TRUE(pair.wait_acked(pair.piece_count()));
   const double secs = pair.seconds_to_last_ack();
+  const double late_share = probe.share_later_than_1ms();
   const auto c = pair.stop();
   const double wire_rate = static_cast<double>(c.send.wire_bytes_sent) / secs;
   RecordProperty("wire_rate_over_cap", std::to_string(wire_rate / cap.bytes_per_second()));
-  // Never faster than the cap (plus the one-quantum start); slower only if
-  // the machine is too busy to keep up, which we tolerate to -15 %.
+  RecordProperty("wakes_later_than_1ms", std::to_string(late_share));
+  // Never faster than the cap (plus the one-quantum start), whatever the load.
   EXPECT_LE(wire_rate, cap.bytes_per_second() * 1.05);
-  EXPECT_GE(wire_rate, cap.bytes_per_second() * 0.85);
   EXPECT_LE(c.send.rate_bytes_per_sec, cap.bytes_per_second());
   EXPECT_TRUE(pair.identical());
+  // Slower only if the machine is too busy to keep up: tolerated to -15 %
+  // while threads wake on time. The pacer keeps 1 ms of credit, so when
+  // this machine often wakes threads more than 1 ms late, rate is lost to
+  // the machine, not to the lane, and the lower bound is not the lane's.
+  if (late_share > 0.002)
+    GTEST_SKIP() << "machine too busy for a real-time rate check: " << late_share * 100
+                 << " % of thread wakes were > 1 ms late; measured " << wire_rate / cap.bytes_per_second()
+                 << " of the cap (the upper bound held; the exact check is CoreHooks.RateCapHoldsTheWireRate)";
+  EXPECT_GE(wire_rate, cap.bytes_per_second() * 0.85) << late_share * 100 << " % of wakes > 1 ms late";
 }
 
 }  // namespace
