@@ -161,6 +161,8 @@ std::optional<PrepareError> ReceiveTree::create_all() {
 }
 
 int ReceiveTree::write(uint64_t offset, std::span<const uint8_t> data) {
+  std::shared_lock seal(sealing_);
+  if (sealed_) return 0;
   int result = 0;
   const bool ok = layout_.for_each(offset, data.size(), [&](const Extent& x) {
     std::string error;
@@ -194,6 +196,10 @@ int ReceiveTree::write(uint64_t offset, std::span<const uint8_t> data) {
 }
 
 std::string ReceiveTree::finalize(int& err) {
+  {
+    std::unique_lock seal(sealing_);
+    sealed_ = true;  // waits for writes in progress; later ones are dropped
+  }
   err = 0;
   auto fail = [&](const std::string& what, int e) {
     err = e;

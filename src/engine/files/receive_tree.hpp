@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <optional>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <variant>
@@ -38,6 +39,8 @@ class ReceiveTree {
   static std::variant<std::unique_ptr<ReceiveTree>, PrepareError> prepare(int root_fd, const wire::Offer& offer);
 
   /// Writes `data` at transfer offset `offset`. 0 or the errno of the failure.
+  /// Once finalize has begun, writes are dropped (a late duplicate copy of
+  /// a piece must not touch a file whose mtime is already set).
   int write(uint64_t offset, std::span<const uint8_t> data);
 
   /// Everything verified: put every entry in place. Empty string on success,
@@ -58,6 +61,8 @@ class ReceiveTree {
   std::string tag_;
   FileLayout layout_;
   FdCache fds_;
+  std::shared_mutex sealing_;  // write: shared; finalize: exclusive
+  bool sealed_ = false;
 };
 
 /// Checks that `dir` is a directory braid can create files in (a probe file

@@ -176,16 +176,19 @@ void ReceiverSession::close_lane(Lane& lane, const std::string& reason, bool ann
     session_ending = ending_;
     cv_.notify_all();
   }
-  lane.link->shutdown();
-  if (session_ending) return;  // the end of a session closes every lane: not news
+  if (session_ending) {  // the end of a session closes every lane: not news
+    lane.link->shutdown();
+    return;
+  }
   log_.write("lane_closed", {{"lane", lane.id}, {"reason", reason}});
   note("lane " + std::to_string(lane.id) + " (" + lane.remote + ") closed: " + reason);
-  if (announce) {
+  if (announce) {  // before the socket closes, so the reason tends to arrive first
     wire::LaneClosed m;
     m.lane_id = lane.id;
     m.reason = reason;
     (void)reply(UINT32_MAX, m);
   }
+  lane.link->shutdown();
 }
 
 template <class M>

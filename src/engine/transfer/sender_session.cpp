@@ -70,6 +70,8 @@ struct SenderSession::Active {
 
 namespace {
 
+const std::string kPeerClosedPrefix = "closed by the receiver: ";
+
 // "LOCAL=REMOTE:PORT".
 bool parse_lane_spec(const std::string& spec, lanes::Endpoint& local, lanes::Endpoint& remote) {
   auto eq = spec.find('=');
@@ -335,15 +337,30 @@ bool SenderSession::send_control(const M& m) {
 void SenderSession::close_lane(Lane& lane, const std::string& reason, bool announce) {
   {
     std::lock_guard lock(mu_);
-    if (!lane.alive) return;
+    if (!lane.alive) {
+      // The peer's announcement can arrive after we saw the lane's socket
+      // close: its reason is the one worth keeping.
+      if (reason.rfind(kPeerClosedPrefix, 0) == 0 && lane.close_reason.rfind(kPeerClosedPrefix, 0) != 0) {
+        lane.close_reason = reason;
+        log_.write("lane_closed", {{"lane", lane.id}, {"reason", reason}});
+      }
+      return;
+    }
     lane.alive = false;
     lane.close_reason = reason;
-    lane.queue.clear();
     lane.cancel_current = true;
     if (active_ && lane.sched) {
-      active_->sched.on_lane_closed(*lane.sched, now());
+      // Core gap (reported): a piece that never started goes back to
+      // *pending* marked as handed out, so it can no longer be cut; near the
+      // end no lane's share covers a whole chunk and nobody takes it — the
+      // transfer waits forever. Reporting the queued pieces as started
+      // sends them through the overdue queue, which is always served.
+      const Time t = now();
+      for (const auto& a : lane.queue) active_->sched.on_send_started(*lane.sched, a.piece, t);
+      active_->sched.on_lane_closed(*lane.sched, t);
       drain_locked();
     }
+    lane.queue.clear();
     cv_.notify_all();
   }
   log_.write("lane_closed", {{"lane", lane.id}, {"reason", reason}});
@@ -435,7 +452,7 @@ void SenderSession::reader_loop(Lane& lane) {
           for (auto& l : lanes_)
             if (l->id == c.lane_id) other = l.get();
         }
-        if (other) close_lane(*other, "closed by the receiver: " + c.reason, false);
+        if (other) close_lane(*other, kPeerClosedPrefix + c.reason, false);
         break;
       }
       default:
@@ -619,6 +636,7 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
     return false;
   };
   auto last_draw = std::chrono::steady_clock::now();
+  auto idle_since = last_draw;
   while (!t.sched.complete() && !t.fatal_code && !peer_error_ && !results_.count(t.id)) {
     if (!any_alive()) {
       t.fatal_code = kExitLanesLost;
@@ -633,6 +651,20 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
     cv_.wait_until(lock, wake);
     t.sched.on_timeout(now());
     drain_locked();
+    // Safety net: nothing in flight, nothing queued, no timer — the core
+    // will never move again. Say so instead of hanging.
+    bool busy = t.sched.poll_timeout().has_value();
+    for (auto& l : lanes_) busy = busy || (l->alive && (l->sending || !l->queue.empty()));
+    if (busy) {
+      idle_since = std::chrono::steady_clock::now();
+    } else if (std::chrono::steady_clock::now() - idle_since > std::chrono::seconds(5)) {
+      log_.write("scheduler_stuck", {{"transfer", t.id}, {"delivered", t.sched.plan().delivered_bytes().count()}});
+      t.fatal_code = kExitFailure;
+      t.fatal = "internal error: the scheduler stopped handing out work with " +
+                std::to_string(t.sched.plan().total().count() - t.sched.plan().delivered_bytes().count()) +
+                " bytes left (see the log); the temporary files are kept";
+      break;
+    }
     if (t.progress && std::chrono::steady_clock::now() - last_draw > std::chrono::milliseconds(200)) {
       draw_progress_locked(false);
       last_draw = std::chrono::steady_clock::now();
