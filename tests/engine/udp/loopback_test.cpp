@@ -63,6 +63,7 @@ void lossy_transfer(double drop, uint64_t seed) {
   // percent more than their payload.
   const double lost_bytes = static_cast<double>(injected) + static_cast<double>(kernel_lost) * s.packet_size;
   EXPECT_GT(c.data_bytes_retransmitted, 0u);
+  ::testing::Test::RecordProperty("resent_over_lost", std::to_string(static_cast<double>(c.data_bytes_retransmitted) / lost_bytes));
   EXPECT_LE(static_cast<double>(c.data_bytes_retransmitted), 1.2 * lost_bytes)
       << "resent " << c.data_bytes_retransmitted << " B, injected drops " << injected << " B, kernel drops "
       << kernel_lost << " datagrams";
