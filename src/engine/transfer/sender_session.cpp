@@ -227,7 +227,10 @@ void SenderSession::open_extra_lanes(const ConnectOptions& opts, const lanes::En
     connectors.emplace_back([this, &opts, p = paths[i], lane_id = static_cast<uint32_t>(i + 1)] {
       std::string error;
       int err = 0;
-      auto fd = lanes::connect_tcp(p.remote, p.local ? &*p.local : nullptr, opts.connect_timeout_ms, error, err);
+      // Extra lanes wait less than the first: an advertised address that does
+      // not route (a container bridge, say) must not delay the transfer long.
+      auto fd = lanes::connect_tcp(p.remote, p.local ? &*p.local : nullptr, std::min(opts.connect_timeout_ms, 3000),
+                                   error, err);
       if (!fd.valid()) {
         log_.write("lane_failed", {{"lane", lane_id}, {"remote", p.remote.str()}, {"reason", error}});
         return;
