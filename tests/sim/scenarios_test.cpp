@@ -108,4 +108,29 @@ TEST(LaneDeath, BraidReachesTheBoundOfWhatTheLanesActuallyOffered) {
   EXPECT_EQ(r.lost_chunks, 0u);
 }
 
+// Found on the real network (netlab.integration.outage): a lane going dark in
+// the last second left a piece that had been queued behind the stalled one
+// with no lane allowed to take it, and nothing woke the scheduler to race the
+// straggler. Every outage start in the final stretch must complete.
+TEST(LateOutage, EveryPolicyFinishesWhateverMomentTheLaneGoesDark) {
+  for (int ms = 3000; ms <= 4400; ms += 100) {
+    Scenario sc;
+    sc.size = Bytes::mib(40);
+    for (const char* spec : {"a1:rate=20Mbit/s,rtt=10ms", "a2:rate=20Mbit/s,rtt=10ms", "d:rate=40Mbit/s,rtt=10ms"}) {
+      LaneSpec l;
+      ASSERT_EQ(parse_lane(spec, l), "");
+      sc.lanes.push_back(l);
+    }
+    sc.events.push_back(EventSpec{Duration::millis(ms), "d", EventKind::down, {}});
+    sc.events.push_back(EventSpec{Duration::millis(ms + 3000), "d", EventKind::up, {}});
+    for (auto name : core::policy_names()) {
+      const RunResult r = run(sc, name);
+      ASSERT_TRUE(r.completed) << name << " with the outage at " << ms << " ms";
+      EXPECT_EQ(r.lost_chunks, 0u);
+    }
+    // The one-second minimum stall deadline dominates an outage this late.
+    EXPECT_GE(fraction_of_bound(sc, run(sc, "braid")), 0.80) << "outage at " << ms << " ms";
+  }
+}
+
 }  // namespace braid::sim

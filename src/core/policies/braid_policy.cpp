@@ -36,45 +36,52 @@ std::optional<Pick> BraidPolicy::pick(const Scheduler& s, Time now) {
 std::optional<Pick> BraidPolicy::pick_new_work(const Scheduler& s, Time now) {
   const ChunkPlan& plan = s.plan();
   const Bytes chunk = plan.chunk_size();
+  // Overdue pieces first: they are late already.
+  const std::optional<PieceId> next = plan.next_overdue() ? plan.next_overdue() : plan.next_pending();
+  if (!next) return std::nullopt;
+  const Piece& piece = plan.piece(*next);
+  // A piece ever handed out keeps its size (an ack must always mean the same bytes).
+  const bool cuttable = piece.state == PieceState::pending && !piece.ever_assigned;
   const planning::WaterFill wf = planning::water_fill(s, now, plan.unassigned_bytes());
 
   std::vector<LaneId> lanes = planning::live_lanes(s);
   std::sort(lanes.begin(), lanes.end(), [&](LaneId a, LaneId b) {
     return s.completion_if_assigned(a, chunk, now) < s.completion_if_assigned(b, chunk, now);
   });
+  // The lane that would complete this piece first among those that can take
+  // work at all, busy or not (earliest completion first). Waiting for it is
+  // right while it is busy; it gets room again with its next ack.
+  std::optional<LaneId> best;
+  for (LaneId l : lanes) {
+    if (s.planning_rate(l).is_zero() || s.consecutive_stalls(l) > 0) continue;
+    if (!best || s.completion_if_assigned(l, piece.length, now) < s.completion_if_assigned(*best, piece.length, now))
+      best = l;
+  }
 
   for (LaneId l : lanes) {
-    const Rate r = s.planning_rate(l);
-    if (r.is_zero()) {
+    if (s.planning_rate(l).is_zero()) {
       // Nothing known yet: one small piece measures the lane (MISSION.md §1:
       // a lane holds one piece until an ack has measured it).
-      if (s.active_flights(l) == 0 && s.consecutive_stalls(l) == 0) {
-        if (auto p = plan.next_pending(); p && !plan.piece(*p).ever_assigned)
-          return Pick{l, *p, std::min(kMinPiece, plan.piece(*p).length), false};
-      }
+      if (s.active_flights(l) == 0 && s.consecutive_stalls(l) == 0 && cuttable)
+        return Pick{l, *next, std::min(kMinPiece, piece.length), false};
       continue;
     }
     if (s.consecutive_stalls(l) > 0) continue;  // only probes until it delivers again
     if (!planning::has_pipelined_room(s, l, chunk)) continue;
-    const Bytes share = wf.share[l];
+    const bool earliest = best && l == *best;
 
-    if (auto od = plan.next_overdue()) {
-      // A piece back from a stall goes where it completes first, if that lane
-      // can still finish it within the plan.
-      const Bytes len = plan.piece(*od).length;
-      if (s.completion_if_assigned(l, len, now) <= wf.finish || l == lanes.front())
-        return Pick{l, *od, std::nullopt, false};
+    if (!cuttable) {
+      // Whole pieces go where they fit the plan, or to the lane that completes them first.
+      if (s.completion_if_assigned(l, piece.length, now) <= wf.finish || earliest)
+        return Pick{l, *next, std::nullopt, false};
       continue;
     }
-    auto p = plan.next_pending();
-    if (!p) continue;
-    const Bytes len = plan.piece(*p).length;
-    if (share >= len) return Pick{l, *p, std::nullopt, false};
-    if (plan.piece(*p).ever_assigned) continue;  // can't be cut any more
-    if (share < Bytes(kMinPiece.count() / 2) && l != lanes.front()) continue;
+    const Bytes share = wf.share[l];
+    if (share >= piece.length) return Pick{l, *next, std::nullopt, false};
+    if (share < Bytes(kMinPiece.count() / 2) && !earliest) continue;
     const Bytes cut = std::max(round_to_granule(share, kGranule), kMinPiece);
-    if (cut >= len) return Pick{l, *p, std::nullopt, false};
-    return Pick{l, *p, cut, false};
+    if (cut >= piece.length) return Pick{l, *next, std::nullopt, false};
+    return Pick{l, *next, cut, false};
   }
   return std::nullopt;
 }
@@ -118,6 +125,7 @@ bool BraidPolicy::has_healthy_lane(const Scheduler& s) {
 
 std::optional<Time> BraidPolicy::next_wakeup(const Scheduler& s) const {
   std::optional<Time> t;
+  if (s.plan().unassigned_bytes().count() == 0) t = planning::next_duplicate_time(s, last_pick_);
   for (LaneId l : planning::live_lanes(s)) {
     if (s.consecutive_stalls(l) == 0 || s.active_flights(l) > 0) continue;
     const Time at = probe_allowed_at(s, l);

@@ -53,6 +53,15 @@ WaterFill water_fill(const Scheduler& s, Time now, Bytes remaining) {
   return wf;
 }
 
+namespace {
+
+// Only when clearly sooner: a copy that barely wins wastes a whole piece.
+Duration duplicate_margin(Duration theirs_from_now) {
+  return std::max(Duration::millis(2), theirs_from_now * 0.1);
+}
+
+}  // namespace
+
 std::optional<Pick> best_duplicate(const Scheduler& s, LaneId l, Time now, uint32_t max_copies) {
   if (s.planning_rate(l).is_zero()) return std::nullopt;
   std::optional<Pick> best;
@@ -64,9 +73,7 @@ std::optional<Pick> best_duplicate(const Scheduler& s, LaneId l, Time now, uint3
       if (s.plan().piece(f.piece).state == PieceState::delivered) continue;
       const Time theirs = s.expected_completion(other, f, now);
       const Time mine = s.completion_if_assigned(l, f.length, now);
-      // Only when clearly sooner: a copy that barely wins wastes a whole piece.
-      const Duration margin = std::max(Duration::millis(2), (theirs - now) * 0.1);
-      if (mine + margin >= theirs) continue;
+      if (mine + duplicate_margin(theirs - now) >= theirs) continue;
       const Duration gain = theirs - mine;
       if (gain > best_gain) {
         best_gain = gain;
@@ -75,6 +82,30 @@ std::optional<Pick> best_duplicate(const Scheduler& s, LaneId l, Time now, uint3
     }
   }
   return best;
+}
+
+std::optional<Time> next_duplicate_time(const Scheduler& s, Time now, uint32_t max_copies) {
+  std::optional<Time> earliest;
+  for (LaneId l : live_lanes(s)) {
+    const Rate mine = s.planning_rate(l);
+    if (mine.is_zero() || s.active_flights(l) > 0 || s.consecutive_stalls(l) > 0) continue;
+    for (LaneId other : live_lanes(s)) {
+      const Rate theirs = s.planning_rate(other);
+      if (other == l || theirs.is_zero()) continue;
+      for (const auto& f : s.flights(other)) {
+        if (f.state != FlightState::sending || s.active_copies(f.piece) >= max_copies) continue;
+        // Past its predicted ack p, a piece counts as late by as long again
+        // (expected_completion), so at time t it is due at 2t - p; an idle lane
+        // delivers it at t + d. The copy pays off once t > p + d + margin.
+        const Time p = f.started + theirs.transfer_time(f.length) + s.planning_rtt(other);
+        const Duration d = mine.transfer_time(f.length) + s.planning_rtt(l);
+        const Duration wait = std::max(d + Duration::millis(2), d / 0.9) + Duration::micros(1);
+        const Time t = p + wait;
+        if (t > now && (!earliest || t < *earliest)) earliest = t;
+      }
+    }
+  }
+  return earliest;
 }
 
 }  // namespace braid::core::planning

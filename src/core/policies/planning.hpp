@@ -33,4 +33,9 @@ WaterFill water_fill(const Scheduler& s, Time now, Bytes remaining);
 /// by a useful margin. Pieces with `max_copies` live copies are skipped.
 std::optional<Pick> best_duplicate(const Scheduler& s, LaneId l, Time now, uint32_t max_copies = 2);
 
+/// The earliest moment after `now` at which best_duplicate() would start
+/// answering for some idle lane because a piece has become late enough.
+/// Nothing else happens at the end of a transfer to wake the scheduler then.
+std::optional<Time> next_duplicate_time(const Scheduler& s, Time now, uint32_t max_copies = 2);
+
 }  // namespace braid::core::planning
