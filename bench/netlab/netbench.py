@@ -428,8 +428,8 @@ class Bench:
                 send += ["--lane", f"{self.addr(i, 'snd')}={self.addr(i, 'rcv')}:{BRAID_PORT}"]
             send += ["--json", sjson, "--log", os.path.join(workdir, "send.log"), srcfile,
                      f"{self.addr(lanes[0], 'rcv')}:{BRAID_PORT}"]
-            slowest = sum(self.sc["links"][i]["rate_bps"] for i in lanes) or 1e9
-            timeout = 120 + 10 * self.size * 8 / slowest
+            total_rate = sum(self.sc["links"][i]["rate_bps"] for i in lanes) or 1e9
+            timeout = 60 + 4 * self.size * 8 / total_rate  # a hang fails the run instead of the whole bench
             with Sampler(self.lab) as smp:
                 t0 = time.monotonic()
                 r = self.lab.run("snd", *send, timeout=timeout, check=False)
@@ -440,6 +440,13 @@ class Bench:
                 pass
             if r.returncode != 0:
                 raise RuntimeError(f"braid send exited {r.returncode}: {r.stderr.strip()[-1500:]}")
+        except BaseException as e:
+            self.lab.stop(recv)
+            rlog.close()
+            if isinstance(e, (RuntimeError, subprocess.TimeoutExpired)):
+                raise RuntimeError(f"{e} (logs kept in {self.keep_logs(workdir)})") from None
+            raise
+        try:
             with open(sjson) as f:
                 rep = json.load(f)
             got = os.path.join(dst, os.path.basename(srcfile))
@@ -458,6 +465,14 @@ class Bench:
         finally:
             self.lab.stop(recv)
             rlog.close()
+
+    def keep_logs(self, workdir):
+        keep = os.path.join(self.args.out, "failed", f"{self.sc['name']}-{time.strftime('%Y%m%d-%H%M%S')}")
+        os.makedirs(keep, exist_ok=True)
+        for f in ("send.log", "recv.log", "recv.out", "send.json", "recv.json"):
+            if os.path.exists(os.path.join(workdir, f)):
+                shutil.copy(os.path.join(workdir, f), keep)
+        return os.path.relpath(keep, REPO)
 
     # ---- MPTCP ----
     def mptcp_setup(self, first, backup=()):
