@@ -95,7 +95,8 @@ void add_send_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("send", "Send files and directories to a `braid recv`");
   cmd->add_option("--code", args->code, "The pairing code the receiver printed (not needed once paired)");
   cmd->add_option("--streams", args->streams, "Parallel lanes per path (default 2)")->check(CLI::Range(1, 64));
-  cmd->add_option("--lane", args->lanes, "A lane by hand: LOCAL_ADDR=REMOTE_ADDR:PORT (repeatable)");
+  cmd->add_option("--lane", args->lanes, "A lane by hand: LOCAL_ADDR=REMOTE_ADDR:PORT (repeatable)")
+      ->allow_extra_args(false);  // one value per --lane: PATHs may follow
   cmd->add_option("--json", args->json_file, "Write the final report as JSON to FILE");
   cmd->add_option("--log", args->log_file, "Write the activity log as JSON lines to FILE");
   cmd->add_option("--policy", args->policy, "Scheduling policy: braid|ecf|minrtt|roundrobin|queue|seed-old");

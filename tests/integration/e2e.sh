@@ -191,6 +191,16 @@ PY
     ! grep -q $'\r' "$W/send.err" || fail "progress drawn although stderr is not a terminal"
     ;;
 
+  lanes-by-hand)  # --lane LOCAL=REMOTE:PORT, repeated, with the PATHs after it
+    small_tree
+    start_recv --code lh --yes
+    send --code lh --lane "127.0.0.1=127.0.0.1:$PORT" --lane "127.0.0.1=127.0.0.1:$PORT" "$W/src/t" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
+    wait_recv
+    same_trees
+    [ "$(json "$W/send.json" "len(d['lanes'])")" -eq 3 ] || fail "expected lane 0 plus the two named lanes"
+    ;;
+
   wrong-code)
     small_tree
     start_recv --code right-code --yes
