@@ -353,14 +353,9 @@ void SenderSession::close_lane(Lane& lane, const std::string& reason, bool annou
     lane.close_reason = reason;
     lane.cancel_current = true;
     if (active_ && lane.sched) {
-      // Core gap (reported): a piece that never started goes back to
-      // *pending* marked as handed out, so it can no longer be cut; near the
-      // end no lane's share covers a whole chunk and nobody takes it — the
-      // transfer waits forever. Reporting the queued pieces as started
-      // sends them through the overdue queue, which is always served.
-      const Time t = now();
-      for (const auto& a : lane.queue) active_->sched.on_send_started(*lane.sched, a.piece, t);
-      active_->sched.on_lane_closed(*lane.sched, t);
+      // Its pieces go back to the scheduler: sent ones as overdue, queued
+      // ones to the front of the pending queue (core::Scheduler::on_lane_closed).
+      active_->sched.on_lane_closed(*lane.sched, now());
       drain_locked();
     }
     lane.queue.clear();
