@@ -9,10 +9,12 @@
 #include "cli/engine_report.hpp"
 #include "core/chunk_plan.hpp"
 #include "core/policy_registry.hpp"
+#include "core/transport/cc_registry.hpp"
 #include "core/units_parse.hpp"
 #include "engine/files/source_tree.hpp"
 #include "engine/transfer/exit_codes.hpp"
 #include "engine/transfer/sender_session.hpp"
+#include "engine/udp/udp_lane_types.hpp"
 
 namespace braid::cli {
 namespace {
@@ -28,6 +30,11 @@ struct SendArgs {
   std::string chunk = "1MiB";
   size_t max_lanes = 16;
   bool follow_symlinks = false;
+  std::string transport = "tcp";
+  std::string cc;
+  bool background = false;
+  std::string rate_limit;
+  size_t packet_size = udp::kDefaultPacketSize;
   std::vector<std::string> operands;  // PATH... HOST[:PORT]
 };
 
@@ -51,6 +58,26 @@ void run_send(const SendArgs& a) {
     finish(kExitUsage, "unknown --policy '" + a.policy + "' (one of:" + names + ")");
   }
   if (a.hash != "xxh3" && a.hash != "sha256") finish(kExitUsage, "bad --hash '" + a.hash + "' (xxh3 or sha256)");
+  if (a.transport != "tcp" && a.transport != "udp" && a.transport != "auto")
+    finish(kExitUsage, "bad --transport '" + a.transport + "' (tcp, udp or auto)");
+  if (a.background && !a.cc.empty() && a.cc != "background")
+    finish(kExitUsage, "--background and --cc " + a.cc + " contradict each other");
+  const std::string cc = a.background ? "background" : a.cc.empty() ? "delay" : a.cc;
+  {
+    std::string names;
+    bool known = false;
+    for (const auto& c : braid::transport::controllers()) {
+      names += (names.empty() ? "" : ", ") + std::string(c.id);
+      known = known || c.id == cc;
+    }
+    if (!known) finish(kExitUsage, "unknown --cc '" + cc + "' (" + names + ")");
+  }
+  std::optional<Rate> rate_limit;
+  if (!a.rate_limit.empty()) {
+    rate_limit = parse_rate(a.rate_limit);
+    if (!rate_limit || rate_limit->bytes_per_second() <= 0)
+      finish(kExitUsage, "bad --rate-limit '" + a.rate_limit + "' (e.g. 200Mbit/s)");
+  }
 
   auto scan = files::scan_sources(paths, a.follow_symlinks);
   if (!scan.ok()) finish(kExitFailure, scan.error);
@@ -65,6 +92,10 @@ void run_send(const SendArgs& a) {
   co.streams = a.streams;
   co.lanes = a.lanes;
   co.max_lanes = a.max_lanes;
+  co.transport = a.transport == "udp" ? Transport::udp : a.transport == "auto" ? Transport::automatic : Transport::tcp;
+  co.cc = cc;
+  co.packet_size = a.packet_size;
+  co.rate_limit = rate_limit;
   auto connected = SenderSession::connect(co, log);
   if (auto* f = std::get_if<Failure>(&connected)) finish(f->exit_code, f->message);
   auto session = std::move(std::get<0>(connected));
@@ -95,7 +126,8 @@ void add_send_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("send", "Send files and directories to a `braid recv`");
   cmd->add_option("--code", args->code, "The pairing code the receiver printed (not needed once paired)");
   cmd->add_option("--streams", args->streams, "Parallel lanes per path (default 2)")->check(CLI::Range(1, 64));
-  cmd->add_option("--lane", args->lanes, "A lane by hand: LOCAL_ADDR=REMOTE_ADDR:PORT (repeatable)")
+  cmd->add_option("--lane", args->lanes,
+                  "A lane by hand: [tcp:|udp:]LOCAL_ADDR=REMOTE_ADDR:PORT (repeatable; no prefix: --transport)")
       ->allow_extra_args(false);  // one value per --lane: PATHs may follow
   cmd->add_option("--json", args->json_file, "Write the final report as JSON to FILE");
   cmd->add_option("--log", args->log_file, "Write the activity log as JSON lines to FILE");
@@ -103,6 +135,13 @@ void add_send_command(CLI::App& app) {
   cmd->add_option("--hash", args->hash, "Piece hash: xxh3 (default) or sha256");
   cmd->add_option("--chunk", args->chunk, "Chunk size, 64KiB to 64MiB (default 1MiB)");
   cmd->add_option("--max-lanes", args->max_lanes, "Most lanes to open (default 16)")->check(CLI::Range(1, 256));
+  cmd->add_option("--transport", args->transport,
+                  "Lane kind for discovered lanes: tcp (default), udp, or auto (UDP on a long-RTT or lossy path)");
+  cmd->add_option("--cc", args->cc, "UDP lanes' congestion controller (default delay)");
+  cmd->add_flag("--background", args->background, "Yield to other traffic (UDP lanes: --cc background)");
+  cmd->add_option("--rate-limit", args->rate_limit, "Cap the whole transfer, e.g. 200Mbit/s (split over the lanes)");
+  cmd->add_option("--packet-size", args->packet_size, "UDP datagram size, 1200 to 9000 (default 1472)")
+      ->check(CLI::Range(udp::kMinPacketSize, udp::kMaxPacketSize));
   cmd->add_flag("--follow-symlinks", args->follow_symlinks, "Send what symlinks point to instead of the links");
   cmd->add_option("operands", args->operands, "PATH... HOST[:PORT]")->required();
   cmd->callback([args] { run_send(*args); });

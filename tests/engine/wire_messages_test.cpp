@@ -84,6 +84,27 @@ TEST(WireMessages, SmallMessagesRoundTrip) {
   EXPECT_EQ(round_trip(ErrorMessage{3, "x"}).message, "x");
 }
 
+TEST(WireMessages, UdpLaneMessagesRoundTrip) {
+  EXPECT_EQ(round_trip(UdpOpen{3, "[::1]:0"}).address, "[::1]:0");
+  UdpReady ready = round_trip(UdpReady{3, "127.0.0.1:40000", ""});
+  EXPECT_EQ(ready.lane_id, 3u);
+  EXPECT_EQ(ready.address, "127.0.0.1:40000");
+  EXPECT_EQ(round_trip(UdpReady{4, "", "bind failed"}).error, "bind failed");
+  UdpPiece p = round_trip(UdpPiece{2, 1, 17, 16, 1u << 24, 1u << 20, digest(32, 7)});
+  EXPECT_EQ(p.piece, 17u);
+  EXPECT_EQ(p.piece_offset, 1u << 24);
+  EXPECT_EQ(p.hash, digest(32, 7));
+  LaneAck la = round_trip(LaneAck{5, Ack{1, 9, 42, AckStatus::hash_mismatch}});
+  EXPECT_EQ(la.lane_id, 5u);
+  EXPECT_EQ(la.ack.piece, 9u);
+  EXPECT_EQ(la.ack.status, AckStatus::hash_mismatch);
+  // A piece whose end overflows the byte space is refused.
+  std::vector<uint8_t> bytes;
+  encode(UdpPiece{2, 1, 1, 0, UINT64_MAX, 2, digest(16, 1)}, bytes);
+  UdpPiece back;
+  EXPECT_FALSE(decode(bytes, back));
+}
+
 TEST(WireMessages, UnknownEnumValuesAreRefused) {
   std::vector<uint8_t> bytes;
   encode(Ack{1, 2, 3, AckStatus::ok}, bytes);

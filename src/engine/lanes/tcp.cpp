@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -110,6 +111,23 @@ bool recv_all(int fd, uint8_t* data, size_t len, int& err) {
     data += n;
     len -= static_cast<size_t>(n);
   }
+  return true;
+}
+
+bool set_max_pacing_rate(int fd, Rate rate) {
+  // The kernel takes an unsigned long (bytes per second) since 4.20, a u32 before.
+  unsigned long v = static_cast<unsigned long>(std::max(1.0, rate.bytes_per_second()));
+  if (::setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &v, sizeof v) == 0) return true;
+  uint32_t v32 = static_cast<uint32_t>(std::min<unsigned long>(v, UINT32_MAX - 1));
+  return ::setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &v32, sizeof v32) == 0;
+}
+
+bool tcp_path_info(int fd, uint32_t& rtt_us, uint32_t& retransmits) {
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
+  rtt_us = info.tcpi_rtt;
+  retransmits = info.tcpi_total_retrans;
   return true;
 }
 

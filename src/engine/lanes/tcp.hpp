@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/units.hpp"
 #include "engine/lanes/endpoint.hpp"
 #include "engine/security/unique_fd.h"
 
@@ -29,6 +30,14 @@ security::UniqueFd listen_tcp(const Endpoint& where, std::string& error);
 /// TCP_NODELAY, TCP_NOTSENT_LOWAT, keepalive and a user timeout, so a lane
 /// whose path silently died errors out instead of hanging forever.
 void tune_lane_socket(int fd);
+
+/// Caps the socket's pacing rate (SO_MAX_PACING_RATE; TCP paces itself
+/// since Linux 4.13, no fq qdisc needed): `--rate-limit` on a TCP lane.
+bool set_max_pacing_rate(int fd, Rate rate);
+
+/// The kernel's smoothed RTT (µs) and retransmitted segments so far of a
+/// connected TCP socket (TCP_INFO); false if unavailable. `--transport auto`.
+bool tcp_path_info(int fd, uint32_t& rtt_us, uint32_t& retransmits);
 
 /// Whole-buffer send/receive on a blocking socket. false on error or EOF
 /// (`err` = errno, 0 for EOF).

@@ -5,10 +5,14 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <optional>
+#include <set>
 
 #include "engine/files/piece_hasher.hpp"
 #include "engine/lanes/endpoint.hpp"
 #include "engine/transfer/exit_codes.hpp"
+#include "engine/transfer/udp_piece_assembly.hpp"
+#include "engine/udp/udp_recv_lane.hpp"
 
 namespace braid::transfer {
 
@@ -43,11 +47,46 @@ struct ReceiverSession::Lane {
   std::shared_ptr<Incoming> t;
 };
 
+// A UDP lane (receiving end): its socket and I/O thread, and the pieces it
+// is assembling (bytes from its I/O thread, headers from a TCP reader).
+struct ReceiverSession::UdpLane {
+  struct Piece {
+    UdpPieceAssembly assembly;
+    Clock::time_point first_byte;
+    std::shared_ptr<Incoming> t;
+  };
+  uint32_t id = 0;
+  std::unique_ptr<UdpEvents> events;
+  std::unique_ptr<udp::UdpRecvLane> lane;
+  std::string local;
+  bool alive = true;         // under the session's mu_
+  bool peer_closed = false;  // the sender announced the close: do not announce it back
+  std::string close_reason;
+  std::mutex mu;             // pieces, done
+  std::map<uint64_t, Piece> pieces;  // by lane piece id: transfer << 32 | piece
+  std::set<uint64_t> done;           // acked; late duplicates of these are dropped
+};
+
+class ReceiverSession::UdpEvents : public udp::UdpRecvEvents {
+ public:
+  UdpEvents(ReceiverSession& s, UdpLane& lane) : s_(s), lane_(lane) {}
+  void on_data(uint64_t piece, uint64_t offset, std::span<const uint8_t> bytes) override {
+    s_.on_udp_data(lane_, piece, offset, bytes);
+  }
+  void on_closed(const std::string& reason) override { s_.on_udp_closed(lane_, reason); }
+
+ private:
+  ReceiverSession& s_;
+  UdpLane& lane_;
+};
+
 ReceiverSession::ReceiverSession(const ReceiverConfig& cfg, EventLog& log, std::string peer, uint64_t session_id,
                                  const security::LaneSecret& secret)
     : cfg_(cfg), log_(log), peer_(std::move(peer)), session_id_(session_id), secret_(secret) {}
 
 ReceiverSession::~ReceiverSession() {
+  // UDP lanes first: their destructors join I/O threads whose events use the TCP lanes.
+  for (auto& u : udp_lanes_) u->lane.reset();
   for (auto& l : lanes_) {
     l->link->shutdown();
     if (l->reader.joinable()) l->reader.join();
@@ -72,6 +111,8 @@ uint64_t ReceiverSession::rejected_frames() const {
   std::lock_guard lock(mu_);
   uint64_t n = 0;
   for (const auto& l : lanes_) n += l->link->rejected_total();
+  for (const auto& u : udp_lanes_)
+    if (u->lane) n += u->lane->counters().rejected_total();
   return n;
 }
 
@@ -104,6 +145,10 @@ bool ReceiverSession::adopt_lane(security::UniqueFd fd, uint32_t lane_id) {
 void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vector<std::string>& advertised) {
   wire::Addresses addrs;
   addrs.endpoints = advertised;
+  {
+    std::lock_guard lock(mu_);
+    advertised_ = advertised;
+  }
   (void)link->send_message(addrs);
   log_.write("lane_open", {{"lane", 0}, {"local", lanes::local_endpoint_of(link->fd()).str()},
                            {"remote", lanes::peer_endpoint_of(link->fd()).str()}});
@@ -134,6 +179,14 @@ void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vect
             if (l->id == m.lane_id) other = l.get();
         }
         if (other) close_lane(*other, "closed by the sender: " + m.reason, false);
+        UdpLane* u = nullptr;
+        {
+          std::lock_guard g(mu_);
+          for (auto& l : udp_lanes_)
+            if (l->id == m.lane_id && l->lane) u = l.get();
+          if (u) u->peer_closed = true;
+        }
+        if (u) u->lane->close("closed by the sender: " + m.reason);  // on_udp_closed logs it
         break;
       }
       case wire::FrameType::bye: {
@@ -161,6 +214,8 @@ void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vect
   }
   lock.unlock();
   for (auto& l : lanes_) l->link->shutdown();
+  for (auto& u : udp_lanes_)
+    if (u->lane) u->lane->close("session ended");
   log_.write("status", {{"status", "session_closed"}, {"peer", peer_}});
 }
 
@@ -248,6 +303,16 @@ void ReceiverSession::reader_loop(Lane& lane, bool needs_join) {
       continue;
     }
     if (in.type == wire::FrameType::lane_join) continue;
+    // UDP lane set-up and piece headers are handled here, not queued behind
+    // offers on the control thread: a piece's bytes may be waiting for them.
+    if (in.type == wire::FrameType::udp_open) {
+      handle_udp_open(lane, in.payload);
+      continue;
+    }
+    if (in.type == wire::FrameType::udp_piece) {
+      handle_udp_piece(in.payload);
+      continue;
+    }
     std::lock_guard lock(mu_);
     control_.push_back(Control{lane.id, in.type, std::vector<uint8_t>(in.payload.begin(), in.payload.end())});
     cv_.notify_all();
@@ -450,6 +515,24 @@ void ReceiverSession::handle_done(const Control& c) {
     std::lock_guard lock(t->mu);
     t->finished = true;
     std::lock_guard g(mu_);
+    for (const auto& u : udp_lanes_) {
+      LaneReport lr;
+      lr.lane_id = u->id;
+      lr.kind = "udp";
+      lr.name = "lane" + std::to_string(u->id) + " udp";
+      lr.local = u->local;
+      lr.bytes = t->lane_bytes[u->id];
+      lr.chunks = t->lane_pieces[u->id];
+      lr.share = total ? static_cast<double>(lr.bytes) / static_cast<double>(total) : 0;
+      if (u->lane) {
+        const auto c = u->lane->counters();
+        lr.wire_bytes = c.data_bytes_received;
+        lr.rejected_frames = c.rejected_total();
+      }
+      lr.open_at_end = u->alive;
+      lr.close_reason = u->close_reason;
+      rep.lanes.push_back(lr);
+    }
     for (const auto& l : lanes_) {
       LaneReport lr;
       lr.lane_id = l->id;
@@ -473,6 +556,170 @@ void ReceiverSession::handle_done(const Control& c) {
        std::to_string(total) + " bytes from '" + peer_ + "' arrived and verified");
   wire::TransferResult r{done.transfer_id, wire::ResultStatus::verified, "verified"};
   (void)reply(c.lane_id, r);
+}
+
+// ---- UDP lanes -------------------------------------------------------------------
+//
+// udp_open (over a TCP lane) → a UDP socket for that lane alone, bound to the
+// address the sender named (one we advertised) on a free port, answered with
+// udp_ready. The socket connects to the first datagram that authenticates
+// with the lane's keys. Bytes go to pwrite as they come; each piece is
+// hashed in order (UdpPieceAssembly) and, verified, acked with lane_ack over
+// a TCP lane.
+
+void ReceiverSession::handle_udp_open(Lane& via, std::span<const uint8_t> payload) {
+  wire::UdpOpen m;
+  if (!wire::decode(payload, m)) return;
+  auto refuse = [&](const std::string& why) {
+    log_.write("lane_refused", {{"lane", m.lane_id}, {"kind", "udp"}, {"reason", why}});
+    (void)via.link->send_message(wire::UdpReady{m.lane_id, "", why});
+  };
+  auto where = lanes::parse_numeric_endpoint(m.address, 0);
+  if (!where || where->is_wildcard()) return refuse("not an address: " + m.address);
+  UdpLane* u = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (ending_) return refuse("the session is ending");
+    for (const auto& l : lanes_)
+      if (l->id == m.lane_id) return refuse("lane id in use");
+    for (const auto& l : udp_lanes_)
+      if (l->id == m.lane_id) return refuse("lane id in use");
+    // Only an address we offered (or lane 0 reached): the sender cannot make us bind elsewhere.
+    bool ours = where->same_host(lanes::local_endpoint_of(via.link->fd()));
+    for (const auto& a : advertised_)
+      if (auto e = lanes::parse_numeric_endpoint(a, 0); e && e->same_host(*where)) ours = true;
+    if (!ours) return refuse("not an address of this receiver: " + where->host());
+    auto lane = std::make_unique<UdpLane>();
+    lane->id = m.lane_id;
+    lane->events = std::make_unique<UdpEvents>(*this, *lane);
+    u = lane.get();
+    udp_lanes_.push_back(std::move(lane));
+  }
+  udp::UdpLaneConfig cfg;
+  cfg.lane_id = m.lane_id;
+  cfg.session_id = session_id_;
+  cfg.lane_secret = secret_;
+  cfg.role = security::Role::server;
+  where->set_port(0);
+  cfg.local = *udp::SocketAddress::parse(where->str());
+  cfg.packet_size = udp::kMaxPacketSize;  // receives what the sender chose
+  std::string error;
+  auto lane = udp::UdpRecvLane::start(cfg, *u->events, error);
+  if (!lane) {
+    std::lock_guard lock(mu_);
+    u->alive = false;
+    u->close_reason = error;
+    return refuse(error);
+  }
+  u->local = lane->local_address().str();
+  {
+    std::lock_guard lock(mu_);
+    u->lane = std::move(lane);
+  }
+  log_.write("lane_open", {{"lane", m.lane_id}, {"kind", "udp"}, {"local", u->local}});
+  if (!via.link->send_message(wire::UdpReady{m.lane_id, u->local, ""}))
+    close_lane(via, "write failed: " + via.link->send_error(), true);
+}
+
+void ReceiverSession::handle_udp_piece(std::span<const uint8_t> payload) {
+  wire::UdpPiece m;
+  if (!wire::decode(payload, m)) return;
+  UdpLane* u = nullptr;
+  std::shared_ptr<Incoming> t;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& l : udp_lanes_)
+      if (l->id == m.lane_id) u = l.get();
+    if (auto it = transfers_.find(m.transfer_id); it != transfers_.end()) t = it->second;
+  }
+  if (!u || !t || m.hash.size == 0) return;
+  if (m.piece_offset + m.piece_length > t->tree->layout().total()) return;
+  const uint64_t key = (static_cast<uint64_t>(m.transfer_id) << 32) | m.piece;
+  bool complete = false;
+  {
+    std::lock_guard lock(u->mu);
+    u->done.erase(key);  // sent again: a new copy is coming
+    auto it = u->pieces.try_emplace(key, UdpLane::Piece{UdpPieceAssembly(t->offer.hash), Clock::now(), t}).first;
+    it->second.assembly.set_header(m.piece_offset, m.piece_length, m.hash);
+    complete = it->second.assembly.complete();
+  }
+  if (complete) finish_udp_piece(*u, key);
+}
+
+void ReceiverSession::on_udp_data(UdpLane& u, uint64_t piece, uint64_t offset, std::span<const uint8_t> bytes) {
+  std::shared_ptr<Incoming> t;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = transfers_.find(static_cast<uint32_t>(piece >> 32)); it != transfers_.end()) t = it->second;
+  }
+  if (!t) return;  // not accepted (or a stray range): drop it
+  {
+    std::lock_guard lock(t->mu);
+    if (t->finished || t->failed) return;
+  }
+  if (offset > t->tree->layout().total() || bytes.size() > t->tree->layout().total() - offset) return;
+  {
+    std::lock_guard lock(u.mu);
+    if (u.done.count(piece)) return;  // a late duplicate of an acked piece
+  }
+  if (const int err = t->tree->write(offset, bytes); err != 0) {
+    const bool full = err == ENOSPC || err == EDQUOT;
+    fail_transfer(*t, full ? wire::ResultStatus::no_space : wire::ResultStatus::write_failed,
+                  std::string(full ? "the target disk is full: " : "cannot write to the target: ") + std::strerror(err) +
+                      " (the temporary files are kept for a later resume)");
+    return;
+  }
+  bool complete = false;
+  {
+    std::lock_guard lock(u.mu);
+    auto it = u.pieces.try_emplace(piece, UdpLane::Piece{UdpPieceAssembly(t->offer.hash), Clock::now(), t}).first;
+    it->second.assembly.add(offset, bytes);
+    complete = it->second.assembly.complete();
+  }
+  if (complete) finish_udp_piece(u, piece);
+}
+
+void ReceiverSession::finish_udp_piece(UdpLane& u, uint64_t key) {
+  std::optional<UdpLane::Piece> p;
+  {
+    std::lock_guard lock(u.mu);
+    auto it = u.pieces.find(key);
+    if (it == u.pieces.end() || !it->second.assembly.complete()) return;
+    p.emplace(std::move(it->second));
+    u.pieces.erase(it);
+    u.done.insert(key);
+  }
+  Incoming& t = *p->t;
+  const auto duration = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - p->first_byte);
+  wire::LaneAck la{u.id, wire::Ack{static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key & 0xffffffffu),
+                                   static_cast<uint64_t>(duration.count()), wire::AckStatus::ok}};
+  if (!p->assembly.hash_ok()) {
+    la.ack.status = wire::AckStatus::hash_mismatch;
+    log_.write("piece_hash_mismatch", {{"lane", u.id}, {"piece", la.ack.piece}});
+  } else {
+    std::lock_guard lock(t.mu);
+    if (t.pieces.emplace(la.ack.piece, files::PieceRecord{p->assembly.offset(), p->assembly.length(), p->assembly.digest()})
+            .second) {
+      t.lane_bytes[u.id] += p->assembly.length();
+      t.lane_pieces[u.id] += 1;
+    }
+  }
+  (void)reply(0, la);
+}
+
+void ReceiverSession::on_udp_closed(UdpLane& u, const std::string& reason) {
+  bool announce;
+  {
+    std::lock_guard lock(mu_);
+    if (!u.alive) return;
+    u.alive = false;
+    u.close_reason = reason;
+    if (ending_) return;  // the end of a session closes every lane: not news
+    announce = !u.peer_closed;
+  }
+  log_.write("lane_closed", {{"lane", u.id}, {"kind", "udp"}, {"reason", reason}});
+  note("lane " + std::to_string(u.id) + " (udp " + u.local + ") closed: " + reason);
+  if (announce) (void)reply(0, wire::LaneClosed{u.id, reason});
 }
 
 }  // namespace braid::transfer

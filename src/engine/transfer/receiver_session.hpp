@@ -51,6 +51,8 @@ class ReceiverSession {
  private:
   struct Lane;
   struct Incoming;
+  struct UdpLane;
+  class UdpEvents;
   struct Control {
     uint32_t lane_id;
     wire::FrameType type;
@@ -60,6 +62,12 @@ class ReceiverSession {
   void start_lane(std::unique_ptr<lanes::LaneLink> link, bool needs_join);
   void reader_loop(Lane& lane, bool needs_join);
   void handle_piece(Lane& lane, std::span<const uint8_t> payload);
+  // UDP lanes (receiver_session.cpp, "UDP lanes").
+  void handle_udp_open(Lane& via, std::span<const uint8_t> payload);
+  void handle_udp_piece(std::span<const uint8_t> payload);
+  void on_udp_data(UdpLane& lane, uint64_t piece, uint64_t offset, std::span<const uint8_t> bytes);
+  void on_udp_closed(UdpLane& lane, const std::string& reason);
+  void finish_udp_piece(UdpLane& lane, uint64_t key);
   void close_lane(Lane& lane, const std::string& reason, bool announce);
   template <class M>
   bool reply(uint32_t preferred_lane, const M& m);
@@ -78,6 +86,8 @@ class ReceiverSession {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Lane>> lanes_;
+  std::vector<std::unique_ptr<UdpLane>> udp_lanes_;
+  std::vector<std::string> advertised_;
   std::deque<Control> control_;
   std::map<uint32_t, std::shared_ptr<Incoming>> transfers_;
   std::vector<TransferReport> reports_;

@@ -3,7 +3,8 @@
 namespace braid::transfer {
 
 nlohmann::json to_json(const LaneReport& l) {
-  return {{"lane_id", l.lane_id},
+  nlohmann::json j = {{"lane_id", l.lane_id},
+          {"kind", l.kind},
           {"name", l.name},
           {"local", l.local},
           {"remote", l.remote},
@@ -22,6 +23,18 @@ nlohmann::json to_json(const LaneReport& l) {
           {"rejected_frames", l.rejected_frames},
           {"open_at_end", l.open_at_end},
           {"close_reason", l.close_reason}};
+  if (l.udp) {
+    j["packets_sent"] = l.udp->packets_sent;
+    j["packets_lost"] = l.udp->packets_lost;
+    j["packets_retransmitted"] = l.udp->packets_retransmitted;
+    j["bytes_retransmitted"] = l.udp->bytes_retransmitted;
+    j["srtt_ms"] = l.udp->srtt_ms;
+    j["min_rtt_ms"] = l.udp->min_rtt_ms;
+    j["cc_rate_bytes_per_sec"] = l.udp->cc_rate_bytes_per_sec;
+    j["cc_rate_mbit_per_sec"] = l.udp->cc_rate_bytes_per_sec * 8 / 1e6;
+    j["cwnd_bytes"] = l.udp->cwnd_bytes;
+  }
+  return j;
 }
 
 nlohmann::json to_json(const TransferReport& r) {

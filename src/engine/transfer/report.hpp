@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,8 +13,22 @@
 
 namespace braid::transfer {
 
+/// A UDP lane's transport counters (sending end; cumulative over the session).
+struct UdpLaneReport {
+  uint64_t packets_sent = 0;
+  uint64_t packets_lost = 0;
+  uint64_t packets_retransmitted = 0;
+  uint64_t bytes_retransmitted = 0;
+  double srtt_ms = 0;
+  double min_rtt_ms = 0;
+  double cc_rate_bytes_per_sec = 0;  // the controller's pacing rate at the end (after --rate-limit)
+  uint64_t cwnd_bytes = 0;
+};
+
 struct LaneReport {
   uint32_t lane_id = 0;
+  std::string kind = "tcp";  // "tcp" or "udp"
+  std::optional<UdpLaneReport> udp;
   std::string name;
   std::string local;
   std::string remote;

@@ -1,6 +1,8 @@
 #include "engine/transfer/sender_session.hpp"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +19,7 @@
 #include "engine/transfer/code_text.hpp"
 #include "engine/transfer/exit_codes.hpp"
 #include "engine/transfer/progress_line.hpp"
+#include "engine/udp/udp_send_lane.hpp"
 
 namespace braid::transfer {
 
@@ -25,9 +28,20 @@ using security::kFrameTagSize;
 
 struct SenderSession::Lane {
   uint32_t id = 0;
-  std::unique_ptr<lanes::LaneLink> link;
+  std::unique_ptr<lanes::LaneLink> link;      // TCP lanes
+  std::unique_ptr<udp::UdpSendLane> udp;      // UDP lanes
+  std::unique_ptr<UdpEvents> udp_events;
   std::string name, local, remote;
   bool alive = true;
+  /// Carries pieces. Lane 0 does not while UDP lanes do: it carries the UDP
+  /// lanes' piece headers and acks, which must not queue behind data.
+  bool data = true;
+  bool udp_kind = false;  // fixed at creation (udp is released at the session's end)
+  bool is_udp() const { return udp_kind; }
+  // UDP lanes, under mu_: pieces handed to the lane (for Cancel), bytes handed (the kill test hook).
+  std::map<core::PieceId, uint64_t> udp_handed;  // piece -> lane piece id
+  uint64_t udp_bytes = 0;
+  uint64_t kill_after = UINT64_MAX;
   std::string close_reason;
   // Per transfer, under mu_:
   std::optional<core::LaneId> sched;
@@ -68,12 +82,44 @@ struct SenderSession::Active {
   std::unique_ptr<ProgressLine> progress;
 };
 
+// The UDP lane's events, forwarded to the session (on the lane's I/O thread).
+class SenderSession::UdpEvents : public udp::UdpSendEvents {
+ public:
+  UdpEvents(SenderSession& s, Lane& lane) : s_(s), lane_(lane) {}
+  void on_piece_started(uint64_t piece) override { s_.on_udp_started(lane_, piece); }
+  void on_piece_acked(uint64_t piece) override { s_.on_udp_acked(lane_, piece); }
+  void on_closed(const std::string& reason) override { s_.close_lane(lane_, reason, true); }
+
+ private:
+  SenderSession& s_;
+  Lane& lane_;
+};
+
+struct SenderSession::LanePath {
+  std::optional<lanes::Endpoint> local;
+  lanes::Endpoint remote;
+  bool udp = false;
+};
+
 namespace {
 
 const std::string kPeerClosedPrefix = "closed by the receiver: ";
 
-// "LOCAL=REMOTE:PORT".
-bool parse_lane_spec(const std::string& spec, lanes::Endpoint& local, lanes::Endpoint& remote) {
+// A UDP lane's piece id names the transfer too, so the receiver's on_data
+// knows where the bytes go without waiting for the piece's header.
+uint64_t udp_piece_id(uint32_t transfer, core::PieceId piece) {
+  return (static_cast<uint64_t>(transfer) << 32) | static_cast<uint32_t>(piece);
+}
+
+// "[tcp:|udp:]LOCAL=REMOTE:PORT"; `udp` keeps its value without a prefix.
+bool parse_lane_spec(std::string spec, lanes::Endpoint& local, lanes::Endpoint& remote, bool& udp) {
+  if (spec.rfind("udp:", 0) == 0) {
+    udp = true;
+    spec = spec.substr(4);
+  } else if (spec.rfind("tcp:", 0) == 0) {
+    udp = false;
+    spec = spec.substr(4);
+  }
   auto eq = spec.find('=');
   if (eq == std::string::npos) return false;
   auto l = lanes::parse_numeric_endpoint(spec.substr(0, eq), 0);
@@ -143,6 +189,15 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
                        {"peer", s->peer_name_},
                        {"how", session.value().peer().how == security::PeerAuth::paired ? "paired" : "pinned"}});
 
+  // `--transport auto`: UDP lanes when the handshake already showed a long
+  // RTT or a retransmission (where TCP's loss response costs most), TCP lanes
+  // otherwise (loopback, LAN: TCP is cheaper per byte there).
+  bool udp_default = opts.transport == Transport::udp;
+  if (opts.transport == Transport::automatic) {
+    uint32_t rtt_us = 0, retrans = 0;
+    if (lanes::tcp_path_info(fd.get(), rtt_us, retrans)) udp_default = rtt_us >= 5000 || retrans > 0;
+    log.write("transport", {{"choice", udp_default ? "udp" : "tcp"}, {"rtt_us", rtt_us}, {"retransmits", retrans}});
+  }
   // From here on lane 0 carries sealed frames; the TLS session's work is done.
   const lanes::Endpoint local = lanes::local_endpoint_of(fd.get());
   auto link = lanes::LaneLink::create(std::move(fd), s->session_id_, 0, s->secret_, security::Role::client, error);
@@ -153,7 +208,14 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
       !wire::decode(first.payload, addrs))
     return Failure{kExitFailure, "the receiver did not send its addresses: " + first.reason};
   s->add_lane(std::move(link), local.str(), remote.str());
-  s->open_extra_lanes(opts, local, remote, addrs.endpoints);
+  s->open_extra_lanes(opts, local, remote, addrs.endpoints, udp_default);
+  {
+    // Lane 0 carries data unless UDP lanes do (see Lane::data).
+    std::lock_guard lock(s->mu_);
+    bool udp = false;
+    for (auto& l : s->lanes_) udp = udp || (l->is_udp() && l->alive);
+    s->lanes_[0]->data = !udp;
+  }
   return s;
 }
 
@@ -179,20 +241,18 @@ void SenderSession::add_lane(std::unique_ptr<lanes::LaneLink> link, const std::s
 
 void SenderSession::open_extra_lanes(const ConnectOptions& opts, const lanes::Endpoint& first_local,
                                      const lanes::Endpoint& first_remote,
-                                     const std::vector<std::string>& advertised) {
-  struct Path {
-    std::optional<lanes::Endpoint> local;
-    lanes::Endpoint remote;
-  };
+                                     const std::vector<std::string>& advertised, bool udp_default) {
+  using Path = LanePath;
   std::vector<Path> paths;
   if (!opts.lanes.empty()) {
     for (const auto& spec : opts.lanes) {
       lanes::Endpoint l, r;
-      if (!parse_lane_spec(spec, l, r)) {
-        log_.write("lane_skipped", {{"spec", spec}, {"reason", "not LOCAL=REMOTE:PORT"}});
+      bool udp = udp_default;
+      if (!parse_lane_spec(spec, l, r, udp)) {
+        log_.write("lane_skipped", {{"spec", spec}, {"reason", "not [tcp:|udp:]LOCAL=REMOTE:PORT"}});
         continue;
       }
-      paths.push_back({l, r});
+      paths.push_back({l, r, udp});
     }
   } else {
     // One path per (local interface, advertised address) pair of one family
@@ -204,7 +264,7 @@ void SenderSession::open_extra_lanes(const ConnectOptions& opts, const lanes::En
       if (!r || r->is_link_local() || r->is_loopback() != first_remote.is_loopback()) continue;
       for (const auto& l : locals) {
         if (l.family() != r->family() || l.is_loopback() != r->is_loopback()) continue;
-        pairs.push_back({l, *r});
+        pairs.push_back({l, *r, udp_default});
       }
     }
     // The bootstrap lane's own path comes first; it already has one lane.
@@ -218,13 +278,38 @@ void SenderSession::open_extra_lanes(const ConnectOptions& opts, const lanes::En
       for (int k = is_first ? 1 : 0; k < streams; ++k) paths.push_back(p);
     }
     if (pairs.empty())  // nothing usable advertised: more streams on the bootstrap path
-      for (int k = 1; k < std::max(1, opts.streams); ++k) paths.push_back({std::nullopt, first_remote});
+      for (int k = 1; k < std::max(1, opts.streams); ++k) paths.push_back({std::nullopt, first_remote, udp_default});
+    // With UDP lanes lane 0 carries no data, so the bootstrap path gets its full count of UDP lanes.
+    if (udp_default && !pairs.empty()) {
+      for (const auto& p : pairs)
+        if (p.remote.str() == first_remote.str() && p.local->same_host(first_local)) {
+          paths.insert(paths.begin(), p);
+          break;
+        }
+    }
   }
   if (paths.size() + 1 > opts.max_lanes) paths.resize(opts.max_lanes > 0 ? opts.max_lanes - 1 : 0);
 
+  // --rate-limit caps the whole transfer: an even share per data lane planned
+  // (lane 0 is one of them unless UDP lanes carry the data).
+  bool any_udp = false;
+  for (const auto& p : paths) any_udp = any_udp || p.udp;
+  std::optional<Rate> per_lane;
+  if (opts.rate_limit) {
+    const size_t n = paths.size() + (any_udp ? 0 : 1);
+    per_lane = Rate::bytes_per_sec(opts.rate_limit->bytes_per_second() / static_cast<double>(std::max<size_t>(1, n)));
+    if (!any_udp) lanes::set_max_pacing_rate(lanes_[0]->link->fd(), *per_lane);
+  }
+
   std::vector<std::thread> connectors;
   for (size_t i = 0; i < paths.size(); ++i) {
-    connectors.emplace_back([this, &opts, p = paths[i], lane_id = static_cast<uint32_t>(i + 1)] {
+    if (paths[i].udp) {
+      connectors.emplace_back([this, &opts, p = paths[i], lane_id = static_cast<uint32_t>(i + 1), per_lane] {
+        open_udp_lane(opts, p, lane_id, per_lane);
+      });
+      continue;
+    }
+    connectors.emplace_back([this, &opts, p = paths[i], lane_id = static_cast<uint32_t>(i + 1), per_lane] {
       std::string error;
       int err = 0;
       // Extra lanes wait less than the first: an advertised address that does
@@ -236,6 +321,7 @@ void SenderSession::open_extra_lanes(const ConnectOptions& opts, const lanes::En
         return;
       }
       const std::string local = lanes::local_endpoint_of(fd.get()).str();
+      if (per_lane) lanes::set_max_pacing_rate(fd.get(), *per_lane);
       timeval tv{10, 0};
       ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
       const int raw = fd.get();
@@ -269,7 +355,7 @@ size_t SenderSession::live_lanes() const {
 // ---- scheduling glue ---------------------------------------------------------
 
 void SenderSession::attach_lane_locked(Lane& lane) {
-  if (!active_ || !lane.alive || lane.sched) return;
+  if (!active_ || !lane.alive || !lane.data || lane.sched) return;
   core::LaneConfig cfg;
   cfg.name = lane.name;
   const core::LaneId id = active_->sched.add_lane(cfg, now());
@@ -277,8 +363,14 @@ void SenderSession::attach_lane_locked(Lane& lane) {
   if (active_->sched_to_lane.size() <= id) active_->sched_to_lane.resize(id + 1);
   for (size_t i = 0; i < lanes_.size(); ++i)
     if (lanes_[i].get() == &lane) active_->sched_to_lane[id] = i;
-  lane.wire_at_start = lane.link->bytes_sent();
-  lane.rejected_at_start = lane.link->rejected_total();
+  if (lane.is_udp()) {
+    const auto c = lane.udp->counters();
+    lane.wire_at_start = c.wire_bytes_sent;
+    lane.rejected_at_start = c.rejected_total();
+  } else {
+    lane.wire_at_start = lane.link->bytes_sent();
+    lane.rejected_at_start = lane.link->rejected_total();
+  }
   lane.first_send = Time::never();
 }
 
@@ -293,6 +385,9 @@ void SenderSession::drain_locked() {
       Lane& lane = *lanes_[active_->sched_to_lane[c->lane]];
       if (lane.sending == c->piece) {
         lane.cancel_current = true;
+      } else if (auto it = lane.udp_handed.find(c->piece); it != lane.udp_handed.end()) {
+        lane.udp->cancel_piece(it->second);  // posts to the lane's thread: no wait under mu_
+        lane.udp_handed.erase(it);
       } else {
         std::erase_if(lane.queue, [&](const core::Assign& q) { return q.piece == c->piece; });
       }
@@ -307,7 +402,7 @@ SenderSession::Lane* SenderSession::control_lane_locked() {
   Lane* best = nullptr;
   double best_rtt = 1e300;
   for (auto& l : lanes_) {
-    if (!l->alive) continue;
+    if (!l->alive || l->is_udp()) continue;  // UDP lanes carry piece data only
     double rtt = 1e299;
     if (active_ && l->sched) {
       const auto srtt = active_->sched.estimator(*l->sched).srtt();
@@ -359,10 +454,24 @@ void SenderSession::close_lane(Lane& lane, const std::string& reason, bool annou
       drain_locked();
     }
     lane.queue.clear();
+    lane.udp_handed.clear();
+    // Lane 0 takes data again when no data lane is left, rather than
+    // leaving the transfer to stall while the control lane lives.
+    bool data_left = false;
+    for (auto& l : lanes_) data_left = data_left || (l->alive && l->data);
+    if (!data_left && !lanes_.empty() && lanes_[0]->alive && !lanes_[0]->data) {
+      lanes_[0]->data = true;
+      attach_lane_locked(*lanes_[0]);
+      drain_locked();
+      log_.write("lane_data", {{"lane", lanes_[0]->id}, {"reason", "no other data lane left"}});
+    }
     cv_.notify_all();
   }
   log_.write("lane_closed", {{"lane", lane.id}, {"reason", reason}});
-  lane.link->shutdown();
+  if (lane.is_udp()) {
+    if (lane.udp) lane.udp->close(reason);  // idempotent; from its own on_closed too (it only posts)
+  } else
+    lane.link->shutdown();
   if (announce && !closing_) {
     wire::LaneClosed msg;
     msg.lane_id = lane.id;
@@ -394,19 +503,27 @@ void SenderSession::reader_loop(Lane& lane) {
     switch (in.type) {
       case wire::FrameType::ack: {
         wire::Ack ack;
-        if (!wire::decode(in.payload, ack)) break;
-        std::lock_guard lock(mu_);
-        if (!active_ || ack.transfer_id != active_->id || !lane.sched) break;
-        if (ack.status != wire::AckStatus::ok) {
-          if (ack.status == wire::AckStatus::hash_mismatch)
-            fail_transfer_locked(kExitVerifyFailed, "the receiver's hash of piece " + std::to_string(ack.piece) +
-                                                        " did not match (did a file change while it was sent?)");
-          break;  // write failures come with a result message
+        if (wire::decode(in.payload, ack)) on_transfer_ack(lane, ack);
+        break;
+      }
+      case wire::FrameType::lane_ack: {
+        wire::LaneAck la;
+        if (!wire::decode(in.payload, la)) break;
+        Lane* target = nullptr;
+        {
+          std::lock_guard lock(mu_);
+          for (auto& l : lanes_)
+            if (l->id == la.lane_id) target = l.get();
         }
-        if (ack.piece >= active_->sched.plan().piece_count()) break;
-        active_->sched.on_ack(*lane.sched, ack.piece, now(), Duration::nanos(static_cast<int64_t>(ack.recv_duration_ns)));
-        log_progress_locked();
-        drain_locked();
+        if (target) on_transfer_ack(*target, la.ack);
+        break;
+      }
+      case wire::FrameType::udp_ready: {
+        wire::UdpReady r;
+        if (!wire::decode(in.payload, r)) break;
+        std::lock_guard lock(mu_);
+        udp_ready_[r.lane_id] = r;
+        cv_.notify_all();
         break;
       }
       case wire::FrameType::accept: {
@@ -460,6 +577,7 @@ void SenderSession::reader_loop(Lane& lane) {
 }
 
 void SenderSession::writer_loop(Lane& lane) {
+  if (lane.is_udp()) return udp_feeder_loop(lane);
   std::vector<uint8_t> buf(kFrameHeaderSize + wire::PieceHeader::kSize + kFrameData + kFrameTagSize);
   for (;;) {
     core::Assign a;
@@ -550,6 +668,191 @@ SenderSession::PieceEnd SenderSession::send_piece(Lane& lane, const core::Assign
     off += n;
   }
   return PieceEnd::sent;
+}
+
+// ---- acks ------------------------------------------------------------------------
+
+void SenderSession::on_transfer_ack(Lane& lane, const wire::Ack& ack) {
+  std::lock_guard lock(mu_);
+  if (!active_ || ack.transfer_id != active_->id || !lane.sched) return;
+  if (ack.status != wire::AckStatus::ok) {
+    if (ack.status == wire::AckStatus::hash_mismatch)
+      fail_transfer_locked(kExitVerifyFailed, "the receiver's hash of piece " + std::to_string(ack.piece) +
+                                                  " did not match (did a file change while it was sent?)");
+    return;  // write failures come with a result message
+  }
+  if (ack.piece >= active_->sched.plan().piece_count()) return;
+  active_->sched.on_ack(*lane.sched, ack.piece, now(), Duration::nanos(static_cast<int64_t>(ack.recv_duration_ns)));
+  log_progress_locked();
+  drain_locked();
+}
+
+// ---- UDP lanes -------------------------------------------------------------------
+//
+// A UDP lane joins over a TCP lane: udp_open (lane id, the receiver address
+// to bind) → the receiver opens a UDP socket for that lane alone and answers
+// udp_ready with its port; the lane's datagrams are sealed with
+// derive_lane_keys(lane secret, session id, lane id) like a TCP lane's frames.
+// Per piece the feeder thread reads and hashes the whole piece, sends its
+// header (udp_piece) over a TCP lane, then hands the bytes to the lane. The
+// receiver acks the verified piece with lane_ack over a TCP lane: that is the
+// scheduler's on_ack, as for TCP lanes; the lane's own transport ack
+// (on_piece_acked) is the scheduler's on_written.
+
+void SenderSession::open_udp_lane(const ConnectOptions& opts, const LanePath& p, uint32_t lane_id,
+                                  std::optional<Rate> per_lane) {
+  auto fail = [&](const std::string& why) {
+    log_.write("lane_failed", {{"lane", lane_id}, {"kind", "udp"}, {"remote", p.remote.str()}, {"reason", why}});
+  };
+  if (!send_control(wire::UdpOpen{lane_id, p.remote.str()})) return fail("no control lane");
+  wire::UdpReady ready;
+  {
+    std::unique_lock lock(mu_);
+    const bool got = cv_.wait_for(lock, std::chrono::milliseconds(std::min(opts.connect_timeout_ms, 3000)),
+                                  [&] { return udp_ready_.count(lane_id) > 0 || closing_; });
+    if (!got || closing_) return fail("the receiver did not answer udp_open");
+    ready = udp_ready_[lane_id];
+  }
+  if (ready.address.empty()) return fail("refused by the receiver: " + ready.error);
+  udp::UdpLaneConfig cfg;
+  cfg.lane_id = lane_id;
+  cfg.session_id = session_id_;
+  cfg.lane_secret = secret_;
+  cfg.role = security::Role::client;
+  auto remote = udp::SocketAddress::parse(ready.address);
+  if (!remote || remote->family() != p.remote.family()) return fail("the receiver gave a bad UDP address");
+  cfg.remote = *remote;
+  if (p.local) {
+    lanes::Endpoint l = *p.local;
+    l.set_port(0);
+    if (auto a = udp::SocketAddress::parse(l.str())) cfg.local = *a;
+  }
+  if (!cfg.local.valid()) cfg.local = *udp::SocketAddress::parse(remote->family() == AF_INET6 ? "[::]:0" : "0.0.0.0:0");
+  cfg.packet_size = opts.packet_size;
+  cfg.cc = opts.cc;
+  cfg.rate_limit = per_lane;
+  cfg.cc_seed = lane_id;
+  // The lane object must exist before its thread can call events on it:
+  // create the Lane first, then start the UDP lane into it.
+  auto lane = std::make_unique<Lane>();
+  lane->id = lane_id;
+  lane->udp_kind = true;
+  lane->udp_events = std::make_unique<UdpEvents>(*this, *lane);
+  std::string error;
+  auto udp_lane = udp::UdpSendLane::start(cfg, *lane->udp_events, error);
+  if (!udp_lane) return fail(error);
+  lane->udp = std::move(udp_lane);
+  lane->local = lane->udp->local_address().str();
+  lane->remote = ready.address;
+  lane->name = "lane" + std::to_string(lane_id) + " udp " + lane->local + "->" + lane->remote;
+  if (const char* k = std::getenv("BRAID_TEST_KILL_LANE")) {
+    long id = -1;
+    unsigned long long after = 0;
+    if (std::sscanf(k, "%ld:%llu", &id, &after) == 2 && id == static_cast<long>(lane_id)) lane->kill_after = after;
+  }
+  Lane& l = *lane;
+  {
+    std::lock_guard lock(mu_);
+    lanes_.push_back(std::move(lane));
+    attach_lane_locked(l);
+    drain_locked();
+  }
+  log_.write("lane_open", {{"lane", l.id}, {"kind", "udp"}, {"local", l.local}, {"remote", l.remote},
+                           {"packet_size", cfg.packet_size}, {"cc", cfg.cc}});
+  l.writer = std::thread([this, &l] { udp_feeder_loop(l); });
+}
+
+bool SenderSession::read_range(Active& t, uint64_t off, uint64_t n, uint8_t* dst, std::string& error) {
+  return t.layout.for_each(off, n, [&](const files::Extent& x) {
+    auto fd = t.fds.get(x.entry, error);
+    if (!fd) return false;
+    uint8_t* p = dst + (x.transfer_offset - off);
+    uint64_t left = x.length, at = x.file_offset;
+    while (left > 0) {
+      ssize_t got = ::pread(fd->get(), p, left, static_cast<off_t>(at));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        error = got == 0 ? "a file shrank while it was being sent" : std::string("read failed: ") + std::strerror(errno);
+        return false;
+      }
+      p += got;
+      at += static_cast<uint64_t>(got);
+      left -= static_cast<uint64_t>(got);
+    }
+    return true;
+  });
+}
+
+void SenderSession::udp_feeder_loop(Lane& lane) {
+  for (;;) {
+    core::Assign a;
+    Active* t = nullptr;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return !lane.alive || closing_ || (active_ && !lane.queue.empty()); });
+      if (!lane.alive || closing_) return;
+      a = lane.queue.front();
+      lane.queue.pop_front();
+      lane.sending = a.piece;
+      lane.cancel_current = false;
+      t = active_.get();
+    }
+    // Read and hash the whole piece first: its header (with the hash) goes
+    // ahead of its bytes, and the lane keeps the buffer for resends.
+    const uint64_t len = a.length.count();
+    std::shared_ptr<uint8_t[]> buf(new uint8_t[std::max<uint64_t>(1, len)]);
+    std::string error;
+    const bool read_ok = read_range(*t, a.offset.count(), len, buf.get(), error);
+    files::PieceHasher hasher(t->hash);
+    if (read_ok) hasher.update(std::span<const uint8_t>(buf.get(), len));
+    wire::UdpPiece header{lane.id, t->id, static_cast<uint32_t>(a.piece), static_cast<uint32_t>(a.chunk),
+                          a.offset.count(), len, read_ok ? hasher.finish() : wire::Digest{}};
+    bool go = false;
+    {
+      std::lock_guard lock(mu_);
+      lane.sending.reset();
+      cv_.notify_all();
+      if (!read_ok) {
+        fail_transfer_locked(kExitFailure, error);
+        continue;
+      }
+      if (t->piece_hash.size() <= a.piece) t->piece_hash.resize(a.piece + 1);
+      t->piece_hash[a.piece] = header.hash;
+      go = lane.alive && !lane.cancel_current && lane.sched.has_value();
+      if (go) lane.udp_handed[a.piece] = udp_piece_id(t->id, a.piece);
+    }
+    if (!go) continue;
+    if (!send_control(header)) continue;  // no TCP lane left: the session is over
+    lane.udp->send_piece(udp_piece_id(t->id, a.piece), a.offset.count(), len,
+                         std::shared_ptr<const uint8_t>(buf, buf.get()));
+    bool kill = false;
+    {
+      std::lock_guard lock(mu_);
+      lane.udp_bytes += len;
+      kill = lane.udp_bytes >= lane.kill_after;
+    }
+    if (kill) {
+      log_.write("test_hook", {{"lane", lane.id}, {"hook", "BRAID_TEST_KILL_LANE"}});
+      lane.udp->close("test hook: lane killed after " + std::to_string(lane.udp_bytes) + " bytes");
+    }
+  }
+}
+
+void SenderSession::on_udp_started(Lane& lane, uint64_t piece) {
+  std::lock_guard lock(mu_);
+  if (!active_ || !lane.sched || (piece >> 32) != active_->id) return;
+  const Time n = now();
+  if (lane.first_send == Time::never()) lane.first_send = n;
+  active_->sched.on_send_started(*lane.sched, static_cast<core::PieceId>(piece & 0xffffffffu), n);
+  drain_locked();
+}
+
+void SenderSession::on_udp_acked(Lane& lane, uint64_t piece) {
+  std::lock_guard lock(mu_);
+  lane.udp_handed.erase(static_cast<core::PieceId>(piece & 0xffffffffu));
+  if (!active_ || !lane.sched || (piece >> 32) != active_->id) return;
+  active_->sched.on_written(*lane.sched, static_cast<core::PieceId>(piece & 0xffffffffu), now());
+  drain_locked();
 }
 
 // ---- transfers -----------------------------------------------------------------
@@ -731,6 +1034,8 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
   for (auto& l : lanes_) {
     l->queue.clear();
     l->cancel_current = true;
+    for (const auto& [piece, id] : l->udp_handed) l->udp->cancel_piece(id);  // e.g. duplicates still in flight
+    l->udp_handed.clear();
   }
   cv_.wait(lock, [&] {
     for (auto& l : lanes_)
@@ -799,7 +1104,18 @@ TransferReport SenderSession::build_report_locked(const files::SourceTree& tree)
     l.remote = lane.remote;
     l.bytes = st.useful_bytes.count();
     l.acked_bytes = st.acked_bytes.count();
-    l.wire_bytes = lane.link->bytes_sent() - lane.wire_at_start;
+    l.kind = lane.is_udp() ? "udp" : "tcp";
+    if (lane.is_udp()) {
+      const auto c = lane.udp->counters();
+      l.wire_bytes = c.wire_bytes_sent - lane.wire_at_start;
+      l.rejected_frames = c.rejected_total() - lane.rejected_at_start;
+      l.udp = UdpLaneReport{c.packets_sent,      c.packets_lost,  c.packets_retransmitted,
+                            c.data_bytes_retransmitted, c.srtt_ms, c.min_rtt_ms,
+                            c.rate_bytes_per_sec, c.cwnd_bytes};
+    } else {
+      l.wire_bytes = lane.link->bytes_sent() - lane.wire_at_start;
+      l.rejected_frames = lane.link->rejected_total() - lane.rejected_at_start;
+    }
     l.chunks = st.pieces;
     l.share = static_cast<double>(l.bytes) / total;
     if (lane.first_send != Time::never() && st.acked_bytes.count() > 0 && st.last_ack > lane.first_send)
@@ -809,7 +1125,6 @@ TransferReport SenderSession::build_report_locked(const files::SourceTree& tree)
     l.stalls = st.stalls;
     l.duplicates = st.duplicates;
     l.abandoned = st.abandoned;
-    l.rejected_frames = lane.link->rejected_total() - lane.rejected_at_start;
     l.open_at_end = lane.alive;
     l.close_reason = lane.close_reason;
     r.lanes.push_back(l);
@@ -839,10 +1154,20 @@ void SenderSession::close() {
       return true;
     });
   }
-  for (auto& l : lanes_) l->link->shutdown();
+  for (auto& l : lanes_) {
+    if (l->is_udp())
+      l->udp->close("session closed");
+    else
+      l->link->shutdown();
+  }
   for (auto& l : lanes_) {
     if (l->reader.joinable()) l->reader.join();
     if (l->writer.joinable()) l->writer.join();
+  }
+  // A UDP lane's destructor joins its I/O thread, whose events take mu_: not under it.
+  for (auto& l : lanes_) {
+    auto u = std::move(l->udp);  // l->udp is null while its thread's last events run
+    u.reset();
   }
   log_.write("status", {{"status", "closed"}});
 }

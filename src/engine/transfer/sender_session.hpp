@@ -35,6 +35,7 @@
 #include "engine/transfer/event_log.hpp"
 #include "engine/transfer/local_host.hpp"
 #include "engine/transfer/report.hpp"
+#include "engine/udp/udp_lane_types.hpp"
 #include "engine/wire/messages.hpp"
 
 namespace braid::transfer {
@@ -44,11 +45,21 @@ constexpr uint16_t kDefaultPort = 7878;
 /// a GCM setup, a header) vanish next to the per-byte work.
 constexpr size_t kFrameData = 256 * 1024;
 
+/// What kind of lanes discovered paths (and `--lane` specs without a
+/// `tcp:`/`udp:` prefix) get. `automatic`: see docs/engine.md ("auto").
+enum class Transport { tcp, udp, automatic };
+
 struct ConnectOptions {
   std::string remote;                 // HOST[:PORT]
   std::optional<std::string> code;    // the receiver's pairing code
   int streams = 2;                    // lanes per path
-  std::vector<std::string> lanes;     // LOCAL=REMOTE:PORT, by hand
+  std::vector<std::string> lanes;     // [tcp:|udp:]LOCAL=REMOTE:PORT, by hand
+  Transport transport = Transport::tcp;
+  std::string cc = "delay";           // UDP lanes' congestion controller (--cc, --background)
+  size_t packet_size = udp::kDefaultPacketSize;
+  /// Caps the whole transfer: split evenly over the data lanes planned at
+  /// connect time (UDP: the lane's pacer; TCP: SO_MAX_PACING_RATE).
+  std::optional<Rate> rate_limit;
   size_t max_lanes = 16;
   std::optional<std::filesystem::path> config_dir;  // default: $XDG_CONFIG_HOME/braid
   int connect_timeout_ms = 10'000;
@@ -98,14 +109,23 @@ class SenderSession {
  private:
   struct Lane;
   struct Active;
+  class UdpEvents;
+  struct LanePath;
 
   SenderSession(EventLog& log);
   Time now() const;
   void add_lane(std::unique_ptr<lanes::LaneLink> link, const std::string& local, const std::string& remote);
   void open_extra_lanes(const ConnectOptions& opts, const lanes::Endpoint& first_local,
-                        const lanes::Endpoint& first_remote, const std::vector<std::string>& advertised);
+                        const lanes::Endpoint& first_remote, const std::vector<std::string>& advertised, bool udp_default);
   void reader_loop(Lane& lane);
   void writer_loop(Lane& lane);
+  // UDP lanes (sender_session.cpp, "UDP lanes").
+  void open_udp_lane(const ConnectOptions& opts, const LanePath& p, uint32_t lane_id, std::optional<Rate> per_lane);
+  void udp_feeder_loop(Lane& lane);
+  bool read_range(Active& t, uint64_t off, uint64_t n, uint8_t* dst, std::string& error);
+  void on_udp_started(Lane& lane, uint64_t piece);
+  void on_udp_acked(Lane& lane, uint64_t piece);
+  void on_transfer_ack(Lane& lane, const wire::Ack& ack);
   enum class PieceEnd { sent, cancelled, lane_failed, read_failed };
   PieceEnd send_piece(Lane& lane, const core::Assign& a, Active& t, std::vector<uint8_t>& buf, std::string& error);
   void close_lane(Lane& lane, const std::string& reason, bool announce);
@@ -134,6 +154,7 @@ class SenderSession {
   std::map<uint32_t, OfferAnswer> answers_;
   std::map<uint32_t, wire::TransferResult> results_;
   std::optional<wire::ErrorMessage> peer_error_;
+  std::map<uint32_t, wire::UdpReady> udp_ready_;  // answers to udp_open, by lane id
   uint32_t next_transfer_id_ = 1;
   bool closing_ = false;
 };

@@ -309,4 +309,71 @@ bool decode_piece_header(std::span<const uint8_t> payload, PieceHeader& h, size_
   return true;
 }
 
+// ---- UDP lanes -------------------------------------------------------------------
+
+void encode(const UdpOpen& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(m.lane_id);
+  w.bytes(m.address.substr(0, kMaxReasonLength));
+}
+
+void encode(const UdpReady& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(m.lane_id);
+  w.bytes(m.address.substr(0, kMaxReasonLength));
+  w.bytes(m.error.substr(0, kMaxReasonLength));
+}
+
+void encode(const UdpPiece& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(m.lane_id);
+  w.u32(m.transfer_id);
+  w.u32(m.piece);
+  w.u32(m.chunk);
+  w.u64(m.piece_offset);
+  w.u64(m.piece_length);
+  put_digest(w, m.hash);
+}
+
+void encode(const LaneAck& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(m.lane_id);
+  encode(m.ack, out);
+}
+
+bool decode(std::span<const uint8_t> in, UdpOpen& m) {
+  ByteReader r(in);
+  m.lane_id = r.u32();
+  m.address = r.bytes(kMaxReasonLength);
+  return finish(r);
+}
+
+bool decode(std::span<const uint8_t> in, UdpReady& m) {
+  ByteReader r(in);
+  m.lane_id = r.u32();
+  m.address = r.bytes(kMaxReasonLength);
+  m.error = r.bytes(kMaxReasonLength);
+  return finish(r);
+}
+
+bool decode(std::span<const uint8_t> in, UdpPiece& m) {
+  ByteReader r(in);
+  m.lane_id = r.u32();
+  m.transfer_id = r.u32();
+  m.piece = r.u32();
+  m.chunk = r.u32();
+  m.piece_offset = r.u64();
+  m.piece_length = r.u64();
+  get_digest(r, m.hash);
+  if (!finish(r)) return false;
+  return valid_digest_size(m.hash.size) && m.piece_offset <= UINT64_MAX - m.piece_length;
+}
+
+bool decode(std::span<const uint8_t> in, LaneAck& m) {
+  if (in.size() < 4) return false;
+  ByteReader r(in.first(4));
+  m.lane_id = r.u32();
+  return r.ok() && decode(in.subspan(4), m.ack);
+}
+
 }  // namespace braid::wire

@@ -20,6 +20,11 @@
 //   result        s→c  the receiver's verdict on a whole transfer
 //   error         both a fatal session error with a reason
 //   bye           c→s  the session ends
+//   udp_open      c→s  open a UDP lane: its id and the receiver address to bind
+//   udp_ready     s→c  the receiver's UDP socket for that lane (or why not)
+//   udp_piece     c→s  a piece sent on a UDP lane: where it goes and its hash
+//   lane_ack      s→c  an ack for a piece that came on another lane (UDP lanes)
+// The udp_* messages and lane_ack travel over a TCP lane (docs/engine.md).
 #pragma once
 
 #include <array>
@@ -46,9 +51,14 @@ enum class FrameType : uint8_t {
   result = 12,
   error = 13,
   bye = 14,
+  udp_open = 15,
+  udp_ready = 16,
+  udp_piece = 17,
+  lane_ack = 18,
 };
 
-constexpr uint32_t kProtocolVersion = 1;
+/// 2: UDP lanes (udp_open, udp_ready, udp_piece, lane_ack).
+constexpr uint32_t kProtocolVersion = 2;
 constexpr size_t kMaxReasonLength = 1024;
 constexpr size_t kMaxPathBytes = 4095;     // PATH_MAX - 1
 constexpr size_t kMaxAddresses = 64;
@@ -188,6 +198,43 @@ struct Bye {
   static constexpr FrameType kType = FrameType::bye;
 };
 
+/// A UDP lane wanted: the receiver binds a UDP socket on `address`'s IP
+/// (one it advertised; the port is ignored) and answers udp_ready.
+struct UdpOpen {
+  static constexpr FrameType kType = FrameType::udp_open;
+  uint32_t lane_id = 0;
+  std::string address;
+};
+
+/// The receiver's UDP socket for a lane ("ADDR:PORT"), or empty and why not.
+struct UdpReady {
+  static constexpr FrameType kType = FrameType::udp_ready;
+  uint32_t lane_id = 0;
+  std::string address;
+  std::string error;
+};
+
+/// A piece about to travel on UDP lane `lane_id`: the sender read and hashed
+/// it whole before handing it to the lane, so the hash comes first.
+struct UdpPiece {
+  static constexpr FrameType kType = FrameType::udp_piece;
+  uint32_t lane_id = 0;
+  uint32_t transfer_id = 0;
+  uint32_t piece = 0;
+  uint32_t chunk = 0;
+  uint64_t piece_offset = 0;
+  uint64_t piece_length = 0;
+  Digest hash;
+};
+
+/// An ack for a piece that arrived on lane `lane_id` (a UDP lane, which has
+/// no frames of its own to carry it).
+struct LaneAck {
+  static constexpr FrameType kType = FrameType::lane_ack;
+  uint32_t lane_id = 0;
+  Ack ack;
+};
+
 // ---- encode: appends the payload to `out` -----------------------------------
 void encode(const LaneJoin& m, std::vector<uint8_t>& out);
 void encode(const LaneWelcome& m, std::vector<uint8_t>& out);
@@ -202,6 +249,10 @@ void encode(const Done& m, std::vector<uint8_t>& out);
 void encode(const TransferResult& m, std::vector<uint8_t>& out);
 void encode(const ErrorMessage& m, std::vector<uint8_t>& out);
 void encode(const Bye& m, std::vector<uint8_t>& out);
+void encode(const UdpOpen& m, std::vector<uint8_t>& out);
+void encode(const UdpReady& m, std::vector<uint8_t>& out);
+void encode(const UdpPiece& m, std::vector<uint8_t>& out);
+void encode(const LaneAck& m, std::vector<uint8_t>& out);
 /// Writes exactly PieceHeader::kSize bytes (in place, in front of the data).
 void encode_piece_header(const PieceHeader& h, std::span<uint8_t, PieceHeader::kSize> out);
 
@@ -219,6 +270,10 @@ bool decode(std::span<const uint8_t> in, Done& m);
 bool decode(std::span<const uint8_t> in, TransferResult& m);
 bool decode(std::span<const uint8_t> in, ErrorMessage& m);
 bool decode(std::span<const uint8_t> in, Bye& m);
+bool decode(std::span<const uint8_t> in, UdpOpen& m);
+bool decode(std::span<const uint8_t> in, UdpReady& m);
+bool decode(std::span<const uint8_t> in, UdpPiece& m);
+bool decode(std::span<const uint8_t> in, LaneAck& m);
 /// Decodes the header at the start of a piece_data payload and checks it is
 /// self-consistent (data inside the piece, a hash of the right size on the
 /// last frame). `data_length` is the payload size minus the header.
