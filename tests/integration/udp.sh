@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# UDP lanes through the real `braid` binary over loopback. One case per run:
+# udp.sh BRAID_BINARY CASE (two-lanes, mixed, rate-limit, kill-lane). Each
+# case starts `braid recv` (127.0.0.1, and ::1 when IPv6 works), runs
+# `braid send` with lanes named by hand, and checks the file's SHA-256, the
+# exit codes, the --json report and the logs.
+set -uo pipefail
+BRAID=$1
+CASE=$2
+BASE=/tmp; [ -d /dev/shm ] && [ -w /dev/shm ] && BASE=/dev/shm
+W=$(mktemp -d "$BASE/braid-udp.XXXXXX")
+RECV_PID=
+cleanup() {
+  [ -n "$RECV_PID" ] && kill "$RECV_PID" 2>/dev/null
+  rm -rf "$W"
+}
+trap cleanup EXIT
+fail() { echo "FAIL [$CASE]: $*" >&2; for f in "$W"/*.err "$W"/*.out "$W"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }; done; exit 1; }
+mkdir -p "$W/src" "$W/dst" "$W/rcfg" "$W/scfg"
+
+ipv6_ok() { python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0))' 2>/dev/null; }
+
+start_recv() {
+  local listen=(--listen 127.0.0.1:0)
+  ipv6_ok && listen+=(--listen '[::1]:0')
+  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" "${listen[@]}" --code udp-test --yes --once \
+    --json "$W/recv.json" --log "$W/recv.log" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
+  RECV_PID=$!
+  for _ in $(seq 200); do grep -q listening "$W/recv.out" 2>/dev/null && break; sleep 0.05; done
+  PORT=$(grep -o '127\.0\.0\.1:[0-9]*' "$W/recv.out" | head -1 | cut -d: -f2)
+  PORT6=$(grep -o '\[::1\]:[0-9]*' "$W/recv.out" | head -1 | sed 's/.*://')
+  [ -n "$PORT" ] || fail "receiver did not start"
+}
+
+send() {
+  local start end
+  start=$(date +%s.%N)
+  XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code udp-test --json "$W/send.json" --log "$W/send.log" "$@" \
+    > "$W/send.out" 2> "$W/send.err"
+  SEND_RC=$?
+  end=$(date +%s.%N)
+  ELAPSED=$(python3 -c "print($end - $start)")
+}
+
+wait_recv() {
+  for _ in $(seq 300); do kill -0 "$RECV_PID" 2>/dev/null || break; sleep 0.1; done
+  wait "$RECV_PID"; RECV_RC=$?; RECV_PID=
+}
+
+make_file() { head -c "$1" /dev/urandom > "$W/src/data.bin"; }
+
+check_identical() {
+  [ "$SEND_RC" = 0 ] || fail "send exited $SEND_RC"
+  wait_recv
+  [ "$RECV_RC" = 0 ] || fail "recv exited $RECV_RC"
+  [ "$(sha256sum < "$W/src/data.bin")" = "$(sha256sum < "$W/dst/data.bin")" ] || fail "SHA-256 differs"
+}
+
+# py EXPR...: runs python with `s` (send.json) and `r` (recv.json) loaded; exits 1 with the message on failure.
+check_json() {
+  python3 - "$W/send.json" "$W/recv.json" "$1" <<'PY' || fail "report check failed: $1"
+import json, sys
+s = json.load(open(sys.argv[1]))
+r = json.load(open(sys.argv[2]))
+ok = eval(sys.argv[3])
+if not ok:
+    print(json.dumps(s["lanes"], indent=1), file=sys.stderr)
+    sys.exit(1)
+PY
+}
+
+case "$CASE" in
+  two-lanes)
+    # 256 MiB over two UDP lanes: 127.0.0.1 and ::1 (two on 127.0.0.1 without IPv6).
+    make_file $((256 << 20))
+    start_recv
+    second="udp:127.0.0.1=127.0.0.1:$PORT"
+    [ -n "$PORT6" ] && second="udp:[::1]=[::1]:$PORT6"
+    send --lane "udp:127.0.0.1=127.0.0.1:$PORT" --lane "$second" "$W/src/data.bin" "127.0.0.1:$PORT"
+    check_identical
+    echo "256 MiB over 2 UDP lanes ($second) in ${ELAPSED}s"
+    check_json 's["all_verified"] and [l["kind"] for l in s["lanes"]] == ["udp", "udp"]'
+    check_json 'all(l["bytes"] > 0 and l["packets_sent"] > 0 and l["min_rtt_ms"] > 0 for l in s["lanes"])'
+    check_json 'sum(l["bytes"] for l in s["lanes"]) == 256 << 20'
+    ;;
+  mixed)
+    # 1 TCP + 2 UDP data lanes in one session (lane 0 is control only).
+    make_file $((128 << 20))
+    start_recv
+    send --lane "tcp:127.0.0.1=127.0.0.1:$PORT" --lane "udp:127.0.0.1=127.0.0.1:$PORT" \
+      --lane "udp:127.0.0.1=127.0.0.1:$PORT" "$W/src/data.bin" "127.0.0.1:$PORT"
+    check_identical
+    check_json '[l["kind"] for l in s["lanes"]] == ["tcp", "udp", "udp"]'
+    check_json 'all(k in l for l in s["lanes"] if l["kind"] == "udp" for k in ("packets_sent", "packets_lost", "packets_retransmitted", "srtt_ms", "min_rtt_ms", "cc_rate_bytes_per_sec"))'
+    check_json 'all(l["packets_sent"] > 0 and l["cc_rate_bytes_per_sec"] > 0 for l in s["lanes"] if l["kind"] == "udp")'
+    check_json '"packets_sent" not in s["lanes"][0] and sum(l["bytes"] for l in s["lanes"]) == 128 << 20'
+    check_json 'sorted(l["kind"] for l in r["transfers"][0]["lanes"]).count("udp") == 2'
+    ;;
+  rate-limit)
+    # --rate-limit caps the whole transfer (two UDP lanes share it).
+    make_file $((48 << 20))
+    start_recv
+    send --rate-limit 200Mbit/s --lane "udp:127.0.0.1=127.0.0.1:$PORT" --lane "udp:127.0.0.1=127.0.0.1:$PORT" \
+      "$W/src/data.bin" "127.0.0.1:$PORT"
+    check_identical
+    floor=$(python3 -c "print(0.9 * (48 << 20) * 8 / 200e6)")
+    echo "48 MiB at --rate-limit 200Mbit/s: ${ELAPSED}s wall (floor ${floor}s)"
+    python3 -c "import sys; sys.exit(0 if $ELAPSED >= $floor else 1)" || fail "took ${ELAPSED}s < ${floor}s: above the cap"
+    check_json 's["rate_mbit_per_sec"] <= 200 * 1.05'
+    check_json 'all(l["cc_rate_bytes_per_sec"] <= 100e6 / 8 * 1.01 for l in s["lanes"])'
+    ;;
+  kill-lane)
+    # UDP lane 1 is closed after 32 MiB: the transfer completes on lane 2,
+    # and the receiver logs lane 1 closing with the reason.
+    make_file $((128 << 20))
+    start_recv
+    BRAID_TEST_KILL_LANE=1:$((32 << 20)) send --lane "udp:127.0.0.1=127.0.0.1:$PORT" \
+      --lane "udp:127.0.0.1=127.0.0.1:$PORT" "$W/src/data.bin" "127.0.0.1:$PORT"
+    check_identical
+    grep '"lane_closed"' "$W/recv.log" | grep '"lane":1' | grep -q 'test hook: lane killed' ||
+      fail "the receiver did not log lane 1 closing with its reason"
+    check_json 'not s["lanes"][0]["open_at_end"] and "test hook" in s["lanes"][0]["close_reason"]'
+    check_json 's["lanes"][1]["open_at_end"] and s["lanes"][1]["bytes"] > 0'
+    ;;
+  *) fail "unknown case" ;;
+esac
+echo "PASS [$CASE]"
