@@ -23,6 +23,14 @@ std::string lane_table(const transfer::TransferReport& r) {
                        l.rtt_ms, l.stalls, l.duplicates, l.abandoned, l.rejected_frames,
                        l.open_at_end ? "open" : "closed: " + l.close_reason);
   }
+  // UDP lanes: the transport's own view (issue 5's per-lane fields), one line each.
+  for (const auto& l : r.lanes) {
+    if (!l.udp) continue;
+    out += fmt::format("lane {} udp: {} packets sent, {} lost, {} resent; srtt {:.2f} ms, min rtt {:.3f} ms, "
+                       "controller rate {} Mbit/s\n",
+                       l.lane_id, l.udp->packets_sent, l.udp->packets_lost, l.udp->packets_retransmitted,
+                       l.udp->srtt_ms, l.udp->min_rtt_ms, mbit(l.udp->cc_rate_bytes_per_sec));
+  }
   out += fmt::format("total {} MiB in {:.2f} s = {} Mbit/s ({:.1f} MB/s), {} files, {} stalls, {} duplicates, "
                      "{} abandoned, policy {}, hash {}: {}\n",
                      mib(r.bytes), r.seconds, mbit(r.rate_bytes_per_sec), r.rate_bytes_per_sec / 1e6, r.files,
