@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make run`: a real braid transfer on this machine. Starts `braid recv` on
 # loopback (127.0.0.1 and ::1 when IPv6 is up), sends a generated tree
-# (~256 MiB file plus small files with odd names) over several lanes with
+# (~256 MiB file plus small files with odd names) over TCP and UDP lanes with
 # `braid send`, prints the sender's per-lane report and checks with sha256sum
 # that every file arrived identical. Exits non-zero on any failure.
 set -euo pipefail
@@ -39,8 +39,14 @@ for _ in $(seq 100); do grep -q listening "$WORK/recv.out" 2>/dev/null && break;
 grep listening "$WORK/recv.out" || { cat "$WORK/recv.err" >&2; exit 1; }
 PORT=$(grep -o '127\.0\.0\.1:[0-9]*' "$WORK/recv.out" | head -1 | cut -d: -f2)
 
-echo "demo: braid send --streams 3 big.bin tree 127.0.0.1:$PORT"
-XDG_CONFIG_HOME=$WORK/send-config "$BRAID" send --code "$CODE" --streams 3 --json "$WORK/send.json" \
+# Lanes by hand: two TCP lanes on 127.0.0.1, one on ::1 when IPv6 is up, and
+# one UDP lane (lane 0 then only carries control: docs/engine.md, "UDP lanes").
+PORT6=$(grep -o '\[::1\]:[0-9]*' "$WORK/recv.out" | head -1 | sed 's/.*://' || true)
+LANES=(--lane "tcp:127.0.0.1=127.0.0.1:$PORT" --lane "tcp:127.0.0.1=127.0.0.1:$PORT")
+[ -n "$PORT6" ] && LANES+=(--lane "tcp:[::1]=[::1]:$PORT6")
+LANES+=(--lane "udp:127.0.0.1=127.0.0.1:$PORT")
+echo "demo: braid send ${LANES[*]} big.bin tree 127.0.0.1:$PORT"
+XDG_CONFIG_HOME=$WORK/send-config "$BRAID" send --code "$CODE" "${LANES[@]}" --json "$WORK/send.json" \
   --log "$WORK/send.log" "$SRC/big.bin" "$SRC/tree" "127.0.0.1:$PORT"
 wait "$RECV_PID"; RECV_PID=
 
