@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # UDP lanes through the real `braid` binary over loopback. One case per run:
-# udp.sh BRAID_BINARY CASE (two-lanes, mixed, rate-limit, kill-lane). Each
+# udp.sh BRAID_BINARY CASE (two-lanes, mixed, rate-limit, kill-lane, transport). Each
 # case starts `braid recv` (127.0.0.1, and ::1 when IPv6 works), runs
 # `braid send` with lanes named by hand, and checks the file's SHA-256, the
 # exit codes, the --json report and the logs.
@@ -121,6 +121,21 @@ case "$CASE" in
       fail "the receiver did not log lane 1 closing with its reason"
     check_json 'not s["lanes"][0]["open_at_end"] and "test hook" in s["lanes"][0]["close_reason"]'
     check_json 's["lanes"][1]["open_at_end"] and s["lanes"][1]["bytes"] > 0'
+    ;;
+  transport)
+    # --transport udp: discovered lanes are UDP (lane 0 carries control only);
+    # --transport auto on loopback (RTT well under 5 ms) picks TCP and logs why.
+    make_file $((32 << 20))
+    start_recv
+    send --transport udp --streams 2 "$W/src/data.bin" "127.0.0.1:$PORT"
+    check_identical
+    check_json 'len(s["lanes"]) >= 2 and all(l["kind"] == "udp" for l in s["lanes"])'
+    rm -rf "$W/dst"/* "$W/rcfg"/* "$W/scfg"/*
+    start_recv
+    send --transport auto "$W/src/data.bin" "127.0.0.1:$PORT"
+    check_identical
+    grep '"transport"' "$W/send.log" | grep -q '"choice":"tcp"' || fail "auto did not log its choice of tcp"
+    check_json 'all(l["kind"] == "tcp" for l in s["lanes"])'
     ;;
   *) fail "unknown case" ;;
 esac
