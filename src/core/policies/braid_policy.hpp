@@ -5,9 +5,9 @@
 //    (planning::water_fill). A lane takes work only up to its share of that
 //    plan, so a slow lane is used exactly as much as it shortens the transfer
 //    and never more (it can never make the transfer slower than without it).
-//  * Full pipes: a lane may hold rate × RTT × 2 plus one piece, so it never
-//    idles waiting for an ack (the seed's one-chunk rule lost a round trip
-//    per chunk).
+//  * Full pipes: a lane may hold rate × RTT × 2 (at least 250 ms of its rate,
+//    up to 4 MiB) plus one piece, so it never idles waiting for an ack (the
+//    seed's one-chunk rule lost a round trip per chunk).
 //  * Even ends: when a lane's share is less than a chunk, it takes a byte
 //    range of exactly its share, so all lanes finish together.
 //  * Overdue pieces (back from a stall) go to the lane that completes them
@@ -29,6 +29,13 @@ class BraidPolicy final : public Policy {
   /// Smallest byte range a chunk is cut into, and the unit shares round to.
   static constexpr Bytes kMinPiece = Bytes::kib(64);
   static constexpr Bytes kGranule = Bytes::kib(16);
+  /// What a lane may always hold: up to 4 MiB, or 250 ms of its estimated
+  /// rate if that is less. A new TCP connection grows its window faster than
+  /// acks over a round trip can raise the estimate, and a lane starved of
+  /// data at start-up never shows its rate; a slow lane's floor stays tiny,
+  /// so it commits nothing early that better estimates would give elsewhere.
+  static constexpr Bytes kInFlightFloor = Bytes::mib(4);
+  static constexpr Duration kInFlightFloorTime = Duration::millis(250);
 
   std::string_view name() const override { return "braid"; }
   std::optional<Pick> pick(const Scheduler& s, Time now) override;

@@ -15,7 +15,8 @@ std::vector<LaneId> live_lanes(const Scheduler& s);
 /// Pipelined room: the lane may hold what its path holds in flight
 /// (rate × RTT, times `gain` to leave space for the estimate to grow) plus
 /// one piece on top, so it never waits for an ack with nothing to send.
-bool has_pipelined_room(const Scheduler& s, LaneId l, Bytes piece, double gain = 2.0);
+/// `floor` is the least a lane may hold whatever its estimate says.
+bool has_pipelined_room(const Scheduler& s, LaneId l, Bytes piece, double gain = 2.0, Bytes floor = Bytes(0));
 
 /// The earliest time all remaining unassigned bytes can be acked, if every
 /// lane with a known rate takes exactly its share ("water-filling"): lane j
