@@ -424,8 +424,9 @@ class Bench:
         try:
             time.sleep(0.5)
             send = ["env", f"XDG_CONFIG_HOME={workdir}/cfg-send", b, "send", "--code", CODE]
+            kind = "" if self.args.transport == "tcp" else f"{self.args.transport}:"
             for i in lanes:
-                send += ["--lane", f"{self.addr(i, 'snd')}={self.addr(i, 'rcv')}:{BRAID_PORT}"]
+                send += ["--lane", f"{kind}{self.addr(i, 'snd')}={self.addr(i, 'rcv')}:{BRAID_PORT}"]
             send += ["--json", sjson, "--log", os.path.join(workdir, "send.log"), srcfile,
                      f"{self.addr(lanes[0], 'rcv')}:{BRAID_PORT}"]
             total_rate = sum(self.sc["links"][i]["rate_bps"] for i in lanes) or 1e9
@@ -790,6 +791,8 @@ def main():
     ap.add_argument("--size", type=parse_size, help="bytes per braid/MPTCP transfer (default: the scenario's)")
     ap.add_argument("--cc", help="TCP congestion control in both namespaces (default: the scenario's 'cc' key, else "
                     "what the namespaces inherit from the host; the one in force is recorded)")
+    ap.add_argument("--transport", choices=["tcp", "udp"], default="tcp",
+                    help="braid's lane kind on every link (default tcp)")
     ap.add_argument("--out", default=os.path.join(REPO, "bench", "out"), help="output directory")
     ap.add_argument("--workdir", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
                     help="where payload and received files go (default /dev/shm: tmpfs)")
