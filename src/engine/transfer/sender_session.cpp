@@ -627,25 +627,7 @@ SenderSession::PieceEnd SenderSession::send_piece(Lane& lane, const core::Assign
     const uint64_t n = std::min<uint64_t>(kFrameData, end - off);
     // Read the bytes once, straight into the frame buffer, and hash them
     // while they are hot in the cache; the sealer then encrypts in place.
-    const bool read_ok = t.layout.for_each(off, n, [&](const files::Extent& x) {
-      auto fd = t.fds.get(x.entry, error);
-      if (!fd) return false;
-      uint8_t* p = data + (x.transfer_offset - off);
-      uint64_t left = x.length, at = x.file_offset;
-      while (left > 0) {
-        ssize_t got = ::pread(fd->get(), p, left, static_cast<off_t>(at));
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-          error = got == 0 ? "a file shrank while it was being sent" : std::string("read failed: ") + std::strerror(errno);
-          return false;
-        }
-        p += got;
-        at += static_cast<uint64_t>(got);
-        left -= static_cast<uint64_t>(got);
-      }
-      return true;
-    });
-    if (!read_ok) return PieceEnd::read_failed;
+    if (!read_range(t, off, n, data, error)) return PieceEnd::read_failed;
     hasher.update(std::span<const uint8_t>(data, n));
     wire::PieceHeader h;
     h.transfer_id = t.id;
