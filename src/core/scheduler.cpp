@@ -196,7 +196,7 @@ AckKind Scheduler::on_ack(LaneId lane, PieceId piece, Time now, Duration recv_du
   // and has still not acked is probably lost. Give it a reorder window of a
   // quarter RTT, then let the stall machinery hand it to another lane, rather
   // than wait out the full stall deadline.
-  if (!rules_.deadline_from_assignment) {
+  if (!rules_.deadline_from_assignment && l.cfg.in_order) {
     const Duration reorder = std::max(l.est.srtt() / 4.0, Duration::millis(2));
     for (auto& g : l.flights)
       if (g.state == FlightState::sending && g.started < f->started && g.deadline > now + reorder)

@@ -31,6 +31,10 @@ struct LaneConfig {
   std::string name;
   std::optional<Rate> rate_hint;     // used only until the first ack
   std::optional<Duration> rtt_hint;  // used only until the first RTT sample
+  /// The lane completes pieces in the order it started them (a TCP stream),
+  /// so a piece overtaken by a later one was lost. A UDP lane recovers lost
+  /// packets itself and completes pieces out of order: false.
+  bool in_order = true;
 };
 
 /// Send piece `piece` (bytes [offset, offset+length) of the transfer) on `lane`.

@@ -149,6 +149,23 @@ TEST(SchedulerRules, PieceOvertakenByALaterOneIsLostNotALaneStall) {
   EXPECT_EQ(rig.sched->estimator(a).rate(), before) << "a loss says nothing about the lane's rate";
 }
 
+TEST(SchedulerRules, OutOfOrderLanesAreNotJudgedByOrder) {
+  Rig rig("braid");
+  // A UDP lane resends lost packets itself: pieces complete out of order.
+  LaneConfig cfg{"udp", Rate::mbit(100), Duration::millis(10)};
+  cfg.in_order = false;
+  const LaneId a = rig.sched->add_lane(cfg, at_ms(0));
+  rig.assign(a, 0);
+  rig.assign(a, 1);
+  drain(*rig.sched, at_ms(0));
+  rig.sched->on_send_started(a, 0, at_ms(0));
+  rig.sched->on_send_started(a, 1, at_ms(84));
+  rig.sched->on_ack(a, 1, at_ms(178), Duration::millis(84));
+  EXPECT_GE(*rig.sched->poll_timeout(), at_ms(1000)) << "piece 0 keeps its stall deadline";
+  rig.sched->on_timeout(at_ms(300));
+  EXPECT_EQ(rig.sched->plan().piece(0).state, PieceState::in_flight);
+}
+
 TEST(SchedulerRules, UnknownAcksAreIgnored) {
   Rig rig("braid");
   const LaneId a = rig.sched->add_lane({"a", Rate::mbit(100), Duration::millis(10)}, at_ms(0));

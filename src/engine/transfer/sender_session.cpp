@@ -358,6 +358,8 @@ void SenderSession::attach_lane_locked(Lane& lane) {
   if (!active_ || !lane.alive || !lane.data || lane.sched) return;
   core::LaneConfig cfg;
   cfg.name = lane.name;
+  // UDP lanes resend lost packets themselves; their pieces finish out of order.
+  cfg.in_order = !lane.is_udp();
   const core::LaneId id = active_->sched.add_lane(cfg, now());
   lane.sched = id;
   if (active_->sched_to_lane.size() <= id) active_->sched_to_lane.resize(id + 1);
