@@ -11,6 +11,7 @@
 #include "engine/files/piece_hasher.hpp"
 #include "engine/lanes/endpoint.hpp"
 #include "engine/transfer/exit_codes.hpp"
+#include "engine/transfer/lane_lookup.hpp"
 #include "engine/transfer/udp_piece_assembly.hpp"
 #include "engine/udp/udp_recv_lane.hpp"
 
@@ -175,15 +176,14 @@ void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vect
         Lane* other = nullptr;
         {
           std::lock_guard g(mu_);
-          for (auto& l : lanes_)
-            if (l->id == m.lane_id) other = l.get();
+          other = find_lane_by_id(lanes_, m.lane_id);
         }
         if (other) close_lane(*other, "closed by the sender: " + m.reason, false);
         UdpLane* u = nullptr;
         {
           std::lock_guard g(mu_);
-          for (auto& l : udp_lanes_)
-            if (l->id == m.lane_id && l->lane) u = l.get();
+          u = find_lane_by_id(udp_lanes_, m.lane_id);
+          if (u && !u->lane) u = nullptr;
           if (u) u->peer_closed = true;
         }
         if (u) u->lane->close("closed by the sender: " + m.reason);  // on_udp_closed logs it
@@ -580,10 +580,8 @@ void ReceiverSession::handle_udp_open(Lane& via, std::span<const uint8_t> payloa
   {
     std::lock_guard lock(mu_);
     if (ending_) return refuse("the session is ending");
-    for (const auto& l : lanes_)
-      if (l->id == m.lane_id) return refuse("lane id in use");
-    for (const auto& l : udp_lanes_)
-      if (l->id == m.lane_id) return refuse("lane id in use");
+    if (find_lane_by_id(lanes_, m.lane_id) || find_lane_by_id(udp_lanes_, m.lane_id))
+      return refuse("lane id in use");
     // Only an address we offered (or lane 0 reached): the sender cannot make us bind elsewhere.
     bool ours = where->same_host(lanes::local_endpoint_of(via.link->fd()));
     for (const auto& a : advertised_)
@@ -628,8 +626,7 @@ void ReceiverSession::handle_udp_piece(std::span<const uint8_t> payload) {
   std::shared_ptr<Incoming> t;
   {
     std::lock_guard lock(mu_);
-    for (auto& l : udp_lanes_)
-      if (l->id == m.lane_id) u = l.get();
+    u = find_lane_by_id(udp_lanes_, m.lane_id);
     if (auto it = transfers_.find(m.transfer_id); it != transfers_.end()) t = it->second;
   }
   if (!u || !t || m.hash.size == 0) return;

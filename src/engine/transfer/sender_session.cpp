@@ -18,6 +18,7 @@
 #include "engine/security/frame_format.h"
 #include "engine/transfer/code_text.hpp"
 #include "engine/transfer/exit_codes.hpp"
+#include "engine/transfer/lane_lookup.hpp"
 #include "engine/transfer/progress_line.hpp"
 #include "engine/udp/udp_send_lane.hpp"
 
@@ -514,8 +515,7 @@ void SenderSession::reader_loop(Lane& lane) {
         Lane* target = nullptr;
         {
           std::lock_guard lock(mu_);
-          for (auto& l : lanes_)
-            if (l->id == la.lane_id) target = l.get();
+          target = find_lane_by_id(lanes_, la.lane_id);
         }
         if (target) on_transfer_ack(*target, la.ack);
         break;
@@ -566,8 +566,7 @@ void SenderSession::reader_loop(Lane& lane) {
         Lane* other = nullptr;
         {
           std::lock_guard lock(mu_);
-          for (auto& l : lanes_)
-            if (l->id == c.lane_id) other = l.get();
+          other = find_lane_by_id(lanes_, c.lane_id);
         }
         if (other) close_lane(*other, kPeerClosedPrefix + c.reason, false);
         break;
