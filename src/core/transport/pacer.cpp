@@ -23,10 +23,13 @@ double Pacer::tokens_at(Time now, Rate rate) const {
 Time Pacer::next_send_time(Time now, Rate rate, Bytes size) const {
   const double tokens = tokens_at(now, rate);
   // A packet needs its size in credit (a full quantum if it is larger).
-  const double need = std::min(size.as_double(), quantum(rate).as_double());
+  const double cap = quantum(rate).as_double();
+  const double need = std::min(size.as_double(), cap);
   if (tokens >= need) return now;
   if (rate.is_zero()) return Time::never();
-  const double wait_s = (need - tokens) / rate.bytes_per_second();
+  // Out of credit: wait for a batch's worth, not just the next packet's.
+  const double batch = std::min(cap, std::max(need, static_cast<double>(cfg_.wake_packets) * mss_.as_double()));
+  const double wait_s = (batch - tokens) / rate.bytes_per_second();
   return now + Duration::nanos(static_cast<int64_t>(std::ceil(wait_s * 1e9)));
 }
 

@@ -19,6 +19,11 @@ struct PacerConfig {
   Duration burst_time = Duration::micros(250);
   /// At least two packets may go back-to-back (BBR's send quantum floor).
   uint32_t min_quantum_packets = 2;
+  /// Once the bucket is empty, the next send waits until this many packets'
+  /// credit has accrued (capped at the quantum), then they go together. The
+  /// rate is the same; what changes is how often a real sender must wake —
+  /// one wake per packet is ~17 000 a second at 200 Mbit/s.
+  uint32_t wake_packets = 1;
 };
 
 /// The token bucket alone, usable without a controller (and testable so).

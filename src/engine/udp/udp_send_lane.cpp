@@ -28,6 +28,7 @@ std::unique_ptr<UdpSendLane> UdpSendLane::start(const UdpLaneConfig& cfg, UdpSen
   sc.cc.max_datagram_size = sc.max_datagram_size;
   sc.cc.seed = cfg.cc_seed;
   sc.pacer.burst_time = cfg.pacer_burst;
+  sc.pacer.wake_packets = cfg.pacer_wake_packets;
   auto cc = transport::make_controller(cfg.cc, sc.cc);
   if (!cc) {
     error = "unknown congestion controller '" + cfg.cc + "'";
@@ -115,14 +116,20 @@ void UdpSendLane::apply_commands() {
   work_.clear();
 }
 
-bool UdpSendLane::receive(Time now) {
-  for (;;) {
+bool UdpSendLane::receive() {
+  // A few batches, then back to sending: under a steady stream of acks the
+  // socket is never empty, and the pacer must not wait for it to be.
+  for (int batch = 0; batch < kMaxReceiveBatches; ++batch) {
     const int got = io_->socket->receive(*io_->rx);
     if (got < 0) {
       end(socket_error_reason(-got));
       return false;
     }
     if (got == 0) return true;
+    // The acks' arrival time is now, not when the loop began: a stale time
+    // makes every RTT sample short, and the controller then reads the true
+    // RTT as a standing queue and drains for ever.
+    const Time now = io_->clock.now();
     io_->rx->for_each([&](std::span<uint8_t> d, const SocketAddress&) {
       if (io_->opener->open(d) != FrameStatus::ok) return;  // counted by the opener; the lane goes on
       last_heard_ = now;
@@ -138,6 +145,7 @@ bool UdpSendLane::receive(Time now) {
       }
     });
   }
+  return true;
 }
 
 bool UdpSendLane::transmit(Time now, bool& blocked) {
@@ -195,6 +203,9 @@ void UdpSendLane::publish_counters() {
   }
   c.rate_bytes_per_sec = sender_->controller().pacing_rate().bytes_per_second();
   c.cwnd_bytes = sender_->controller().congestion_window().count();
+  c.bandwidth_bytes_per_sec = sender_->controller().bandwidth_estimate().bytes_per_second();
+  c.bytes_in_flight = sender_->bytes_in_flight().count();
+  c.queued_bytes = sender_->queued_bytes().count();
   c.pieces_acked = pieces_acked_;
   c.protocol_errors = protocol_errors_;
   io_->fill_counters(c);
@@ -213,10 +224,9 @@ void UdpSendLane::run() {
   last_heard_ = io_->clock.now();
   uint64_t loops = 0;
   while (!stop_) {
-    Time now = io_->clock.now();
     if (has_commands_) apply_commands();
-    if (!receive(now)) break;
-    now = io_->clock.now();
+    if (!receive()) break;
+    const Time now = io_->clock.now();
     if (sender_->poll_timeout() <= now) sender_->on_timeout(now);
     bool blocked = false;
     if (!transmit(now, blocked)) break;

@@ -78,7 +78,9 @@ class UdpSendLane {
               Duration idle_timeout);
   void run();
   void apply_commands();
-  bool receive(Time now);
+  bool receive();
+  /// recvmmsg calls per loop before the lane sends again.
+  static constexpr int kMaxReceiveBatches = 4;
   bool transmit(Time now, bool& blocked);
   void end(const std::string& reason);
   void publish_counters();

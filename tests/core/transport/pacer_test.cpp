@@ -65,6 +65,36 @@ INSTANTIATE_TEST_SUITE_P(Rates, PacerAccuracy,
                          ::testing::Values(std::pair{50.0, size_t{1200}}, std::pair{200.0, size_t{1200}},
                                            std::pair{1000.0, size_t{9000}}, std::pair{2.0, size_t{1200}}));
 
+TEST(PacerWake, BatchedWakesKeepTheRateAndTheBurstBound) {
+  // wake_packets = 4: a quarter of the wake-ups, the same rate, bursts still
+  // within the quantum.
+  const Rate rate = Rate::mbit(200);
+  const Bytes size(1472);
+  PacerConfig cfg;
+  cfg.burst_time = Duration::millis(1);
+  cfg.wake_packets = 4;
+  Pacer pacer(size, cfg);
+  Time now = Time::zero();
+  const Time end = Time::zero() + Duration::seconds(1);
+  uint64_t sent = 0, wakes = 0;
+  BurstCheck burst;
+  Time last_wake = Time::never();
+  while (true) {
+    now = std::max(now, pacer.next_send_time(now, rate, size));
+    if (now >= end) break;
+    if (now != last_wake) ++wakes;
+    last_wake = now;
+    pacer.on_packet_sent(now, rate, size);
+    sent += size.count();
+    burst.add(now, size.as_double(), rate);
+  }
+  const double expected = rate.bytes_per_second();
+  EXPECT_NEAR(static_cast<double>(sent), expected, expected * 0.01);
+  const double packets = static_cast<double>(sent) / size.as_double();
+  EXPECT_LT(static_cast<double>(wakes), packets / 3.5);  // one wake per packet would be ~17 000
+  EXPECT_LE(burst.worst, pacer.quantum(rate).as_double() + 1);
+}
+
 TEST(PacedSender, LaneSenderHoldsThePacingRateOverOneSecond) {
   SenderConfig cfg;
   cfg.initial_max_data = Bytes::gib(1);
