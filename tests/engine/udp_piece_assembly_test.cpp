@@ -1,5 +1,6 @@
 // A piece on a UDP lane: ranges in any order, twice, before or after the
-// header; the hash is over the piece's bytes in order, and only those.
+// header; the hash is over the piece's bytes in order, and only those, and
+// bytes() is exactly what gets written.
 #include "engine/transfer/udp_piece_assembly.hpp"
 
 #include <gtest/gtest.h>
@@ -12,7 +13,11 @@
 namespace braid::transfer {
 namespace {
 
-constexpr uint64_t kBase = 1 << 20;  // the piece's offset in the transfer
+constexpr uint64_t kChunk = 1 << 20;           // the chunk's offset in the transfer
+constexpr uint64_t kChunkLength = 1 << 20;
+constexpr uint64_t kBase = kChunk + 4096;      // the piece's: a byte range inside the chunk
+
+UdpPieceAssembly assembly() { return UdpPieceAssembly(wire::HashAlgo::xxh3_128, kChunk, kChunkLength); }
 
 std::vector<uint8_t> bytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -36,14 +41,19 @@ void feed(UdpPieceAssembly& a, const std::vector<uint8_t>& data, size_t size, co
   }
 }
 
-TEST(UdpPieceAssembly, InOrderHashesWithoutKeepingBytes) {
+TEST(UdpPieceAssembly, InOrderGivesThePieceBytesExactly) {
   auto data = bytes(10000, 1);
-  UdpPieceAssembly a(wire::HashAlgo::xxh3_128);
+  UdpPieceAssembly a = assembly();
+  EXPECT_EQ(a.buffered_bytes(), 0u);  // nothing allocated before the first byte
   a.set_header(kBase, data.size(), hash_of(data));
-  feed(a, data, 1400, {0, 1, 2, 3, 4, 5, 6, 7});
-  EXPECT_EQ(a.kept_bytes(), 0u);
+  feed(a, data, 1400, {0, 1, 2, 3, 4, 5, 6});
+  EXPECT_FALSE(a.complete());
+  feed(a, data, 1400, {7});
   ASSERT_TRUE(a.complete());
   EXPECT_TRUE(a.hash_ok());
+  EXPECT_EQ(a.offset(), kBase);
+  ASSERT_EQ(a.bytes().size(), data.size());
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), a.bytes().begin()));
 }
 
 TEST(UdpPieceAssembly, ShuffledDuplicatedAndHeaderLast) {
@@ -53,19 +63,31 @@ TEST(UdpPieceAssembly, ShuffledDuplicatedAndHeaderLast) {
   order.push_back(3);
   order.push_back(35);
   std::shuffle(order.begin(), order.end(), std::mt19937(7));
-  UdpPieceAssembly a(wire::HashAlgo::xxh3_128);
+  UdpPieceAssembly a = assembly();
   feed(a, data, 1400, order);
-  EXPECT_FALSE(a.complete());  // no header yet: nothing can be hashed
-  EXPECT_GT(a.kept_bytes(), 0u);
+  EXPECT_FALSE(a.complete());  // no header yet: the piece's extent is unknown
   a.set_header(kBase, data.size(), hash_of(data));
   ASSERT_TRUE(a.complete());
   EXPECT_TRUE(a.hash_ok());
-  EXPECT_EQ(a.kept_bytes(), 0u);
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), a.bytes().begin()));
+}
+
+TEST(UdpPieceAssembly, HeaderOrBytesOutsideTheChunkAreIgnored) {
+  auto data = bytes(2000, 6);
+  UdpPieceAssembly a = assembly();
+  a.set_header(kChunk + kChunkLength - 1000, data.size(), hash_of(data));  // crosses the chunk's end
+  EXPECT_FALSE(a.has_header());
+  std::vector<uint8_t> noise(100, 0xee);
+  a.add(kChunk - 50, noise);  // straddles the chunk's start: only its last 50 bytes count
+  a.add(kChunk + kChunkLength, noise);
+  a.set_header(kChunk, 50, hash_of(std::span<const uint8_t>(noise.data(), 50)));
+  ASSERT_TRUE(a.complete());
+  EXPECT_TRUE(a.hash_ok());
 }
 
 TEST(UdpPieceAssembly, GapKeepsItIncomplete) {
   auto data = bytes(14000, 3);
-  UdpPieceAssembly a(wire::HashAlgo::xxh3_128);
+  UdpPieceAssembly a = assembly();
   a.set_header(kBase, data.size(), hash_of(data));
   feed(a, data, 1400, {0, 1, 3, 4, 5, 6, 7, 8, 9});
   EXPECT_FALSE(a.complete());
@@ -76,7 +98,7 @@ TEST(UdpPieceAssembly, GapKeepsItIncomplete) {
 
 TEST(UdpPieceAssembly, OverlappingRangesAndBytesOutsideThePiece) {
   auto data = bytes(5000, 4);
-  UdpPieceAssembly a(wire::HashAlgo::xxh3_128);
+  UdpPieceAssembly a = assembly();
   a.set_header(kBase, data.size(), hash_of(data));
   std::vector<uint8_t> noise(100, 0xee);
   a.add(kBase - 100, noise);            // before the piece: ignored
@@ -91,7 +113,7 @@ TEST(UdpPieceAssembly, WrongBytesFailTheHash) {
   auto data = bytes(3000, 5);
   auto other = data;
   other[1234] ^= 1;
-  UdpPieceAssembly a(wire::HashAlgo::xxh3_128);
+  UdpPieceAssembly a = assembly();
   a.set_header(kBase, data.size(), hash_of(data));
   a.add(kBase, other);
   ASSERT_TRUE(a.complete());

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # UDP lanes through the real `braid` binary over loopback. One case per run:
-# udp.sh BRAID_BINARY CASE (two-lanes, mixed, rate-limit, kill-lane, transport). Each
+# udp.sh BRAID_BINARY CASE (two-lanes, mixed, rate-limit, kill-lane, kill-control, transport). Each
 # case starts `braid recv` (127.0.0.1, and ::1 when IPv6 works), runs
 # `braid send` with lanes named by hand, and checks the file's SHA-256, the
 # exit codes, the --json report and the logs.
@@ -121,6 +121,18 @@ case "$CASE" in
       fail "the receiver did not log lane 1 closing with its reason"
     check_json 'not s["lanes"][0]["open_at_end"] and "test hook" in s["lanes"][0]["close_reason"]'
     check_json 's["lanes"][1]["open_at_end"] and s["lanes"][1]["bytes"] > 0'
+    ;;
+  kill-control)
+    # Lane 0 carries the UDP pieces' headers and dies after a few of them:
+    # they go again over the TCP data lane, and every piece still verifies.
+    make_file $((128 << 20))
+    start_recv
+    BRAID_TEST_KILL_LANE=0:2500 send --lane "tcp:127.0.0.1=127.0.0.1:$PORT" --lane "udp:127.0.0.1=127.0.0.1:$PORT" \
+      "$W/src/data.bin" "127.0.0.1:$PORT"
+    check_identical
+    grep '"lane_closed"' "$W/send.log" | grep -q '"lane":0' || fail "lane 0 was not killed"
+    grep '"ordered_lane"' "$W/send.log" | grep -q '"headers_resent":[1-9]' || fail "no headers were sent again"
+    check_json 's["all_verified"] and s["lanes"][1]["kind"] == "udp" and s["lanes"][1]["bytes"] > 0'
     ;;
   transport)
     # --transport udp: discovered lanes are UDP (lane 0 carries control only);

@@ -85,6 +85,11 @@ bool LaneLink::write_frame(std::span<const uint8_t> bytes) {
     return false;
   }
   bytes_sent_.fetch_add(bytes.size(), std::memory_order_relaxed);
+  const Hooks& h = hooks();
+  if (h.kill_lane == static_cast<long>(lane_id_) && bytes_sent() >= h.kill_after) {
+    // Like `ss -K`: the lane's socket dies under the engine's feet.
+    ::shutdown(fd_.get(), SHUT_RDWR);
+  }
   return true;
 }
 
@@ -105,13 +110,7 @@ bool LaneLink::send_in_place(wire::FrameType type, std::span<uint8_t> frame, siz
       FrameStatus::ok)
     return false;
   run_send_hooks(sealed);
-  const bool ok = write_frame(sealed);
-  const Hooks& h = hooks();
-  if (ok && h.kill_lane == static_cast<long>(lane_id_) && bytes_sent() >= h.kill_after) {
-    // Like `ss -K`: the lane's socket dies under the engine's feet.
-    ::shutdown(fd_.get(), SHUT_RDWR);
-  }
-  return ok;
+  return write_frame(sealed);
 }
 
 void LaneLink::run_send_hooks(std::span<uint8_t> sealed) {

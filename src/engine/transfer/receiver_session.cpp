@@ -66,6 +66,9 @@ struct ReceiverSession::UdpLane {
   std::mutex mu;             // pieces, done
   std::map<uint64_t, Piece> pieces;  // by lane piece id: transfer << 32 | piece
   std::set<uint64_t> done;           // acked; late duplicates of these are dropped
+
+  /// A piece of chunk `chunk` of transfer `t`, before anything is known of it.
+  static Piece new_piece(const std::shared_ptr<Incoming>& t, uint64_t chunk);
 };
 
 class ReceiverSession::UdpEvents : public udp::UdpRecvEvents {
@@ -469,6 +472,21 @@ void ReceiverSession::fail_transfer(Incoming& t, wire::ResultStatus status, cons
   }
   wire::TransferResult r{t.offer.transfer_id, status, message};
   (void)reply(UINT32_MAX, r);
+  drop_udp_pieces(t.offer.transfer_id);
+}
+
+// Pieces a UDP lane was still gathering when its transfer ended (copies the
+// sender cancelled, or raced on another lane) hold a chunk-sized buffer each.
+void ReceiverSession::drop_udp_pieces(uint32_t transfer_id) {
+  std::vector<UdpLane*> lanes;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& u : udp_lanes_) lanes.push_back(u.get());
+  }
+  for (UdpLane* u : lanes) {
+    std::lock_guard lock(u->mu);
+    std::erase_if(u->pieces, [&](const auto& p) { return (p.first >> 32) == transfer_id; });
+  }
 }
 
 void ReceiverSession::handle_done(const Control& c) {
@@ -550,6 +568,7 @@ void ReceiverSession::handle_done(const Control& c) {
     }
     reports_.push_back(rep);
   }
+  drop_udp_pieces(done.transfer_id);
   log_.write("status", {{"status", "verified"}, {"transfer", done.transfer_id}, {"bytes", total},
                         {"seconds", seconds}});
   note("transfer " + std::to_string(done.transfer_id) + ": " + std::to_string(rep.files) + " files, " +
@@ -563,9 +582,10 @@ void ReceiverSession::handle_done(const Control& c) {
 // udp_open (over a TCP lane) → a UDP socket for that lane alone, bound to the
 // address the sender named (one we advertised) on a free port, answered with
 // udp_ready. The socket connects to the first datagram that authenticates
-// with the lane's keys. Bytes go to pwrite as they come; each piece is
-// hashed in order (UdpPieceAssembly) and, verified, acked with lane_ack over
-// a TCP lane.
+// with the lane's keys. Each piece's bytes are gathered in memory
+// (UdpPieceAssembly), verified against the header's hash, then written with
+// one pwrite. The sender's scheduler learns from the lane's transport acks;
+// only a piece that fails its hash is reported (lane_ack over a TCP lane).
 
 void ReceiverSession::handle_udp_open(Lane& via, std::span<const uint8_t> payload) {
   wire::UdpOpen m;
@@ -631,12 +651,17 @@ void ReceiverSession::handle_udp_piece(std::span<const uint8_t> payload) {
   }
   if (!u || !t || m.hash.size == 0) return;
   if (m.piece_offset + m.piece_length > t->tree->layout().total()) return;
+  {
+    std::lock_guard lock(t->mu);
+    if (t->pieces.count(m.piece)) return;  // verified already (a header sent again)
+  }
   const uint64_t key = (static_cast<uint64_t>(m.transfer_id) << 32) | m.piece;
   bool complete = false;
   {
     std::lock_guard lock(u->mu);
     u->done.erase(key);  // sent again: a new copy is coming
-    auto it = u->pieces.try_emplace(key, UdpLane::Piece{UdpPieceAssembly(t->offer.hash), Clock::now(), t}).first;
+    auto it = u->pieces.find(key);
+    if (it == u->pieces.end()) it = u->pieces.emplace(key, UdpLane::new_piece(t, m.chunk)).first;
     it->second.assembly.set_header(m.piece_offset, m.piece_length, m.hash);
     complete = it->second.assembly.complete();
   }
@@ -654,22 +679,14 @@ void ReceiverSession::on_udp_data(UdpLane& u, uint64_t piece, uint64_t offset, s
     std::lock_guard lock(t->mu);
     if (t->finished || t->failed) return;
   }
-  if (offset > t->tree->layout().total() || bytes.size() > t->tree->layout().total() - offset) return;
-  {
-    std::lock_guard lock(u.mu);
-    if (u.done.count(piece)) return;  // a late duplicate of an acked piece
-  }
-  if (const int err = t->tree->write(offset, bytes); err != 0) {
-    const bool full = err == ENOSPC || err == EDQUOT;
-    fail_transfer(*t, full ? wire::ResultStatus::no_space : wire::ResultStatus::write_failed,
-                  std::string(full ? "the target disk is full: " : "cannot write to the target: ") + std::strerror(err) +
-                      " (the temporary files are kept for a later resume)");
-    return;
-  }
+  const uint64_t total = t->tree->layout().total();
+  if (offset >= total || bytes.size() > total - offset) return;
   bool complete = false;
   {
     std::lock_guard lock(u.mu);
-    auto it = u.pieces.try_emplace(piece, UdpLane::Piece{UdpPieceAssembly(t->offer.hash), Clock::now(), t}).first;
+    if (u.done.count(piece)) return;  // a late duplicate of an acked piece
+    auto it = u.pieces.find(piece);
+    if (it == u.pieces.end()) it = u.pieces.emplace(piece, UdpLane::new_piece(t, offset / t->offer.chunk_size)).first;
     it->second.assembly.add(offset, bytes);
     complete = it->second.assembly.complete();
   }
@@ -693,15 +710,35 @@ void ReceiverSession::finish_udp_piece(UdpLane& u, uint64_t key) {
   if (!p->assembly.hash_ok()) {
     la.ack.status = wire::AckStatus::hash_mismatch;
     log_.write("piece_hash_mismatch", {{"lane", u.id}, {"piece", la.ack.piece}});
-  } else {
-    std::lock_guard lock(t.mu);
-    if (t.pieces.emplace(la.ack.piece, files::PieceRecord{p->assembly.offset(), p->assembly.length(), p->assembly.digest()})
-            .second) {
-      t.lane_bytes[u.id] += p->assembly.length();
-      t.lane_pieces[u.id] += 1;
-    }
+    (void)reply(0, la);
+    return;
   }
-  (void)reply(0, la);
+  {
+    std::lock_guard lock(t.mu);
+    if (t.finished || t.failed || t.pieces.count(la.ack.piece)) return;  // another lane brought it first
+  }
+  if (const int err = t.tree->write(p->assembly.offset(), p->assembly.bytes()); err != 0) {
+    const bool full = err == ENOSPC || err == EDQUOT;
+    fail_transfer(t, full ? wire::ResultStatus::no_space : wire::ResultStatus::write_failed,
+                  std::string(full ? "the target disk is full: " : "cannot write to the target: ") + std::strerror(err) +
+                      " (the temporary files are kept for a later resume)");
+    return;
+  }
+  std::lock_guard lock(t.mu);
+  if (t.pieces.emplace(la.ack.piece, files::PieceRecord{p->assembly.offset(), p->assembly.length(), p->assembly.digest()})
+          .second) {
+    t.lane_bytes[u.id] += p->assembly.length();
+    t.lane_pieces[u.id] += 1;
+  }
+  // No ack for a good piece: the lane's own transport ack already told the
+  // sender's scheduler (so a lossy TCP control lane never holds a UDP lane
+  // back), and the root hash at the end confirms every piece.
+}
+
+ReceiverSession::UdpLane::Piece ReceiverSession::UdpLane::new_piece(const std::shared_ptr<Incoming>& t, uint64_t chunk) {
+  const uint64_t size = t->offer.chunk_size, total = t->tree->layout().total();
+  const uint64_t at = std::min(chunk * size, total);
+  return UdpLane::Piece{UdpPieceAssembly(t->offer.hash, at, std::min(size, total - at)), Clock::now(), t};
 }
 
 void ReceiverSession::on_udp_closed(UdpLane& u, const std::string& reason) {

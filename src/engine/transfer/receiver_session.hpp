@@ -68,6 +68,7 @@ class ReceiverSession {
   void on_udp_data(UdpLane& lane, uint64_t piece, uint64_t offset, std::span<const uint8_t> bytes);
   void on_udp_closed(UdpLane& lane, const std::string& reason);
   void finish_udp_piece(UdpLane& lane, uint64_t key);
+  void drop_udp_pieces(uint32_t transfer_id);
   void close_lane(Lane& lane, const std::string& reason, bool announce);
   template <class M>
   bool reply(uint32_t preferred_lane, const M& m);

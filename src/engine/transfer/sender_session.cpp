@@ -80,6 +80,11 @@ struct SenderSession::Active {
   int fatal_code = 0;
   std::string fatal;
   int next_decile = 1;
+  Time next_sample;
+  // UDP pieces' headers and `done` share one TCP lane, so `done` can never
+  // overtake a header; if that lane dies, every header goes again on the next.
+  Lane* ordered_lane = nullptr;
+  std::vector<wire::UdpPiece> udp_headers;
   std::unique_ptr<ProgressLine> progress;
 };
 
@@ -435,6 +440,31 @@ bool SenderSession::send_control(const M& m) {
   return false;
 }
 
+template <class M>
+bool SenderSession::send_ordered(const M& m) {
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    Lane* lane = nullptr;
+    std::vector<wire::UdpPiece> again;
+    {
+      std::lock_guard lock(mu_);
+      if (!active_) return false;
+      lane = active_->ordered_lane;
+      if (!lane || !lane->alive) {
+        if (lane) again = active_->udp_headers;  // the old lane may have lost some
+        lane = active_->ordered_lane = control_lane_locked();
+      }
+    }
+    if (!lane) return false;
+    if (!again.empty())
+      log_.write("ordered_lane", {{"lane", lane->id}, {"headers_resent", again.size()}});
+    bool ok = true;
+    for (const auto& h : again) ok = ok && lane->link->send_message(h);
+    if (ok && lane->link->send_message(m)) return true;
+    close_lane(*lane, "write failed: " + lane->link->send_error(), true);
+  }
+  return false;
+}
+
 void SenderSession::close_lane(Lane& lane, const std::string& reason, bool announce) {
   {
     std::lock_guard lock(mu_);
@@ -665,6 +695,7 @@ void SenderSession::on_transfer_ack(Lane& lane, const wire::Ack& ack) {
     return;  // write failures come with a result message
   }
   if (ack.piece >= active_->sched.plan().piece_count()) return;
+  if (lane.is_udp()) return;  // its transport ack was the scheduler's ack (on_udp_acked)
   active_->sched.on_ack(*lane.sched, ack.piece, now(), Duration::nanos(static_cast<int64_t>(ack.recv_duration_ns)));
   log_progress_locked();
   drain_locked();
@@ -678,9 +709,11 @@ void SenderSession::on_transfer_ack(Lane& lane, const wire::Ack& ack) {
 // derive_lane_keys(lane secret, session id, lane id) like a TCP lane's frames.
 // Per piece the feeder thread reads and hashes the whole piece, sends its
 // header (udp_piece) over a TCP lane, then hands the bytes to the lane. The
-// receiver acks the verified piece with lane_ack over a TCP lane: that is the
-// scheduler's on_ack, as for TCP lanes; the lane's own transport ack
-// (on_piece_acked) is the scheduler's on_written.
+// lane's own transport ack (on_piece_acked: every byte reached the
+// receiver, which verifies and writes the piece once its header is there
+// too) is the scheduler's on_ack, so a UDP lane's pace never waits on a TCP lane; the
+// receiver reports only a piece whose hash failed (lane_ack), and the root
+// hash at the end confirms them all.
 
 void SenderSession::open_udp_lane(const ConnectOptions& opts, const LanePath& p, uint32_t lane_id,
                                   std::optional<Rate> per_lane) {
@@ -802,10 +835,13 @@ void SenderSession::udp_feeder_loop(Lane& lane) {
       if (t->piece_hash.size() <= a.piece) t->piece_hash.resize(a.piece + 1);
       t->piece_hash[a.piece] = header.hash;
       go = lane.alive && !lane.cancel_current && lane.sched.has_value();
-      if (go) lane.udp_handed[a.piece] = udp_piece_id(t->id, a.piece);
+      if (go) {
+        lane.udp_handed[a.piece] = udp_piece_id(t->id, a.piece);
+        t->udp_headers.push_back(header);
+      }
     }
     if (!go) continue;
-    if (!send_control(header)) continue;  // no TCP lane left: the session is over
+    if (!send_ordered(header)) continue;  // no TCP lane left: the session is over
     lane.udp->send_piece(udp_piece_id(t->id, a.piece), a.offset.count(), len,
                          std::shared_ptr<const uint8_t>(buf, buf.get()));
     bool kill = false;
@@ -832,9 +868,11 @@ void SenderSession::on_udp_started(Lane& lane, uint64_t piece) {
 
 void SenderSession::on_udp_acked(Lane& lane, uint64_t piece) {
   std::lock_guard lock(mu_);
-  lane.udp_handed.erase(static_cast<core::PieceId>(piece & 0xffffffffu));
-  if (!active_ || !lane.sched || (piece >> 32) != active_->id) return;
-  active_->sched.on_written(*lane.sched, static_cast<core::PieceId>(piece & 0xffffffffu), now());
+  const auto id = static_cast<core::PieceId>(piece & 0xffffffffu);
+  lane.udp_handed.erase(id);
+  if (!active_ || !lane.sched || (piece >> 32) != active_->id || id >= active_->sched.plan().piece_count()) return;
+  active_->sched.on_ack(*lane.sched, id, now());
+  log_progress_locked();
   drain_locked();
 }
 
@@ -949,6 +987,7 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
                 " bytes left (see the log); the temporary files are kept";
       break;
     }
+    log_sample_locked();
     if (t.progress && std::chrono::steady_clock::now() - last_draw > std::chrono::milliseconds(200)) {
       draw_progress_locked(false);
       last_draw = std::chrono::steady_clock::now();
@@ -974,7 +1013,7 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
       out.report.root_hash = done.root.hex();
       lock.unlock();
       log_.write("status", {{"status", "verifying"}, {"transfer", t.id}});
-      const bool sent = send_control(done);
+      const bool sent = send_ordered(done);
       lock.lock();
       if (!sent) {
         t.fatal_code = kExitLanesLost;
@@ -1046,6 +1085,37 @@ void SenderSession::log_progress_locked() {
     log_.write("progress", {{"transfer", t.id}, {"percent", t.next_decile * 10}, {"bytes", done}, {"lanes", lanes}});
     ++t.next_decile;
   }
+}
+
+// What each lane's scheduler state and (UDP) transport look like right now:
+// a line per kSampleEvery, so rate collapses and stalls can be seen in time.
+void SenderSession::log_sample_locked() {
+  Active& t = *active_;
+  const Time n = now();
+  if (n < t.next_sample) return;
+  t.next_sample = n + kSampleEvery;
+  nlohmann::json lanes = nlohmann::json::array();
+  for (size_t i = 0; i < t.sched.lane_count(); ++i) {
+    const auto id = static_cast<core::LaneId>(i);
+    const Lane& l = *lanes_[t.sched_to_lane[i]];
+    nlohmann::json j = {{"lane", l.id},
+                        {"alive", t.sched.lane_alive(id)},
+                        {"bytes", t.sched.stats(id).acked_bytes.count()},
+                        {"estimate", t.sched.estimator(id).rate().bytes_per_second()},
+                        {"rtt_ms", t.sched.planning_rtt(id).to_millis()},
+                        {"outstanding", t.sched.outstanding(id).count()},
+                        {"flights", t.sched.active_flights(id)},
+                        {"stalls", t.sched.stats(id).stalls}};
+    if (l.is_udp() && l.udp) {
+      const auto c = l.udp->counters();
+      j["udp"] = {{"pacing", c.rate_bytes_per_sec}, {"bandwidth", c.bandwidth_bytes_per_sec},
+                  {"cwnd", c.cwnd_bytes},           {"in_flight", c.bytes_in_flight},
+                  {"queued", c.queued_bytes},       {"srtt_ms", c.srtt_ms},
+                  {"acked", c.data_bytes_acked},    {"lost", c.packets_lost}};
+    }
+    lanes.push_back(std::move(j));
+  }
+  log_.write("sample", {{"transfer", t.id}, {"delivered", t.sched.plan().delivered_bytes().count()}, {"lanes", lanes}});
 }
 
 void SenderSession::draw_progress_locked(bool final) {

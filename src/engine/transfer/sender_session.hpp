@@ -44,6 +44,8 @@ constexpr uint16_t kDefaultPort = 7878;
 /// Payload bytes of file data per frame: large, so per-frame costs (a syscall,
 /// a GCM setup, a header) vanish next to the per-byte work.
 constexpr size_t kFrameData = 256 * 1024;
+/// How often `--log` records every lane's state (event "sample").
+constexpr Duration kSampleEvery = Duration::millis(100);
 
 /// What kind of lanes discovered paths (and `--lane` specs without a
 /// `tcp:`/`udp:` prefix) get. `automatic`: see docs/engine.md ("auto").
@@ -134,8 +136,12 @@ class SenderSession {
   Lane* control_lane_locked();
   template <class M>
   bool send_control(const M& m);
+  /// Over the active transfer's ordered lane (UDP piece headers, then done).
+  template <class M>
+  bool send_ordered(const M& m);
   std::optional<OfferAnswer> wait_answer(uint32_t transfer_id);
   void log_progress_locked();
+  void log_sample_locked();
   void draw_progress_locked(bool final);
   TransferReport build_report_locked(const files::SourceTree& tree);
   void fail_transfer_locked(int code, const std::string& message);

@@ -1,61 +1,64 @@
 #include "engine/transfer/udp_piece_assembly.hpp"
 
 #include <algorithm>
+#include <cstring>
+
+#include "engine/files/piece_hasher.hpp"
 
 namespace braid::transfer {
 
+UdpPieceAssembly::UdpPieceAssembly(wire::HashAlgo algo, uint64_t chunk_offset, uint64_t chunk_length)
+    : algo_(algo), base_(chunk_offset), length_(chunk_length) {}
+
 void UdpPieceAssembly::set_header(uint64_t offset, uint64_t length, const wire::Digest& hash) {
-  if (header_) return;
+  if (header_ || offset < base_ || length > length_ || offset - base_ > length_ - length) return;
   header_ = Header{offset, length, hash};
-  next_ = offset;
-  drain_kept();
 }
 
 void UdpPieceAssembly::add(uint64_t offset, std::span<const uint8_t> bytes) {
-  if (bytes.empty()) return;
-  if (header_) {
-    const uint64_t end = header_->offset + header_->length;
-    if (offset >= end || offset + bytes.size() <= next_) return;  // outside, or hashed already
-    if (offset + bytes.size() > end) bytes = bytes.first(end - offset);
-    if (offset <= next_) {
-      hash_in_order(offset, bytes);
-      drain_kept();
-      return;
-    }
+  uint64_t lo = std::max(offset, header_ ? header_->offset : base_);
+  uint64_t hi = std::min(offset + bytes.size(), header_ ? header_->offset + header_->length : base_ + length_);
+  if (lo >= hi) return;
+  if (!buffer_) buffer_.reset(new uint8_t[length_]);
+  std::memcpy(buffer_.get() + (lo - base_), bytes.data() + (lo - offset), hi - lo);
+  // Merge [lo, hi) into the arrived ranges.
+  auto it = have_.upper_bound(lo);
+  if (it != have_.begin() && std::prev(it)->second >= lo) {
+    --it;
+    lo = it->first;
+    hi = std::max(hi, it->second);
+    it = have_.erase(it);
   }
-  // Ahead of the hashed prefix (or no header yet): keep a copy, the longest one per start.
-  auto& slot = kept_[offset];
-  if (slot.size() < bytes.size()) {
-    kept_bytes_ += bytes.size() - slot.size();
-    slot.assign(bytes.begin(), bytes.end());
+  while (it != have_.end() && it->first <= hi) {
+    hi = std::max(hi, it->second);
+    it = have_.erase(it);
   }
+  have_.emplace(lo, hi);
 }
 
-void UdpPieceAssembly::hash_in_order(uint64_t offset, std::span<const uint8_t> bytes) {
-  // offset <= next_ < offset + size: hash the part from next_ on.
-  auto fresh = bytes.subspan(next_ - offset);
-  hasher_.update(fresh);
-  next_ += fresh.size();
+uint64_t UdpPieceAssembly::covered(uint64_t lo, uint64_t hi) const {
+  uint64_t n = 0;
+  for (const auto& [s, e] : have_) n += std::max(lo, std::min(e, hi)) - std::max(lo, std::min(s, hi));
+  return n;
 }
 
-void UdpPieceAssembly::drain_kept() {
-  if (!header_) return;
-  const uint64_t end = header_->offset + header_->length;
-  while (!kept_.empty() && kept_.begin()->first <= next_) {
-    auto node = kept_.extract(kept_.begin());
-    kept_bytes_ -= node.mapped().size();
-    std::span<const uint8_t> b(node.mapped());
-    const uint64_t at = node.key();
-    if (at >= end) continue;
-    if (at + b.size() > end) b = b.first(end - at);
-    if (at + b.size() > next_) hash_in_order(at, b);
-  }
+bool UdpPieceAssembly::complete() const {
+  return header_ && covered(header_->offset, header_->offset + header_->length) == header_->length;
 }
 
 bool UdpPieceAssembly::hash_ok() {
   if (!complete()) return false;
-  if (!ok_) ok_ = hasher_.finish() == header_->hash;
+  if (!ok_) {
+    files::PieceHasher h(algo_);
+    h.update(bytes());
+    ok_ = h.finish() == header_->hash;
+  }
   return *ok_;
+}
+
+std::span<const uint8_t> UdpPieceAssembly::bytes() const {
+  if (!header_ || header_->length == 0) return {};
+  return {buffer_.get() + (header_->offset - base_), header_->length};
 }
 
 }  // namespace braid::transfer

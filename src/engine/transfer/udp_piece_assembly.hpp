@@ -1,54 +1,61 @@
 // One piece arriving on a UDP lane: its byte ranges come in any order and
 // maybe twice (resends crossing late originals), and its header (offset,
-// length, hash) comes over a TCP lane, before or after the bytes. The piece
-// hash must be taken over its bytes in order, so ranges ahead of the hashed
-// prefix are kept (copied) until the gap before them fills; on loopback and
-// on clean paths nearly everything arrives in order and nothing is kept.
+// length, hash) comes over a TCP lane, before or after the bytes. The bytes
+// are gathered in one buffer the size of the piece's chunk (a piece never
+// crosses its chunk), hashed once when every byte is there, and only then
+// written — one write per piece instead of one per datagram, and nothing
+// unverified ever reaches the disk.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
-#include <vector>
 
-#include "engine/files/piece_hasher.hpp"
 #include "engine/wire/messages.hpp"
 
 namespace braid::transfer {
 
 class UdpPieceAssembly {
  public:
-  explicit UdpPieceAssembly(wire::HashAlgo algo) : hasher_(algo) {}
+  /// `chunk_offset`, `chunk_length`: the transfer range of the chunk that
+  /// holds the piece (all that is known before the header comes).
+  UdpPieceAssembly(wire::HashAlgo algo, uint64_t chunk_offset, uint64_t chunk_length);
 
-  /// The piece's header. Once set, later calls with the same range are ignored.
+  /// The piece's header; ignored unless it lies inside the chunk. Once set,
+  /// later calls are ignored.
   void set_header(uint64_t offset, uint64_t length, const wire::Digest& hash);
-  /// Bytes at transfer offset `offset` (anything outside the piece is ignored).
+  /// Bytes at transfer offset `offset` (anything outside the chunk, or
+  /// outside the piece once the header is known, is ignored).
   void add(uint64_t offset, std::span<const uint8_t> bytes);
 
   bool has_header() const { return header_.has_value(); }
-  /// Every byte of the piece has been hashed.
-  bool complete() const { return header_ && next_ == header_->offset + header_->length; }
+  /// Every byte of the piece is here.
+  bool complete() const;
   /// Valid once complete(): the bytes hash to the header's hash.
   bool hash_ok();
   uint64_t offset() const { return header_ ? header_->offset : 0; }
   uint64_t length() const { return header_ ? header_->length : 0; }
   wire::Digest digest() const { return header_ ? header_->hash : wire::Digest{}; }
-  size_t kept_bytes() const { return kept_bytes_; }
+  /// The piece's bytes (valid once complete()).
+  std::span<const uint8_t> bytes() const;
+  /// Bytes held (the buffer is allocated on the first add).
+  uint64_t buffered_bytes() const { return buffer_ ? length_ : 0; }
 
  private:
   struct Header {
     uint64_t offset, length;
     wire::Digest hash;
   };
-  void hash_in_order(uint64_t offset, std::span<const uint8_t> bytes);
-  void drain_kept();
+  /// Bytes of [lo, hi) that have arrived.
+  uint64_t covered(uint64_t lo, uint64_t hi) const;
 
-  files::PieceHasher hasher_;
+  wire::HashAlgo algo_;
+  uint64_t base_, length_;
+  std::unique_ptr<uint8_t[]> buffer_;
+  std::map<uint64_t, uint64_t> have_;  // disjoint, merged [start, end) ranges that arrived
   std::optional<Header> header_;
-  uint64_t next_ = 0;                                 // first byte not hashed yet (transfer offset)
-  std::map<uint64_t, std::vector<uint8_t>> kept_;     // ranges ahead of next_, or before the header
-  size_t kept_bytes_ = 0;
   std::optional<bool> ok_;
 };
 
