@@ -27,6 +27,8 @@ LaneId Scheduler::add_lane(const LaneConfig& cfg, Time) {
 
 Rate Scheduler::planning_rate(LaneId l) const { return lanes_[l].est.rate(); }
 
+Rate Scheduler::room_rate(LaneId l) const { return std::max(planning_rate(l), lanes_[l].transport_rate); }
+
 Duration Scheduler::planning_rtt(LaneId l) const { return lanes_[l].est.srtt(); }
 
 Bytes Scheduler::outstanding(LaneId l) const {
@@ -163,6 +165,10 @@ void Scheduler::on_send_started(LaneId lane, PieceId piece, Time now) {
   f->started = now;
   f->snap = l.est.on_send(now, idle);
   if (!rules_.deadline_from_assignment) f->deadline = deadline_for(lane, *f, now);
+}
+
+void Scheduler::on_transport_rate(LaneId lane, Rate rate) {
+  if (lane < lanes_.size()) lanes_[lane].transport_rate = rate;
 }
 
 void Scheduler::on_written(LaneId lane, PieceId piece, Time now) {

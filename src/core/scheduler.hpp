@@ -100,6 +100,11 @@ class Scheduler {
   /// The lane's last write of the piece completed (kernel took the bytes).
   /// Only the seed's old rules learn from this.
   void on_written(LaneId lane, PieceId piece, Time now);
+  /// The lane's own transport measured this delivery rate from its acks
+  /// (a UDP lane's controller, TCP's tcpi_delivery_rate), in file bytes. It
+  /// comes per packet rather than per piece, so while pieces still ramp up
+  /// it says sooner how much the lane can take (room_rate).
+  void on_transport_rate(LaneId lane, Rate rate);
   /// The receiver verified and stored the piece. `recv_duration`: receiver's
   /// time from the piece's first to last byte (zero if unknown).
   AckKind on_ack(LaneId lane, PieceId piece, Time now, Duration recv_duration = Duration::zero());
@@ -128,6 +133,9 @@ class Scheduler {
   /// The lane's rate for planning: its estimate (the hint until the first ack),
   /// or zero when nothing is known.
   Rate planning_rate(LaneId l) const;
+  /// The rate to size a lane's pipeline by: the larger of its estimate and
+  /// its transport's latest rate (planning_rate() when there is none).
+  Rate room_rate(LaneId l) const;
   /// Round-trip time for planning: smoothed RTT, its hint, or zero.
   Duration planning_rtt(LaneId l) const;
   /// Bytes handed to the lane and not yet acked (active copies only).
@@ -158,6 +166,7 @@ class Scheduler {
     uint32_t consecutive_stalls = 0;
     Time last_stall = Time::never();
     Time last_acked_start;  // latest send start among the lane's acked pieces
+    Rate transport_rate;    // on_transport_rate; zero if the lane has none
   };
 
   Flight* find_flight(LaneId lane, PieceId piece);

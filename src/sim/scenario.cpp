@@ -75,8 +75,12 @@ std::string parse_lane(std::string_view spec, LaneSpec& out) {
       auto b = parse_size(val);
       if (!b) return bad;
       out.sndbuf = *b;
+    } else if (key == "iw") {
+      auto b = parse_size(val);
+      if (!b || b->count() == 0) return bad + " (the initial window, e.g. 14480B or 64KiB)";
+      out.initial_window = *b;
     } else {
-      return "lane '" + out.name + "': unknown key '" + std::string(key) + "' (rate, rtt, hint, jitter, loss, ackloss, sndbuf)";
+      return "lane '" + out.name + "': unknown key '" + std::string(key) + "' (rate, rtt, hint, jitter, loss, ackloss, sndbuf, iw)";
     }
   }
   if (!have_rate || !have_rtt) return "lane '" + out.name + "': rate= and rtt= are required";

@@ -20,6 +20,10 @@ struct LaneSpec {
   double loss = 0;            // probability a piece never arrives
   double ack_loss = 0;        // probability an ack never arrives
   Bytes sndbuf = Bytes::mib(4);  // socket send buffer (when writes "complete")
+  /// A congestion window that starts here and doubles every round trip the
+  /// lane is busy, until it carries the lane's rate (a transport's slow
+  /// start: TCP's is 10 packets, ~14.5 kB). Zero: full rate from the first byte.
+  Bytes initial_window;
 };
 
 enum class EventKind { rate, down, up, gone };

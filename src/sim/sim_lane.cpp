@@ -1,15 +1,56 @@
 #include "sim/sim_lane.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace braid::sim {
 
+// Slow start in continuous time: the window W (bytes per RTT) grows by
+// ln 2 per byte sent, so it doubles every RTT the lane is busy; the lane moves
+// W / RTT bytes a second, capped at its rate once W reaches the BDP.
+namespace {
+constexpr double kGrowth = 0.6931471805599453;  // ln 2
+}
+
 SimLane::SimLane(const LaneSpec& spec, uint64_t seed)
-    : spec_(spec), rng_(seed), rate_(spec.rate), one_way_(spec.rtt / 2.0) {}
+    : spec_(spec), rng_(seed), rate_(spec.rate), one_way_(spec.rtt / 2.0) {
+  window_ = spec.initial_window.count() > 0 ? spec.initial_window.as_double() : 1e300;
+}
+
+Rate SimLane::transport_rate() const {
+  if (spec_.initial_window.count() == 0) return Rate::zero();
+  if (window_ >= bdp()) return rate_;
+  return Rate::bytes_per_sec(window_ / spec_.rtt.to_seconds());
+}
+
+double SimLane::bdp() const { return rate_.bytes_per_second() * spec_.rtt.to_seconds(); }
+
+Bytes SimLane::transmit_for(Duration dt) {
+  const double rtt = spec_.rtt.to_seconds(), t = dt.to_seconds();
+  if (window_ >= bdp() || rtt <= 0) return rate_.bytes_in(dt);
+  const double to_cap = rtt / kGrowth * std::log(bdp() / window_);
+  if (t <= to_cap) {
+    const double w = window_ * std::exp(kGrowth * t / rtt);
+    const double moved = (w - window_) / kGrowth;
+    window_ = w;
+    return Bytes(static_cast<uint64_t>(moved));
+  }
+  const double moved = (bdp() - window_) / kGrowth + rate_.bytes_per_second() * (t - to_cap);
+  window_ = bdp();
+  return Bytes(static_cast<uint64_t>(moved));
+}
+
+Duration SimLane::time_for(Bytes bytes) const {
+  const double rtt = spec_.rtt.to_seconds(), b = bytes.as_double();
+  if (window_ >= bdp() || rtt <= 0) return rate_.transfer_time(bytes);
+  const double below_cap = (bdp() - window_) / kGrowth;  // bytes sent before the window carries the rate
+  if (b <= below_cap) return Duration::seconds_f(rtt / kGrowth * std::log((window_ + kGrowth * b) / window_));
+  return Duration::seconds_f(rtt / kGrowth * std::log(bdp() / window_) + (b - below_cap) / rate_.bytes_per_second());
+}
 
 void SimLane::advance(Time now) {
   if (transmitting_ && up() && !queue_.empty()) {
-    const Bytes moved = rate_.bytes_in(now - last_advance_);
+    const Bytes moved = transmit_for(now - last_advance_);
     Queued& head = queue_.front();
     head.sent = std::min(head.length, head.sent + moved);
   }
@@ -62,7 +103,7 @@ std::optional<SimLane::Started> SimLane::cancel(core::PieceId piece, Time now) {
 std::optional<Time> SimLane::next_tx_done() const {
   if (!transmitting_ || !up() || queue_.empty()) return std::nullopt;
   const Queued& head = queue_.front();
-  return last_advance_ + rate_.transfer_time(head.length - head.sent);
+  return last_advance_ + time_for(head.length - head.sent);
 }
 
 SimLane::Transmitted SimLane::finish_tx(Time now, std::optional<Started>& next_started,

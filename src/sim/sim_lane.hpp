@@ -57,6 +57,9 @@ class SimLane {
   std::optional<Started> set_up(Time now);
   void set_gone(Time now);
 
+  /// What the lane's transport would report from its acks right now: the
+  /// rate its window carries. Zero for lanes without a transport model (iw).
+  Rate transport_rate() const;
   bool up() const { return up_ && !gone_; }
   bool gone() const { return gone_; }
   Time up_since() const { return up_since_; }
@@ -72,6 +75,11 @@ class SimLane {
     bool written;
   };
   void advance(Time now);  // account bytes sent by the head piece up to now
+  /// Bytes the lane moves in `dt` of transmitting, growing its window (slow start).
+  Bytes transmit_for(Duration dt);
+  /// Time the lane needs to move `bytes` from its current window.
+  Duration time_for(Bytes bytes) const;
+  double bdp() const;
   std::optional<Started> start_head(Time now);
   void update_writes(Time now, std::vector<Written>& written);
 
@@ -88,6 +96,7 @@ class SimLane {
   Time up_since_;
   Time last_arrival_fwd_, last_arrival_back_;
   Bytes wasted_, wire_;
+  double window_;  // bytes per RTT while in slow start (≥ bdp(): full rate)
 };
 
 }  // namespace braid::sim

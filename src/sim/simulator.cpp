@@ -20,10 +20,12 @@ struct Arrive {
   core::PieceId piece;
   Duration recv_duration;
   bool lost;
+  Rate transport_rate;  // what the lane's transport measured as the piece left
 };
 struct AckBack {
   core::PieceId piece;
   Duration recv_duration;
+  Rate transport_rate;
 };
 struct ScenarioEvent {
   size_t index;
@@ -118,7 +120,7 @@ class Run {
       std::vector<SimLane::Written> w;
       SimLane::Transmitted t = lane.finish_tx(now_, next, w);
       for (auto& x : w) writes_.push_back({ev.lane, x});
-      if (!t.lost) push(t.arrival, ev.lane, Arrive{t.piece, t.recv_duration, false});
+      if (!t.lost) push(t.arrival, ev.lane, Arrive{t.piece, t.recv_duration, false, lane.transport_rate()});
       started(ev.lane, next);
       report_writes();
     } else if (auto* a = std::get_if<Arrive>(&ev.what)) {
@@ -131,10 +133,11 @@ class Run {
         received_[piece.chunk] += piece.length.count();
       }
       if (lane.ack_lost()) return;
-      push(lane.arrival_time(now_, false), ev.lane, AckBack{a->piece, a->recv_duration});
+      push(lane.arrival_time(now_, false), ev.lane, AckBack{a->piece, a->recv_duration, a->transport_rate});
     } else if (auto* k = std::get_if<AckBack>(&ev.what)) {
       if (lane.gone()) return;
       if (!lane.up()) return parked_[ev.lane].push_back(ev);
+      if (!k->transport_rate.is_zero()) sched_.on_transport_rate(static_cast<core::LaneId>(ev.lane), k->transport_rate);
       const auto kind = sched_.on_ack(static_cast<core::LaneId>(ev.lane), k->piece, now_, k->recv_duration);
       if (trace_)
         std::fprintf(stderr, "%10.6f ack    %-8s piece %u %s est %.1f Mbit/s srtt %.1f ms\n", now_.to_seconds(),

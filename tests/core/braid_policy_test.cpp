@@ -45,6 +45,21 @@ TEST(BraidPolicy, KeepsMoreThanOnePieceInFlightWhenThePathHoldsIt) {
   EXPECT_LE(assigned_to(d, l), Bytes::mib(4)) << "but no more than rate x RTT x 2 + one piece";
 }
 
+TEST(BraidPolicy, TransportRateWidensTheRoomButNotTheEstimate) {
+  // A lane whose pieces say 10 Mbit/s while its transport already measures
+  // 200 Mbit/s (start-up: pieces complete late): room is sized by the transport.
+  auto run = [](bool transport) {
+    Scheduler s = make(Bytes::mib(64));
+    const LaneId l = s.add_lane({"udp", Rate::mbit(10), Duration::millis(40)}, at_ms(0));
+    if (transport) s.on_transport_rate(l, Rate::mbit(200));
+    EXPECT_EQ(s.planning_rate(l), Rate::mbit(10));
+    return assigned_to(drain(s, at_ms(0)), l);
+  };
+  const Bytes without = run(false), with = run(true);
+  EXPECT_LE(without, Bytes::mib(2));
+  EXPECT_GE(with, Bytes::mib(4)) << "250 ms of 200 Mbit/s (the floor) plus a piece";
+}
+
 TEST(BraidPolicy, SlowLaneTakesNoMoreThanItCanFinishInTime) {
   Scheduler s = make(Bytes::mib(4));
   const LaneId fast = s.add_lane({"fast", Rate::mbit(1000), Duration::millis(1)}, at_ms(0));

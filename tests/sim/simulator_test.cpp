@@ -2,6 +2,8 @@
 // events happen when they say, and a seed makes runs repeatable.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "scenario_files.hpp"
 #include "sim/simulator.hpp"
 
@@ -26,6 +28,21 @@ TEST(Simulator, SingleLaneTakesSizeOverRatePlusARoundTrip) {
   const double ideal = sc.size.as_double() / 10e6;
   EXPECT_GE(r.time.to_seconds(), ideal);
   EXPECT_LE(r.time.to_seconds(), ideal * 1.02 + 0.05);
+}
+
+TEST(Simulator, SlowStartLaneRampsLikeATransportAndBraidKeepsItFed) {
+  // iw=14480B: the window doubles per RTT until it carries 200 Mbit/s (BDP
+  // 1 MB at 40 ms). Closed form of an always-fed lane: ln(BDP/iw)·RTT/ln 2 to
+  // reach the rate, having sent (BDP − iw)/ln 2; the rest at full rate.
+  const Scenario sc = one_lane("l:rate=200Mbit/s,rtt=40ms,iw=14480B", Bytes::mib(64));
+  const double rate = 25e6, rtt = 0.040, iw = 14480, bdp = rate * rtt, ln2 = std::log(2.0);
+  const double ramp = rtt / ln2 * std::log(bdp / iw), ramp_bytes = (bdp - iw) / ln2;
+  const double fed = ramp + (sc.size.as_double() - ramp_bytes) / rate + rtt / 2;
+  const RunResult r = run(sc, "braid");
+  ASSERT_TRUE(r.completed);
+  EXPECT_GT(r.time.to_seconds(), fed) << "the ramp costs time: the model is on";
+  EXPECT_GT(r.time.to_seconds(), fluid_bound(sc).to_seconds() + 0.15);
+  EXPECT_LT(r.time.to_seconds(), fed * 1.03) << "braid's pieces must not slow the ramp down";
 }
 
 TEST(Simulator, SameSeedSameRunOtherSeedOtherRun) {

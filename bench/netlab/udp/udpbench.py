@@ -41,6 +41,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(REPO, "bench", "netlab"))
 import netbench as nb  # noqa: E402  (Lab, Sampler, parse_link, parse_size, iperf_json, sha256, preflight ...)
 
@@ -121,7 +122,8 @@ METHOD = {
         "0.5 s interval from which every later interval is >= 0.8 x solo. Taking back: stop = the moment the "
         "iperf3 client exits (~1-2 RTT after its last data); the link's IP throughput (emulator, braid alone then) "
         "over [stop+1 s, stop+2 s] / the link's rate is the judged figure; t90 = time from stop until a 0.5 s window "
-        "first reaches 0.9 x rate. braid's own data rate (acked bytes from its sample log) before/during/after is "
+        "first reaches 0.9 x rate. A time that did not happen while observed is recorded as "
+        "{\"not_reached_within_s\": H} (censored; a median of censored values is censored, shown '> H'). braid's own data rate (acked bytes from its sample log) before/during/after is "
         "given too."),
     "fairness": (
         "Two receivers (ports P and P+1, own config dirs), two senders launched back to back (each dated by its "
@@ -479,11 +481,12 @@ class Run:
                 self.lab.stop(h["send"])
                 raise Failed(f"braid send hung (killed after {h['timeout'] + extra_timeout:.0f} s; "
                              f"logs: {self.keep_logs(d)})")
-            try:
-                h["recv"].wait(30)
-            except subprocess.TimeoutExpired:
-                pass
-            if rc != 0:
+            if rc == 0:
+                try:
+                    h["recv"].wait(30)
+                except subprocess.TimeoutExpired:
+                    pass
+            else:
                 with open(os.path.join(d, "send.out")) as f:
                     tail = f.read()[-800:]
                 raise Failed(f"braid send exited {rc}: {tail.strip()} (logs: {self.keep_logs(d)})")
@@ -703,14 +706,19 @@ def scenario_yielding(run, k):
         ip = None
         with WallSampler(run.lab) as smp:
             run.braid_send(h)
+            err = None
             try:
                 sending = run.wait_status(h, "sending")
-                time.sleep(max(0.0, sending + sc["yield_at"] - time.time()))
+                # iperf() waits 0.5 s for its server before the client starts
+                time.sleep(max(0.0, sending + sc["yield_at"] - 0.5 - time.time()))
                 if h["send"].poll() is not None:
                     raise Failed(f"braid ({mode}) finished before the competing flow started: use a larger --size")
                 ip = run.iperf("cubic", sc["iperf_seconds"], interval=0.5)
-            finally:
-                r = run.braid_finish(h, extra_timeout=sc["iperf_seconds"] + 30)
+            except (Failed, RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as e:
+                err = e  # braid is still let finish (and checked) below
+            r = run.braid_finish(h, extra_timeout=sc["iperf_seconds"] + 30)
+            if err is not None:
+                raise err
         lg = r.pop("log")
         pts = smp.wall_series()
         iv = ip["intervals"]
@@ -726,6 +734,8 @@ def scenario_yielding(run, k):
             if all(x[2] * 8 / (x[1] - x[0]) / 1e6 >= 0.8 * solo_mbit for x in full[j:]):
                 t80 = full[j][1]
                 break
+        if t80 is None and full:  # never held 0.8 x solo: censored at the flow's life
+            t80 = {"not_reached_within_s": round(full[-1][1], 2)}
         # braid taking the link back (the emulator's counters; braid alone on the link after stop)
         after = {}
         for a, b in ((0, 1), (1, 2), (0, 2), (2, 4)):
@@ -741,6 +751,8 @@ def scenario_yielding(run, k):
                 t90 = tau + 0.5
                 break
             tau += 0.1
+        if t90 is None and bend is not None and bend - stop >= 2:  # not reached while braid was observed
+            t90 = {"not_reached_within_s": round(min(bend - stop, 6.5), 2)}
         bp = lg["pts"]
         before = rate_mbit(bp, lg["sending"] + 2, start) if start - lg["sending"] > 2.5 else \
             rate_mbit(bp, lg["sending"] + 0.5, start)
@@ -778,7 +790,7 @@ def scenario_yielding(run, k):
         log(f"{run.name} run {k + 1}: {mode}: competing {ip['mbit']:.1f} Mbit/s, [0,2] s "
             f"{F[f'{p}_competing_frac_0_2'] or 0:.2f}, [1,2] s {F[f'{p}_competing_frac_1_2'] or 0:.2f}, "
             f"steady {F[f'{p}_competing_frac_steady'] or 0:.2f} of solo; link after stop [1,2] s "
-            f"{F[f'{p}_link_frac_after_1_2'] or 0:.2f}, t90 {t90}")
+            f"{F[f'{p}_link_frac_after_1_2'] or 0:.2f}, t90 {fmt(t90, 1)} s")
 
     guarded(run, errors, "braid --background + iperf3", lambda: one("background"))
     if sc["contrast"]:
@@ -796,11 +808,15 @@ def scenario_fairness(run, k):
         with WallSampler(run.lab) as smp:
             run.braid_send(ha)
             run.braid_send(hb)
-            ra = rb = None
-            try:
-                ra = run.braid_finish(ha)
-            finally:
-                rb = run.braid_finish(hb)
+            done, errs = [], []
+            for h in (ha, hb):
+                try:
+                    done.append(run.braid_finish(h))
+                except Failed as e:
+                    errs.append(str(e))
+            if errs:
+                raise Failed("; ".join(errs))
+            ra, rb = done
         la, lb = ra.pop("log"), rb.pop("log")
         pts = smp.wall_series()
         a = max(la["sending"], lb["sending"])
@@ -876,6 +892,7 @@ def rows_for(name, sc, link):
                 ("idle_rtt_p99_ms", "idle ping RTT p99 (ms)", 2, None, None),
                 ("braid_mbit", "braid UDP: file data Mbit/s", 1, f"≥ {0.9 * rate:g} (0.9 × {rate:g})",
                  lambda v, M: v >= 0.9 * rate),
+                ("braid_link_mbit", "braid: link Mbit/s (IP bytes) while pinged", 1, None, None),
                 ("braid_added_median_ms", "braid: added delay median (ms)", 2, "≤ 3 and ≤ bbr's",
                  lambda v, M: v <= 3 and (M.get("bbr_added_median_ms") is None or v <= M["bbr_added_median_ms"])),
                 ("braid_added_p95_ms", "braid: added delay p95 (ms)", 2, "≤ 8 and ≤ bbr's",
@@ -884,6 +901,7 @@ def rows_for(name, sc, link):
                 ("braid_ping_loss", "braid: ping probes lost", 3, None, None)]
         for cc in ("cubic", "bbr"):
             rows += [(f"{cc}_mbit", f"iperf3 -C {cc}: Mbit/s", 1, None, None),
+                     (f"{cc}_link_mbit", f"{cc}: link Mbit/s (IP bytes) while pinged", 1, None, None),
                      (f"{cc}_added_median_ms", f"{cc}: added delay median (ms)", 1, None, None),
                      (f"{cc}_added_p95_ms", f"{cc}: added delay p95 (ms)", 1, None, None),
                      (f"{cc}_added_p99_ms", f"{cc}: added delay p99 (ms)", 1, None, None),
@@ -934,14 +952,20 @@ def medians(runs):
     M = {}
     for key in keys:
         vals = [r["figures"].get(key) for r in runs]
+        # a censored figure ({"not_reached_within_s": H}: a time that did not happen within H s) sorts as +inf
+        cens = [v["not_reached_within_s"] for v in vals if isinstance(v, dict) and "not_reached_within_s" in v]
         vals = [v for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        M[key] = statistics.median(vals) if vals else None
+        vals += [float("inf")] * len(cens)
+        m = statistics.median(vals) if vals else None
+        M[key] = {"not_reached_within_s": min(cens)} if m == float("inf") else m
     return M
 
 
 def fmt(v, d):
     if v is None:
         return "—"
+    if isinstance(v, dict):
+        return f"> {v['not_reached_within_s']:.1f} (not reached)"
     if d == 0:
         return f"{v:,.0f}".replace(",", " ")
     return f"{v:.{d}f}"
@@ -968,11 +992,13 @@ def evaluate(res, rows):
     for key, label, d, target, check in rows:
         v = M.get(key)
         vals = [r["figures"].get(key) for r in res["runs_detail"]]
-        runs = ", ".join(fmt(x, d) if isinstance(x, (int, float)) else "—" for x in vals)
+        runs = ", ".join(fmt(x, d) if isinstance(x, (int, float, dict)) else "—" for x in vals)
         if check is None:
             ok = ""
         elif v is None:
             ok = "not measured"
+        elif isinstance(v, dict):  # censored: the time targets are upper bounds, so a time never reached fails
+            ok = "**no**"
         else:
             ok = "yes" if check(v, M) else "**no**"
         tr.append({"key": key, "label": label, "median": fmt(v, d), "median_value": v, "runs": runs,

@@ -67,7 +67,7 @@ std::optional<Pick> BraidPolicy::pick_new_work(const Scheduler& s, Time now) {
       continue;
     }
     if (s.consecutive_stalls(l) > 0) continue;  // only probes until it delivers again
-    const Bytes floor = std::min(kInFlightFloor, s.planning_rate(l).bytes_in(kInFlightFloorTime));
+    const Bytes floor = std::min(kInFlightFloor, s.room_rate(l).bytes_in(kInFlightFloorTime));
     if (!planning::has_pipelined_room(s, l, chunk, 2.0, floor)) continue;
     const bool earliest = best && l == *best;
 

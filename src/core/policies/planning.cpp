@@ -12,7 +12,7 @@ std::vector<LaneId> live_lanes(const Scheduler& s) {
 }
 
 bool has_pipelined_room(const Scheduler& s, LaneId l, Bytes piece, double gain, Bytes floor) {
-  const Rate r = s.planning_rate(l);
+  const Rate r = s.room_rate(l);
   const Bytes bdp = r.bytes_in(s.planning_rtt(l));
   const Bytes cap = std::max(Bytes(static_cast<uint64_t>(bdp.as_double() * gain)), floor) + piece;
   return s.outstanding(l) < cap;

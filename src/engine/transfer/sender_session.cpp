@@ -871,6 +871,12 @@ void SenderSession::on_udp_acked(Lane& lane, uint64_t piece) {
   const auto id = static_cast<core::PieceId>(piece & 0xffffffffu);
   lane.udp_handed.erase(id);
   if (!active_ || !lane.sched || (piece >> 32) != active_->id || id >= active_->sched.plan().piece_count()) return;
+  // The controller's bottleneck estimate, in file bytes rather than wire bytes.
+  const auto c = lane.udp->counters();
+  if (c.wire_bytes_sent > 0 && c.bandwidth_bytes_per_sec > 0)
+    active_->sched.on_transport_rate(*lane.sched,
+                                     Rate::bytes_per_sec(c.bandwidth_bytes_per_sec * static_cast<double>(c.data_bytes_sent) /
+                                                         static_cast<double>(c.wire_bytes_sent)));
   active_->sched.on_ack(*lane.sched, id, now());
   log_progress_locked();
   drain_locked();

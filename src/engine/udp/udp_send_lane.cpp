@@ -223,6 +223,7 @@ void UdpSendLane::run() {
   IoWaiter::tune_thread();
   last_heard_ = io_->clock.now();
   uint64_t loops = 0;
+  Time published;
   while (!stop_) {
     if (has_commands_) apply_commands();
     if (!receive()) break;
@@ -234,8 +235,13 @@ void UdpSendLane::run() {
       end("the peer was silent for " + std::to_string(idle_timeout_.to_seconds()) + " s");
       break;
     }
-    // Counters are for people and reports: refresh them every few loops.
-    if ((++loops & 15) == 0) publish_counters();
+    // Counters feed reports and the scheduler's view of the controller
+    // (room to fill): refresh them every few loops, and at least every 5 ms
+    // when loops are rare (start-up, low rates).
+    if ((++loops & 15) == 0 || now - published >= Duration::millis(5)) {
+      publish_counters();
+      published = now;
+    }
     // A full socket buffer drains in microseconds; look again within 1 ms
     // even if POLLOUT does not come, so timers still run.
     io_->waiter.wait(io_->socket->fd(), blocked, blocked ? now + Duration::millis(1) : sender_->poll_timeout(),
