@@ -62,6 +62,7 @@ void ChunkPlan::remove_from_queues(PieceId id) {
 }
 
 void ChunkPlan::mark_in_flight(PieceId id) {
+  started_ = true;
   Piece& p = pieces_[id];
   if (p.state == PieceState::pending || p.state == PieceState::overdue) {
     remove_from_queues(id);
@@ -99,6 +100,62 @@ bool ChunkPlan::mark_delivered(PieceId id) {
   chunk_delivered_[p.chunk] += p.length.count();
   if (chunk_delivered_[p.chunk] == chunk_length(p.chunk).count()) ++delivered_chunks_;
   return true;
+}
+
+PieceId ChunkPlan::cut(PieceId id, Bytes at) {
+  Piece& p = pieces_[id];
+  assert(at > p.offset && at < p.offset + p.length);
+  Piece tail{p.chunk, at, p.offset + p.length - at, PieceState::pending, false};
+  p.length = at - p.offset;
+  pieces_.push_back(tail);
+  return static_cast<PieceId>(pieces_.size() - 1);
+}
+
+std::optional<PieceId> ChunkPlan::resume_one(const ByteRange& r, std::vector<std::vector<PieceId>>& by_chunk) {
+  if (r.length.count() == 0 || r.offset >= total_ || r.length > total_ - r.offset) return std::nullopt;
+  const uint64_t c = r.offset.count() / chunk_size_.count();
+  if ((r.offset + r.length - Bytes(1)).count() / chunk_size_.count() != c) return std::nullopt;  // crosses a chunk
+  std::vector<PieceId>& in_chunk = by_chunk[c];
+  if (in_chunk.empty()) in_chunk.push_back(static_cast<PieceId>(c));  // uncut: the chunk's own piece
+  // The pending piece of this chunk that holds the whole range, if any.
+  auto holder = std::find_if(in_chunk.begin(), in_chunk.end(), [&](PieceId id) {
+    const Piece& p = pieces_[id];
+    return p.state == PieceState::pending && r.offset >= p.offset && r.offset + r.length <= p.offset + p.length;
+  });
+  if (holder == in_chunk.end()) return std::nullopt;  // overlaps a range taken before
+  PieceId mid = *holder;
+  if (r.offset > pieces_[mid].offset) {
+    mid = cut(mid, r.offset);
+    in_chunk.push_back(mid);
+  }
+  if (r.offset + r.length < pieces_[mid].offset + pieces_[mid].length) in_chunk.push_back(cut(mid, r.offset + r.length));
+  Piece& done = pieces_[mid];
+  done.state = PieceState::delivered;
+  unassigned_bytes_ -= done.length;
+  delivered_bytes_ += done.length;
+  chunk_delivered_[c] += done.length.count();
+  if (chunk_delivered_[c] == chunk_length(static_cast<ChunkIndex>(c)).count()) ++delivered_chunks_;
+  return mid;
+}
+
+std::vector<std::optional<PieceId>> ChunkPlan::mark_resumed(const std::vector<ByteRange>& ranges) {
+  std::vector<std::optional<PieceId>> out(ranges.size());
+  if (started_ || ranges.empty()) return out;
+  // Pieces per chunk: a range finds its piece among the few its chunk has
+  // been cut into. While no chunk is cut, a chunk's list is filled only
+  // when a range touches it (see resume_one).
+  std::vector<std::vector<PieceId>> by_chunk(chunk_delivered_.size());
+  if (pieces_.size() > chunk_delivered_.size())
+    for (PieceId id = 0; id < pieces_.size(); ++id) by_chunk[pieces_[id].chunk].push_back(id);
+  for (size_t i = 0; i < ranges.size(); ++i) out[i] = resume_one(ranges[i], by_chunk);
+  // Nothing was handed out yet, so the pending queue is every pending piece
+  // in transfer order: rebuild it once rather than edit it per range.
+  pending_.clear();
+  for (PieceId id = 0; id < pieces_.size(); ++id)
+    if (pieces_[id].state == PieceState::pending) pending_.push_back(id);
+  std::sort(pending_.begin(), pending_.end(),
+            [this](PieceId a, PieceId b) { return pieces_[a].offset < pieces_[b].offset; });
+  return out;
 }
 
 }  // namespace braid::core

@@ -28,6 +28,13 @@ enum class PieceState : uint8_t {
   delivered,  // acknowledged by the receiver
 };
 
+/// A byte range of the transfer.
+struct ByteRange {
+  Bytes offset;
+  Bytes length;
+  bool operator==(const ByteRange&) const = default;
+};
+
 struct Piece {
   ChunkIndex chunk = 0;
   Bytes offset;  // from the start of the transfer
@@ -80,8 +87,24 @@ class ChunkPlan {
   /// Returns true the first time a piece is delivered (false for a duplicate).
   bool mark_delivered(PieceId id);
 
+  /// Resume: ranges the receiver already holds (and the sender checked)
+  /// become delivered pieces of their own before any piece is handed out,
+  /// so every later ack, and the root hash, sees exactly those bytes as one
+  /// piece each. A range is taken only if it is non-empty, inside one chunk
+  /// and disjoint from every range taken before it; the rest of its chunk
+  /// stays pending (as one or two shorter pieces). Returns, per range in
+  /// the order given, its new piece id or nothing if it was not taken.
+  /// Takes nothing once a piece has been handed out.
+  std::vector<std::optional<PieceId>> mark_resumed(const std::vector<ByteRange>& ranges);
+  /// True once any piece has been handed to a lane.
+  bool started() const { return started_; }
+
  private:
   void remove_from_queues(PieceId id);
+  /// Cuts a pending piece at transfer offset `at` without touching the queues;
+  /// returns the tail's id.
+  PieceId cut(PieceId id, Bytes at);
+  std::optional<PieceId> resume_one(const ByteRange& r, std::vector<std::vector<PieceId>>& by_chunk);
 
   Bytes total_;
   Bytes chunk_size_;
@@ -92,6 +115,7 @@ class ChunkPlan {
   Bytes unassigned_bytes_;
   Bytes delivered_bytes_;
   uint32_t delivered_chunks_ = 0;
+  bool started_ = false;
 };
 
 }  // namespace braid::core

@@ -307,6 +307,12 @@ void Scheduler::on_timeout(Time now) {
   }
 }
 
+std::vector<std::optional<PieceId>> Scheduler::mark_resumed(const std::vector<ByteRange>& ranges) {
+  auto ids = plan_.mark_resumed(ranges);
+  copies_.resize(plan_.piece_count(), 0);
+  return ids;
+}
+
 void Scheduler::on_lane_closed(LaneId lane, Time now) {
   Lane& l = lanes_[lane];
   if (!l.alive) return;

@@ -110,6 +110,11 @@ class Scheduler {
   AckKind on_ack(LaneId lane, PieceId piece, Time now, Duration recv_duration = Duration::zero());
   /// Fires stall deadlines that have passed.
   void on_timeout(Time now);
+  /// Resume: the receiver already holds these ranges (and the engine checked
+  /// them against the source); each becomes a delivered piece before the
+  /// first Assign. See ChunkPlan::mark_resumed for which ranges are taken;
+  /// nothing is taken once a piece was assigned. No lane's stats change.
+  std::vector<std::optional<PieceId>> mark_resumed(const std::vector<ByteRange>& ranges);
 
   // ---- actions -------------------------------------------------------------
   std::optional<Action> poll_action(Time now);
