@@ -34,7 +34,7 @@ struct SendArgs {
   std::string cc;
   bool background = false;
   std::string rate_limit;
-  size_t packet_size = udp::kDefaultPacketSize;
+  std::string packet_size = "auto";
   std::vector<std::string> operands;  // PATH... HOST[:PORT]
 };
 
@@ -94,7 +94,7 @@ void run_send(const SendArgs& a) {
   co.max_lanes = a.max_lanes;
   co.transport = a.transport == "udp" ? Transport::udp : a.transport == "auto" ? Transport::automatic : Transport::tcp;
   co.cc = cc;
-  co.packet_size = a.packet_size;
+  co.packet_size = a.packet_size == "auto" ? udp::kPathMtuPacketSize : std::stoul(a.packet_size);
   co.rate_limit = rate_limit;
   auto connected = SenderSession::connect(co, log);
   if (auto* f = std::get_if<Failure>(&connected)) finish(f->exit_code, f->message);
@@ -140,8 +140,19 @@ void add_send_command(CLI::App& app) {
   cmd->add_option("--cc", args->cc, "UDP lanes' congestion controller (default delay)");
   cmd->add_flag("--background", args->background, "Yield to other traffic (UDP lanes: --cc background)");
   cmd->add_option("--rate-limit", args->rate_limit, "Cap the whole transfer, e.g. 200Mbit/s (split over the lanes)");
-  cmd->add_option("--packet-size", args->packet_size, "UDP datagram size, 1200 to 9000 (default 1472)")
-      ->check(CLI::Range(udp::kMinPacketSize, udp::kMaxPacketSize));
+  cmd->add_option("--packet-size", args->packet_size,
+                  "UDP datagram size in bytes, 1200 to 9000, or auto: the largest the path MTU carries (default)")
+      ->check([](const std::string& v) -> std::string {
+        if (v == "auto") return {};
+        try {
+          size_t used = 0;
+          const unsigned long n = std::stoul(v, &used);
+          if (used == v.size() && n >= udp::kMinPacketSize && n <= udp::kMaxPacketSize) return {};
+        } catch (const std::exception&) {
+        }
+        return "--packet-size: expected auto or a number from " + std::to_string(udp::kMinPacketSize) + " to " +
+               std::to_string(udp::kMaxPacketSize) + ", got '" + v + "'";
+      });
   cmd->add_flag("--follow-symlinks", args->follow_symlinks, "Send what symlinks point to instead of the links");
   cmd->add_option("operands", args->operands, "PATH... HOST[:PORT]")->required();
   cmd->callback([args] { run_send(*args); });

@@ -82,14 +82,20 @@ case "$CASE" in
     check_json 's["all_verified"] and [l["kind"] for l in s["lanes"]] == ["udp", "udp"]'
     check_json 'all(l["bytes"] > 0 and l["packets_sent"] > 0 and l["min_rtt_ms"] > 0 for l in s["lanes"])'
     check_json 'sum(l["bytes"] for l in s["lanes"]) == 256 << 20'
+    # The packet size follows the path MTU: loopback's 65536 → the 9000 cap.
+    [ "$(grep -c '"kind":"udp".*"packet_size":9000' "$W/send.log")" = 2 ] || fail "packet size did not follow the path MTU"
     ;;
   mixed)
     # 1 TCP + 2 UDP data lanes in one session (lane 0 is control only).
     make_file $((128 << 20))
     start_recv
-    send --lane "tcp:127.0.0.1=127.0.0.1:$PORT" --lane "udp:127.0.0.1=127.0.0.1:$PORT" \
+    send --packet-size 1472 --lane "tcp:127.0.0.1=127.0.0.1:$PORT" --lane "udp:127.0.0.1=127.0.0.1:$PORT" \
       --lane "udp:127.0.0.1=127.0.0.1:$PORT" "$W/src/data.bin" "127.0.0.1:$PORT"
     check_identical
+    [ "$(grep -c '"kind":"udp".*"packet_size":1472' "$W/send.log")" = 2 ] || fail "--packet-size 1472 was not used"
+    out=$("$BRAID" send --packet-size 1100 --lane "udp:127.0.0.1=127.0.0.1:$PORT" "$W/src/data.bin" "127.0.0.1:$PORT" 2>&1) &&
+      fail "--packet-size 1100 was accepted"
+    echo "$out" | grep -q 'expected auto or a number from 1200 to 9000' || fail "no clear error for --packet-size 1100: $out"
     check_json '[l["kind"] for l in s["lanes"]] == ["tcp", "udp", "udp"]'
     check_json 'all(k in l for l in s["lanes"] if l["kind"] == "udp" for k in ("packets_sent", "packets_lost", "packets_retransmitted", "srtt_ms", "min_rtt_ms", "cc_rate_bytes_per_sec"))'
     check_json 'all(l["packets_sent"] > 0 and l["cc_rate_bytes_per_sec"] > 0 for l in s["lanes"] if l["kind"] == "udp")'

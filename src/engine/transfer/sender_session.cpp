@@ -774,7 +774,7 @@ void SenderSession::open_udp_lane(const ConnectOptions& opts, const LanePath& p,
     drain_locked();
   }
   log_.write("lane_open", {{"lane", l.id}, {"kind", "udp"}, {"local", l.local}, {"remote", l.remote},
-                           {"packet_size", cfg.packet_size}, {"cc", cfg.cc}});
+                           {"packet_size", l.udp->packet_size()}, {"cc", cfg.cc}});
   l.writer = std::thread([this, &l] { udp_feeder_loop(l); });
 }
 

@@ -8,7 +8,7 @@
 namespace braid::udp {
 
 std::string check_config(const UdpLaneConfig& cfg) {
-  if (cfg.packet_size < kMinPacketSize || cfg.packet_size > kMaxPacketSize)
+  if (cfg.packet_size != kPathMtuPacketSize && (cfg.packet_size < kMinPacketSize || cfg.packet_size > kMaxPacketSize))
     return "packet size " + std::to_string(cfg.packet_size) + " is outside " + std::to_string(kMinPacketSize) +
            ".." + std::to_string(kMaxPacketSize);
   bool known = false;
@@ -56,7 +56,23 @@ std::unique_ptr<LaneIo> LaneIo::create(const UdpLaneConfig& cfg, transport::Pack
   io->socket = UdpSocket::open(cfg.local, cfg.remote.valid() ? &cfg.remote : nullptr, cfg.socket, error);
   if (!io->socket) return nullptr;
   io->socket->set_fault_injection(cfg.fault);
-  io->tx = std::make_unique<TxBatch>(kTxBatchSlots, cfg.packet_size);
+  io->packet_size = cfg.packet_size;
+  if (io->packet_size == kPathMtuPacketSize) {
+    // A receiving lane (not connected yet) takes whatever size comes.
+    const size_t mtu = io->socket->path_mtu();
+    const size_t ip_udp = cfg.local.family() == AF_INET ? 28 : 48;
+    if (mtu == 0) {
+      io->packet_size = cfg.remote.valid() ? kEthernetPacketSize : kMaxPacketSize;
+    } else if (mtu < kMinPacketSize + ip_udp) {
+      error = "the path MTU to " + cfg.remote.str() + " is " + std::to_string(mtu) + " bytes, below the " +
+              std::to_string(kMinPacketSize + ip_udp) + " a UDP lane needs (" + std::to_string(kMinPacketSize) +
+              "-byte datagrams)";
+      return nullptr;
+    } else {
+      io->packet_size = std::min(mtu - ip_udp, kMaxPacketSize);
+    }
+  }
+  io->tx = std::make_unique<TxBatch>(kTxBatchSlots, io->packet_size);
   // With GRO one buffer takes a whole coalesced run (up to 64 KiB); without
   // it, one datagram each, so take more of them per call.
   if (io->socket->gro())

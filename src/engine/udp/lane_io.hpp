@@ -27,6 +27,8 @@ struct LaneIo {
   std::unique_ptr<RxBatch> rx;
   IoWaiter waiter;
   LaneClock clock;
+  /// The datagram size in use: the configured one, or the path MTU's.
+  size_t packet_size = 0;
 
   /// `sends` is the packet kind this end sends (data for a sending lane);
   /// it opens the other kind. Empty with `error` set on failure.

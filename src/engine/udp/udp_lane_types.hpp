@@ -19,8 +19,14 @@ namespace braid::udp {
 /// payload, header + frames + AEAD tag.
 inline constexpr size_t kMinPacketSize = 1200;
 inline constexpr size_t kMaxPacketSize = 9000;
-/// 1500-byte Ethernet MTU − 20 (IPv4) − 8 (UDP): the default.
-inline constexpr size_t kDefaultPacketSize = 1472;
+/// 1500-byte Ethernet MTU − 20 (IPv4) − 8 (UDP).
+inline constexpr size_t kEthernetPacketSize = 1472;
+/// `packet_size` 0: the largest datagram the path carries unfragmented, as
+/// the kernel knows it for the connected socket (IP_MTU: the route's MTU,
+/// lowered by ICMP "fragmentation needed" since the socket forbids
+/// fragments), within 1200..9000. The default.
+inline constexpr size_t kPathMtuPacketSize = 0;
+inline constexpr size_t kDefaultPacketSize = kPathMtuPacketSize;
 
 struct UdpLaneConfig {
   uint32_t lane_id = 0;
@@ -33,7 +39,7 @@ struct UdpLaneConfig {
   /// The peer. A receiving lane may leave it unset: it then connects to the
   /// source of the first datagram that authenticates.
   SocketAddress remote;
-  size_t packet_size = kDefaultPacketSize;  // --packet-size, 1200..9000
+  size_t packet_size = kDefaultPacketSize;  // --packet-size, 1200..9000, or 0: the path MTU's
   std::string cc = "delay";           // --cc NAME; "background" for --background
   std::optional<Rate> rate_limit;     // --rate-limit: caps the pacing rate
   /// The window covers at least pacing rate × this (lane_limits_controller.hpp).

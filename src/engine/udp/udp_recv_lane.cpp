@@ -26,7 +26,7 @@ std::unique_ptr<UdpRecvLane> UdpRecvLane::start(const UdpLaneConfig& cfg, UdpRec
   if (!io) return nullptr;
   transport::ReceiverConfig rc;
   rc.lane_id = cfg.lane_id;
-  rc.max_datagram_size = Bytes(cfg.packet_size);
+  rc.max_datagram_size = Bytes(io->packet_size);
   rc.ack_every = cfg.ack_every;
   std::unique_ptr<UdpRecvLane> lane(new UdpRecvLane(events, std::move(io), rc));
   lane->thread_ = std::thread([l = lane.get()] { l->run(); });

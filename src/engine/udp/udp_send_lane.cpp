@@ -24,7 +24,7 @@ std::unique_ptr<UdpSendLane> UdpSendLane::start(const UdpLaneConfig& cfg, UdpSen
   if (!io) return nullptr;
   transport::SenderConfig sc;
   sc.lane_id = cfg.lane_id;
-  sc.max_datagram_size = Bytes(cfg.packet_size);
+  sc.max_datagram_size = Bytes(io->packet_size);
   sc.cc.max_datagram_size = sc.max_datagram_size;
   sc.cc.seed = cfg.cc_seed;
   sc.pacer.burst_time = cfg.pacer_burst;
@@ -47,7 +47,8 @@ UdpSendLane::UdpSendLane(UdpSendEvents& events, std::unique_ptr<LaneIo> io,
       io_(std::move(io)),
       sender_(std::move(sender)),
       idle_timeout_(idle_timeout),
-      local_(io_->socket->local_address()) {
+      local_(io_->socket->local_address()),
+      packet_size_(io_->packet_size) {
   inbox_.reserve(64);
   work_.reserve(64);
 }

@@ -92,6 +92,16 @@ std::unique_ptr<UdpSocket> UdpSocket::open(const SocketAddress& local, const Soc
   return s;
 }
 
+size_t UdpSocket::path_mtu() const {
+  if (!connected_) return 0;
+  int mtu = 0;
+  socklen_t len = sizeof mtu;
+  const bool v4 = local_address().family() == AF_INET;
+  if (::getsockopt(fd_.get(), v4 ? IPPROTO_IP : IPPROTO_IPV6, v4 ? IP_MTU : IPV6_MTU, &mtu, &len) != 0 || mtu <= 0)
+    return 0;
+  return static_cast<size_t>(mtu);
+}
+
 bool UdpSocket::connect(const SocketAddress& remote, std::string& error) {
   if (::connect(fd_.get(), remote.sa(), remote.len) != 0) {
     error = errno_text(("cannot connect UDP to " + remote.str()).c_str(), errno);

@@ -124,6 +124,9 @@ class UdpSocket {
   int fd() const { return fd_.get(); }
   SocketAddress local_address() const;
   bool connected() const { return connected_; }
+  /// The path MTU the kernel knows for the connected peer (IP_MTU /
+  /// IPV6_MTU), or 0 if it cannot tell.
+  size_t path_mtu() const;
   /// Connects an unconnected socket (a receiver that learnt its peer).
   bool connect(const SocketAddress& remote, std::string& error);
   bool gso() const { return gso_; }
