@@ -84,6 +84,36 @@ TEST(WireMessages, SmallMessagesRoundTrip) {
   EXPECT_EQ(round_trip(ErrorMessage{3, "x"}).message, "x");
 }
 
+TEST(WireMessages, AcceptCarriesTheRangesTheReceiverHolds) {
+  Accept a{9, {HeldRange{0, 1 << 20, digest(16, 3)}, HeldRange{5u << 20, 4096, digest(32, 8)}}};
+  Accept back = round_trip(a);
+  EXPECT_EQ(back.transfer_id, 9u);
+  EXPECT_EQ(back.held, a.held);
+  EXPECT_TRUE(round_trip(Accept{4, {}}).held.empty());
+  EXPECT_EQ(round_trip(Refuse{3, RefuseReason::busy, "in use"}).reason, RefuseReason::busy);
+  EXPECT_STREQ(refuse_reason_name(RefuseReason::busy), "busy");
+}
+
+TEST(WireMessages, AcceptRefusesImpossibleRanges) {
+  auto refused = [](const HeldRange& h) {
+    std::vector<uint8_t> bytes;
+    encode(Accept{1, {h}}, bytes);
+    Accept back;
+    return !decode(bytes, back);
+  };
+  EXPECT_TRUE(refused(HeldRange{0, 0, digest(16, 1)}));               // empty
+  EXPECT_TRUE(refused(HeldRange{UINT64_MAX - 1, 2, digest(16, 1)}));  // end overflows
+  EXPECT_TRUE(refused(HeldRange{0, 10, digest(20, 1)}));              // no such digest size
+  EXPECT_FALSE(refused(HeldRange{UINT64_MAX - 2, 2, digest(16, 1)}));
+  // A count far beyond the bytes present.
+  std::vector<uint8_t> bytes;
+  encode(Accept{1, {}}, bytes);
+  bytes[4] = 0x00;
+  bytes[5] = 0x03;  // 0x00030000 ranges, none present
+  Accept back;
+  EXPECT_FALSE(decode(bytes, back));
+}
+
 TEST(WireMessages, UdpLaneMessagesRoundTrip) {
   EXPECT_EQ(round_trip(UdpOpen{3, "[::1]:0"}).address, "[::1]:0");
   UdpReady ready = round_trip(UdpReady{3, "127.0.0.1:40000", ""});

@@ -1,5 +1,7 @@
 #include "engine/wire/messages.hpp"
 
+#include <algorithm>
+
 #include "engine/wire/byte_codec.hpp"
 
 namespace braid::wire {
@@ -31,6 +33,7 @@ const char* refuse_reason_name(RefuseReason r) {
     case RefuseReason::not_writable: return "not_writable";
     case RefuseReason::no_space: return "no_space";
     case RefuseReason::bad_offer: return "bad_offer";
+    case RefuseReason::busy: return "busy";
   }
   return "unknown";
 }
@@ -96,7 +99,17 @@ void encode(const Offer& m, std::vector<uint8_t>& out) {
   }
 }
 
-void encode(const Accept& m, std::vector<uint8_t>& out) { ByteWriter(out).u32(m.transfer_id); }
+void encode(const Accept& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(m.transfer_id);
+  const size_t n = std::min(m.held.size(), kMaxHeldRanges);
+  w.u32(static_cast<uint32_t>(n));
+  for (size_t i = 0; i < n; ++i) {
+    w.u64(m.held[i].offset);
+    w.u64(m.held[i].length);
+    put_digest(w, m.held[i].hash);
+  }
+}
 
 void encode(const Refuse& m, std::vector<uint8_t>& out) {
   ByteWriter w(out);
@@ -220,6 +233,19 @@ bool decode(std::span<const uint8_t> in, Offer& m) {
 bool decode(std::span<const uint8_t> in, Accept& m) {
   ByteReader r(in);
   m.transfer_id = r.u32();
+  const uint32_t n = r.u32();
+  constexpr size_t kSmallestRange = 8 + 8 + 1 + 16;
+  if (!r.ok() || n > kMaxHeldRanges || n > r.remaining() / kSmallestRange) return false;
+  m.held.clear();
+  m.held.reserve(n);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    HeldRange h;
+    h.offset = r.u64();
+    h.length = r.u64();
+    get_digest(r, h.hash);
+    if (h.length == 0 || h.offset > UINT64_MAX - h.length) return false;
+    m.held.push_back(h);
+  }
   return finish(r);
 }
 
@@ -227,7 +253,7 @@ bool decode(std::span<const uint8_t> in, Refuse& m) {
   ByteReader r(in);
   m.transfer_id = r.u32();
   const uint8_t reason = r.u8();
-  if (reason < 1 || reason > 5) return false;
+  if (reason < 1 || reason > static_cast<uint8_t>(RefuseReason::busy)) return false;
   m.reason = static_cast<RefuseReason>(reason);
   m.message = r.bytes(kMaxReasonLength);
   return finish(r);

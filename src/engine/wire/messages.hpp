@@ -11,7 +11,8 @@
 //   lane_welcome  s→c  the receiver took the lane
 //   addresses     s→c  where further lanes may connect
 //   offer         c→s  a transfer: id, hash algorithm, chunk size, manifest
-//   accept/refuse s→c  the receiver's answer to an offer
+//   accept/refuse s→c  the receiver's answer to an offer (accept: the ranges
+//                      it already holds from an interrupted run, for resume)
 //   piece_data    c→s  bytes of one piece (see PieceHeader)
 //   piece_abort   c→s  the sender stopped sending a piece on this lane
 //   ack           s→c  a piece verified and written (with the receive duration)
@@ -58,11 +59,16 @@ enum class FrameType : uint8_t {
 };
 
 /// 2: UDP lanes (udp_open, udp_ready, udp_piece, lane_ack).
-constexpr uint32_t kProtocolVersion = 2;
+/// 3: resume (accept lists the ranges the receiver holds; refuse reason busy).
+constexpr uint32_t kProtocolVersion = 3;
 constexpr size_t kMaxReasonLength = 1024;
 constexpr size_t kMaxPathBytes = 4095;     // PATH_MAX - 1
 constexpr size_t kMaxAddresses = 64;
 constexpr size_t kMaxManifestEntries = 1u << 20;
+/// Ranges one accept may list: 2^18 × at most 49 bytes stays well inside a
+/// frame (16 MiB). A receiver holding more lists the first ones; the sender
+/// sends the rest again.
+constexpr size_t kMaxHeldRanges = 1u << 18;
 
 enum class HashAlgo : uint8_t { xxh3_128 = 1, sha256 = 2 };
 const char* hash_algo_name(HashAlgo a);
@@ -116,12 +122,32 @@ struct Offer {
   uint64_t total_bytes() const;
 };
 
+/// A byte range of the transfer the receiver verified, wrote and made
+/// durable in an earlier, interrupted run of the same offer, with the hash
+/// it verified (the offer's algorithm). The sender checks it against its
+/// own bytes before it counts it as delivered.
+struct HeldRange {
+  uint64_t offset = 0;
+  uint64_t length = 0;  // > 0
+  Digest hash;
+  bool operator==(const HeldRange&) const = default;
+};
+
 struct Accept {
   static constexpr FrameType kType = FrameType::accept;
   uint32_t transfer_id = 0;
+  std::vector<HeldRange> held;  // sorted by offset, disjoint (the sender checks)
 };
 
-enum class RefuseReason : uint8_t { declined = 1, bad_path = 2, not_writable = 3, no_space = 4, bad_offer = 5 };
+/// busy: the same transfer is being received by another braid session.
+enum class RefuseReason : uint8_t {
+  declined = 1,
+  bad_path = 2,
+  not_writable = 3,
+  no_space = 4,
+  bad_offer = 5,
+  busy = 6
+};
 const char* refuse_reason_name(RefuseReason r);
 
 struct Refuse {
