@@ -167,8 +167,10 @@ void Scheduler::on_send_started(LaneId lane, PieceId piece, Time now) {
   if (!rules_.deadline_from_assignment) f->deadline = deadline_for(lane, *f, now);
 }
 
-void Scheduler::on_transport_rate(LaneId lane, Rate rate) {
-  if (lane < lanes_.size()) lanes_[lane].transport_rate = rate;
+void Scheduler::on_transport_rate(LaneId lane, Rate rate, Time now) {
+  if (lane >= lanes_.size()) return;
+  lanes_[lane].transport_rate = rate;
+  lanes_[lane].transport_heard = now;
 }
 
 void Scheduler::on_written(LaneId lane, PieceId piece, Time now) {

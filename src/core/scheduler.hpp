@@ -103,8 +103,10 @@ class Scheduler {
   /// The lane's own transport measured this delivery rate from its acks
   /// (a UDP lane's controller, TCP's tcpi_delivery_rate), in file bytes. It
   /// comes per packet rather than per piece, so while pieces still ramp up
-  /// it says sooner how much the lane can take (room_rate).
-  void on_transport_rate(LaneId lane, Rate rate);
+  /// it says sooner how much the lane can take (room_rate). Calling it also
+  /// says the transport heard acks at `now`: a lane that stalled by the
+  /// scheduler's clock yet still delivers is slow (yielding, say), not dead.
+  void on_transport_rate(LaneId lane, Rate rate, Time now);
   /// The receiver verified and stored the piece. `recv_duration`: receiver's
   /// time from the piece's first to last byte (zero if unknown).
   AckKind on_ack(LaneId lane, PieceId piece, Time now, Duration recv_duration = Duration::zero());
@@ -141,6 +143,9 @@ class Scheduler {
   /// The rate to size a lane's pipeline by: the larger of its estimate and
   /// its transport's latest rate (planning_rate() when there is none).
   Rate room_rate(LaneId l) const;
+  /// The transport's latest rate (zero if none) and when it last reported progress.
+  Rate transport_rate(LaneId l) const { return lanes_[l].transport_rate; }
+  Time transport_heard(LaneId l) const { return lanes_[l].transport_heard; }
   /// Round-trip time for planning: smoothed RTT, its hint, or zero.
   Duration planning_rtt(LaneId l) const;
   /// Bytes handed to the lane and not yet acked (active copies only).
@@ -172,6 +177,7 @@ class Scheduler {
     Time last_stall = Time::never();
     Time last_acked_start;  // latest send start among the lane's acked pieces
     Rate transport_rate;    // on_transport_rate; zero if the lane has none
+    Time transport_heard = Time::never();
   };
 
   Flight* find_flight(LaneId lane, PieceId piece);

@@ -137,7 +137,7 @@ class Run {
     } else if (auto* k = std::get_if<AckBack>(&ev.what)) {
       if (lane.gone()) return;
       if (!lane.up()) return parked_[ev.lane].push_back(ev);
-      if (!k->transport_rate.is_zero()) sched_.on_transport_rate(static_cast<core::LaneId>(ev.lane), k->transport_rate);
+      if (!k->transport_rate.is_zero()) sched_.on_transport_rate(static_cast<core::LaneId>(ev.lane), k->transport_rate, now_);
       const auto kind = sched_.on_ack(static_cast<core::LaneId>(ev.lane), k->piece, now_, k->recv_duration);
       if (trace_)
         std::fprintf(stderr, "%10.6f ack    %-8s piece %u %s est %.1f Mbit/s srtt %.1f ms\n", now_.to_seconds(),

@@ -51,7 +51,7 @@ TEST(BraidPolicy, TransportRateWidensTheRoomButNotTheEstimate) {
   auto run = [](bool transport) {
     Scheduler s = make(Bytes::mib(64));
     const LaneId l = s.add_lane({"udp", Rate::mbit(10), Duration::millis(40)}, at_ms(0));
-    if (transport) s.on_transport_rate(l, Rate::mbit(200));
+    if (transport) s.on_transport_rate(l, Rate::mbit(200), at_ms(0));
     EXPECT_EQ(s.planning_rate(l), Rate::mbit(10));
     return assigned_to(drain(s, at_ms(0)), l);
   };

@@ -88,7 +88,12 @@ std::optional<Pick> BraidPolicy::pick_new_work(const Scheduler& s, Time now) {
 }
 
 Time BraidPolicy::probe_allowed_at(const Scheduler& s, LaneId l) const {
-  // Back-off 0.5 s, 1 s, 2 s, 4 s after consecutive stalls.
+  // Back-off 0.5 s, 1 s, 2 s, 4 s after consecutive stalls — unless the
+  // lane's transport still hears acks: then it is slow, not dead (a
+  // background lane yielding to other traffic), and must get work again
+  // as soon as it can take it.
+  if (s.transport_heard(l) != Time::never() && s.transport_heard(l) > s.last_stall(l))
+    return s.last_stall(l) + Duration::millis(250);
   const uint32_t n = std::min<uint32_t>(s.consecutive_stalls(l), 4);
   return s.last_stall(l) + Duration::millis(250) * static_cast<double>(1u << n);
 }

@@ -12,8 +12,10 @@ std::vector<LaneId> live_lanes(const Scheduler& s) {
 }
 
 bool has_pipelined_room(const Scheduler& s, LaneId l, Bytes piece, double gain, Bytes floor) {
-  const Rate r = s.room_rate(l);
-  const Bytes bdp = r.bytes_in(s.planning_rtt(l));
+  // The transport's rate goes with the path's own round trip: the piece RTT
+  // (srtt) of a lane that just stalled or queued can be seconds.
+  const Bytes bdp = std::max(s.planning_rate(l).bytes_in(s.planning_rtt(l)),
+                             s.transport_rate(l).bytes_in(s.estimator(l).min_rtt()));
   const Bytes cap = std::max(Bytes(static_cast<uint64_t>(bdp.as_double() * gain)), floor) + piece;
   return s.outstanding(l) < cap;
 }
