@@ -22,6 +22,13 @@ constexpr double kSlowStartExit = 0.75;
 constexpr double kQuietFraction = 0.25;
 constexpr double kQuietRtts = 8;
 constexpr double kRestartBelowMaxFraction = 1.0 / 8;
+// Our choice: while the queue stays below kQuietFraction of the target the
+// window may also grow multiplicatively, up to this much per RTT, fading to
+// LEDBAT's additive step as the queue nears that fraction. RFC 6817's one
+// packet per RTT needs seconds to refill a 100 Mbit/s path after the other
+// traffic leaves (a 20 ms BDP is ~170 packets); the delay signal, not the
+// step size, is what keeps a scavenger out of the way.
+constexpr double kQuietGrowthPerRtt = 0.5;
 constexpr Duration kMinute = Duration::seconds(60);
 }  // namespace
 
@@ -85,6 +92,7 @@ void BackgroundController::on_congestion_event(const CongestionEvent& ev) {
     } else if (q <= 1.0) {
       // RFC 6817 §2.4.2: cwnd += GAIN · off_target · bytes_acked · MSS / cwnd.
       delta = kGain * (1.0 - q) * acked.as_double() * mss_.as_double() / cwnd;
+      if (q < kQuietFraction) delta += kQuietGrowthPerRtt * (1.0 - q / kQuietFraction) * acked.as_double();
     } else {
       // LEDBAT++ §4.3: W += GAIN − W·(delay/target − 1) per RTT, at most W/2 off.
       delta = kGain * acked.as_double() * mss_.as_double() / cwnd -

@@ -112,6 +112,26 @@ TEST(BackgroundController, YieldsToACompetingFlowAndTakesTheLinkBack) {
   EXPECT_GE(mbit(sim.goodput(b, sec(9.5), sec(10))), 0.9 * link);    // back ≥ 0.9 within 2 s
 }
 
+// (c') The bench's link: 100 Mbit/s, 10 ms each way, a 1 MB queue (4 BDPs).
+TEST(BackgroundController, TakesA100MbitLinkBackWithinTwoSeconds) {
+  SimConfig cfg;
+  cfg.link = {Rate::mbit(100), Duration::millis(10), Bytes(1'000'000), 0.0, 5};
+  LaneSim sim(cfg);
+  FlowSpec bg;
+  bg.cc = "background";
+  const int b = sim.add_flow(bg);
+  FlowSpec tcp;
+  tcp.cc = "reno";
+  tcp.start = sec(3);
+  tcp.stop = sec(8);
+  const int r = sim.add_flow(tcp);
+  ASSERT_TRUE(sim.run_until(sec(11)));
+  const double link = 100 * kPayloadFraction;
+  EXPECT_GE(mbit(sim.goodput(r, sec(4), sec(5))), 0.8 * link);
+  EXPECT_LE(mbit(sim.goodput(b, sec(4.5), sec(8))), 0.05 * link);
+  EXPECT_GE(mbit(sim.goodput(b, sec(9), sec(10))), 0.9 * link);     // [1 s, 2 s] after the flow left
+}
+
 TEST(BackgroundController, HoldsItsOwnQueueNearTheTarget) {
   SimConfig cfg;
   cfg.link = {Rate::mbit(50), Duration::millis(10), Bytes(2'000'000), 0.0, 1};
