@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -31,9 +32,14 @@ std::string lane_table(const transfer::TransferReport& r) {
                        l.lane_id, l.udp->packets_sent, l.udp->packets_lost, l.udp->packets_retransmitted,
                        l.udp->srtt_ms, l.udp->min_rtt_ms, mbit(l.udp->cc_rate_bytes_per_sec));
   }
-  out += fmt::format("total {} MiB in {:.2f} s = {} Mbit/s ({:.1f} MB/s), {} files, {} stalls, {} duplicates, "
+  // A resumed transfer's rate is over the bytes this run sent, so say how many were not sent.
+  const std::string resumed =
+      r.resumed_bytes ? fmt::format(" ({} MiB resumed from an earlier run, {} MiB sent)", mib(r.resumed_bytes),
+                                    mib(r.bytes - std::min(r.bytes, r.resumed_bytes)))
+                      : "";
+  out += fmt::format("total {} MiB{} in {:.2f} s = {} Mbit/s ({:.1f} MB/s), {} files, {} stalls, {} duplicates, "
                      "{} abandoned, policy {}, hash {}: {}\n",
-                     mib(r.bytes), r.seconds, mbit(r.rate_bytes_per_sec), r.rate_bytes_per_sec / 1e6, r.files,
+                     mib(r.bytes), resumed, r.seconds, mbit(r.rate_bytes_per_sec), r.rate_bytes_per_sec / 1e6, r.files,
                      r.stalls, r.duplicates, r.abandoned, r.policy.empty() ? "-" : r.policy, r.hash,
                      r.verified ? "every file verified" : r.status);
   return out;

@@ -227,7 +227,8 @@ PY
     grep -q 'unreachable' "$W/send.err" || fail "no clear message"
     ;;
 
-  disk-full)  # no room: refused before any byte (space check), or ENOSPC mid-transfer (temp files kept)
+  disk-full)  # no room: refused before any byte (space check), or ENOSPC mid-transfer (temp files and
+              # resume journal kept); with room again, the same command resumes
     small_tree
     mkdir -p "$W/small"
     mount -t tmpfs -o size=16m tmpfs "$W/small" 2>/dev/null || { echo "SKIP [$CASE]: cannot mount a small tmpfs"; exit 0; }
@@ -245,6 +246,16 @@ PY
     wait_recv
     [ ! -e "$W/small/t/big.bin" ] || fail "a partial file stands under its final name"
     find "$W/small" -name '.braid-*.part' | grep -q . || fail "the temporary files were not kept"
+    find "$W/small" -name '.braid-resume-*' | grep -q . || fail "the resume journal was not kept"
+    # Room again: the same command resumes what arrived before the disk filled up.
+    mount -o remount,size=96m "$W/small" || fail "cannot grow the tmpfs"
+    start_recv --code df --yes
+    send --code df "$W/src/t" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC after space was freed: $(cat "$W/send.err")"
+    wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
+    same_trees
+    [ "$(json "$W/send.json" "d['resumed_bytes'] > 0")" = True ] || fail "nothing was resumed after the disk-full run"
+    echo "after the disk filled up: $(json "$W/send.json" "d['resumed_bytes']") of $(json "$W/send.json" "d['bytes']") bytes resumed"
     ;;
 
   not-writable)

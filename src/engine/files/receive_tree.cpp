@@ -12,8 +12,6 @@
 #include <set>
 #include <variant>
 
-#include "engine/files/piece_hasher.hpp"
-
 namespace braid::files {
 namespace {
 
@@ -38,23 +36,12 @@ wire::RefuseReason reason_for_errno(int e) {
   return wire::RefuseReason::not_writable;
 }
 
-std::string offer_tag(const wire::Offer& offer) {
-  std::vector<uint8_t> bytes;
-  wire::Offer copy = offer;
-  copy.transfer_id = 0;  // the same files offered again find the same temp names
-  wire::encode(copy, bytes);
-  PieceHasher h(wire::HashAlgo::sha256);
-  h.update(bytes);
-  std::string hex = h.finish().hex();
-  return hex.substr(0, 16);
-}
-
 }  // namespace
 
-ReceiveTree::ReceiveTree(int root_fd, const wire::Offer& offer)
+ReceiveTree::ReceiveTree(int root_fd, const wire::Offer& offer, std::string tag)
     : root_fd_(root_fd),
       entries_(offer.entries),
-      tag_(offer_tag(offer)),
+      tag_(std::move(tag)),
       layout_(offer.entries),
       fds_(256, [this](size_t entry, std::string& error) {
         auto rel = RelativePath::parse(temp_path(entry));
@@ -76,8 +63,11 @@ std::string ReceiveTree::temp_path(size_t entry) const {
   return parent.empty() ? leaf : parent + "/" + leaf;
 }
 
-std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(int root_fd, const wire::Offer& offer) {
-  std::unique_ptr<ReceiveTree> t(new ReceiveTree(root_fd, offer));
+std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(int root_fd, const wire::Offer& offer,
+                                                                             const PrepareOptions& opts) {
+  if (opts.tag.empty() || opts.tag.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return PrepareError{wire::RefuseReason::bad_offer, "internal error: a temporary-file tag must be hex digits"};
+  std::unique_ptr<ReceiveTree> t(new ReceiveTree(root_fd, offer, opts.tag));
   // 1. Every path must be a clean relative path, unique, and every parent
   //    that the offer itself names must be a directory of the offer.
   std::set<std::string> seen;
@@ -109,16 +99,20 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
   struct statvfs vfs {};
   if (!std::getenv("BRAID_TEST_SKIP_SPACE_CHECK") && ::fstatvfs(root_fd, &vfs) == 0) {
     const unsigned long long avail = static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize;
-    if (avail < offer.total_bytes())
+    const uint64_t needed = offer.total_bytes() - std::min(opts.bytes_present, offer.total_bytes());
+    if (avail < needed)
       return PrepareError{wire::RefuseReason::no_space,
                           "not enough space in the target directory: " + std::to_string(offer.total_bytes()) +
-                              " bytes offered, " + std::to_string(avail) + " available"};
+                              " bytes offered" +
+                              (opts.bytes_present ? " (" + std::to_string(opts.bytes_present) + " already here)" : "") +
+                              ", " + std::to_string(avail) + " available"};
   }
-  if (auto err = t->create_all()) return *err;
+  if (auto err = t->create_all(opts.keep_parts)) return *err;
   return t;
 }
 
-std::optional<PrepareError> ReceiveTree::create_all() {
+std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
+  kept_.assign(entries_.size(), false);
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
     if (e.kind == wire::EntryKind::directory) {
@@ -149,8 +143,13 @@ std::optional<PrepareError> ReceiveTree::create_all() {
         S_ISDIR(st.st_mode))
       return PrepareError{wire::RefuseReason::bad_offer,
                           "'" + security::printable_path(paths_[i].str()) + "' exists as a directory in the target"};
-    auto fd = security::open_beneath(root_fd_, rel.value(), O_RDWR | O_CREAT, 0600);
+    // Without a resume, bytes an older run left in a file of this name are
+    // worth nothing: start from an empty file (and give their blocks back).
+    auto fd = security::open_beneath(root_fd_, rel.value(), O_RDWR | O_CREAT | (keep_parts ? 0 : O_TRUNC), 0600);
     if (!fd) return PrepareError{wire::RefuseReason::not_writable, fd.error().message};
+    struct stat part {};
+    kept_[i] = keep_parts && ::fstat(fd.value().get(), &part) == 0 && S_ISREG(part.st_mode) &&
+               static_cast<uint64_t>(part.st_size) == e.size;
     if (::ftruncate(fd.value().get(), static_cast<off_t>(e.size)) != 0) {
       const int err = errno;
       return PrepareError{reason_for_errno(err), "cannot size '" + security::printable_path(temp_path(i)) +
@@ -193,6 +192,13 @@ int ReceiveTree::write(uint64_t offset, std::span<const uint8_t> data) {
   });
   if (!ok && result == 0) result = EINVAL;  // range outside the transfer
   return result;
+}
+
+int ReceiveTree::sync_file(size_t entry) {
+  std::string error;
+  auto fd = fds_.get(entry, error);
+  if (!fd) return EIO;
+  return ::fdatasync(fd->get()) == 0 ? 0 : errno;
 }
 
 std::string ReceiveTree::finalize(int& err) {

@@ -4,8 +4,10 @@
 //
 //   prepare   checks every path of the offer, creates the directories and
 //             one temporary file per regular file, in the file's final
-//             directory: ".braid-<tag>-<index>.part" (tag: from the manifest,
-//             so the same offer finds the same names again, for a later resume);
+//             directory: ".braid-<tag>-<index>.part" (tag: TransferKey::tag,
+//             so the same offer from the same sender finds the same names
+//             again; with `keep_parts` an existing one is reopened as it is,
+//             for a resume);
 //   write     pwrite of verified bytes at their transfer offset (any thread);
 //   finalize  fsync, mode, mtime, then rename into place — so no partial file
 //             ever stands under its final name; then symlinks, then the
@@ -33,15 +35,30 @@ struct PrepareError {
   std::string message;
 };
 
+struct PrepareOptions {
+  std::string tag;          // names the temporary files (TransferKey::tag)
+  bool keep_parts = false;  // reopen existing temporary files without truncating them (resume)
+  /// Bytes of the transfer already on disk (resume): the free-space check
+  /// asks only for the rest.
+  uint64_t bytes_present = 0;
+};
+
 class ReceiveTree {
  public:
   /// `root_fd`: the target directory (borrowed; must outlive the tree).
-  static std::variant<std::unique_ptr<ReceiveTree>, PrepareError> prepare(int root_fd, const wire::Offer& offer);
+  static std::variant<std::unique_ptr<ReceiveTree>, PrepareError> prepare(int root_fd, const wire::Offer& offer,
+                                                                          const PrepareOptions& opts);
 
   /// Writes `data` at transfer offset `offset`. 0 or the errno of the failure.
   /// Once finalize has begun, writes are dropped (a late duplicate copy of
   /// a piece must not touch a file whose mtime is already set).
   int write(uint64_t offset, std::span<const uint8_t> data);
+
+  /// Makes the written bytes of a file entry durable (fdatasync). 0 or errno.
+  int sync_file(size_t entry);
+  /// With keep_parts: the entry's temporary file was there already, at its
+  /// full size, and was kept as it was (its bytes may be resumed).
+  bool part_kept(size_t entry) const { return entry < kept_.size() && kept_[entry]; }
 
   /// Everything verified: put every entry in place. Empty string on success,
   /// else what failed (and errno in `err`).
@@ -52,8 +69,8 @@ class ReceiveTree {
   std::string temp_path(size_t entry) const;
 
  private:
-  ReceiveTree(int root_fd, const wire::Offer& offer);
-  std::optional<PrepareError> create_all();
+  ReceiveTree(int root_fd, const wire::Offer& offer, std::string tag);
+  std::optional<PrepareError> create_all(bool keep_parts);
 
   int root_fd_;
   std::vector<wire::ManifestEntry> entries_;
@@ -63,6 +80,7 @@ class ReceiveTree {
   FdCache fds_;
   std::shared_mutex sealing_;  // write: shared; finalize: exclusive
   bool sealed_ = false;
+  std::vector<bool> kept_;  // by entry
 };
 
 /// Checks that `dir` is a directory braid can create files in (a probe file

@@ -201,7 +201,9 @@ void Receiver::run_session(security::UniqueFd fd) {
   auto link = lanes::LaneLink::create(std::move(fd), sid, 0, session.value().lane_secret(), security::Role::server, error);
   if (!link) return;
   ReceiverConfig cfg{root_fd_.get(), opts_.yes, opts_.quiet};
-  auto s = std::make_shared<ReceiverSession>(cfg, log_, peer, sid, session.value().lane_secret());
+  const auto& fp = session.value().peer().fingerprint.bytes();
+  auto s = std::make_shared<ReceiverSession>(cfg, log_, peer, std::vector<uint8_t>(fp.begin(), fp.end()), sid,
+                                             session.value().lane_secret());
   {
     std::lock_guard lock(mu_);
     sessions_[sid] = s;

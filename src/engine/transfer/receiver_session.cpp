@@ -9,6 +9,8 @@
 #include <set>
 
 #include "engine/files/piece_hasher.hpp"
+#include "engine/files/resume_recorder.hpp"
+#include "engine/files/transfer_key.hpp"
 #include "engine/lanes/endpoint.hpp"
 #include "engine/transfer/exit_codes.hpp"
 #include "engine/transfer/lane_lookup.hpp"
@@ -19,10 +21,34 @@ namespace braid::transfer {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+// The held ranges of a journal that still stand: every temporary file a
+// range touches was found at its full size (one missing or cut means the
+// range's bytes are gone), and no more than one accept can list.
+files::HeldRanges held_in_kept_parts(const files::HeldRanges& loaded, const files::ReceiveTree& tree) {
+  files::HeldRanges held;
+  for (const auto& r : loaded.records()) {
+    if (held.size() >= wire::kMaxHeldRanges) break;
+    bool kept = true;
+    (void)tree.layout().for_each(r.offset, r.length, [&](const files::Extent& x) {
+      kept = kept && tree.part_kept(x.entry);
+      return kept;
+    });
+    if (kept) held.add(r);
+  }
+  return held;
+}
+
+}  // namespace
+
 // One accepted transfer.
 struct ReceiverSession::Incoming {
   wire::Offer offer;
   std::unique_ptr<files::ReceiveTree> tree;
+  // Resume: what an earlier run left (held ranges) and what this run adds,
+  // kept true on disk. Null for an empty transfer or when resume is off.
+  std::unique_ptr<files::ResumeRecorder> resume;
   std::mutex mu;
   std::map<uint32_t, files::PieceRecord> pieces;  // verified, by piece id
   std::map<uint32_t, uint64_t> lane_bytes;        // verified bytes per lane
@@ -43,6 +69,7 @@ struct ReceiverSession::Lane {
   bool receiving = false;
   uint32_t transfer = 0, piece = 0;
   uint64_t piece_offset = 0, piece_length = 0, next = 0;
+  bool write = true;  // false: another copy of this piece was verified already
   std::unique_ptr<files::PieceHasher> hasher;
   Clock::time_point first_byte;
   std::shared_ptr<Incoming> t;
@@ -84,9 +111,14 @@ class ReceiverSession::UdpEvents : public udp::UdpRecvEvents {
   UdpLane& lane_;
 };
 
-ReceiverSession::ReceiverSession(const ReceiverConfig& cfg, EventLog& log, std::string peer, uint64_t session_id,
-                                 const security::LaneSecret& secret)
-    : cfg_(cfg), log_(log), peer_(std::move(peer)), session_id_(session_id), secret_(secret) {}
+ReceiverSession::ReceiverSession(const ReceiverConfig& cfg, EventLog& log, std::string peer,
+                                 std::vector<uint8_t> peer_key, uint64_t session_id, const security::LaneSecret& secret)
+    : cfg_(cfg),
+      log_(log),
+      peer_(std::move(peer)),
+      peer_key_(std::move(peer_key)),
+      session_id_(session_id),
+      secret_(secret) {}
 
 ReceiverSession::~ReceiverSession() {
   // UDP lanes first: their destructors join I/O threads whose events use the TCP lanes.
@@ -210,12 +242,18 @@ void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vect
     lock.lock();
   }
   ending_ = true;
-  // Transfers accepted but never finished leave their temporary files for a later resume.
+  // Transfers accepted but never finished leave their temporary files, and
+  // the journal of what in them is verified, for a later resume.
+  std::vector<std::shared_ptr<Incoming>> unfinished;
   for (auto& [id, t] : transfers_) {
     std::lock_guard g(t->mu);
-    if (!t->finished && outcome_ == 0) outcome_ = kExitFailure;
+    if (t->finished) continue;
+    if (outcome_ == 0) outcome_ = kExitFailure;
+    unfinished.push_back(t);
   }
   lock.unlock();
+  for (auto& t : unfinished)
+    if (t->resume) t->resume->stop();
   for (auto& l : lanes_) l->link->shutdown();
   for (auto& u : udp_lanes_)
     if (u->lane) u->lane->close("session ended");
@@ -350,6 +388,16 @@ void ReceiverSession::handle_piece(Lane& lane, std::span<const uint8_t> payload)
     lane.next = h.piece_offset;
     lane.first_byte = Clock::now();
     lane.t = std::move(t);
+    // Another copy of this piece was verified already: its bytes are on disk
+    // (and perhaps claimed in the resume journal); this one is only hashed and acked.
+    {
+      std::lock_guard g(lane.t->mu);
+      lane.write = lane.t->pieces.count(h.piece) == 0;
+    }
+    if (lane.write && !may_write(*lane.t, h.piece_offset, h.piece_length)) {
+      lane.receiving = false;
+      return;
+    }
   }
   if (h.data_offset != lane.next || h.piece_offset != lane.piece_offset || h.piece_length != lane.piece_length) {
     lane.receiving = false;  // out of sequence: this copy of the piece is lost; the scheduler resends
@@ -358,7 +406,7 @@ void ReceiverSession::handle_piece(Lane& lane, std::span<const uint8_t> payload)
   auto data = payload.subspan(wire::PieceHeader::kSize, n);
   lane.hasher->update(data);
   Incoming& t = *lane.t;
-  if (const int err = t.tree->write(h.data_offset, data); err != 0) {
+  if (const int err = lane.write ? t.tree->write(h.data_offset, data) : 0; err != 0) {
     lane.receiving = false;
     wire::Ack nack{h.transfer_id, h.piece, 0, wire::AckStatus::write_failed};
     (void)lane.link->send_message(nack);
@@ -379,9 +427,11 @@ void ReceiverSession::handle_piece(Lane& lane, std::span<const uint8_t> payload)
     log_.write("piece_hash_mismatch", {{"lane", lane.id}, {"piece", h.piece}});
   } else {
     std::lock_guard lock(t.mu);
-    if (t.pieces.emplace(h.piece, files::PieceRecord{h.piece_offset, h.piece_length, got}).second) {
+    const files::PieceRecord record{h.piece_offset, h.piece_length, got};
+    if (t.pieces.emplace(h.piece, record).second) {
       t.lane_bytes[lane.id] += h.piece_length;
       t.lane_pieces[lane.id] += 1;
+      if (t.resume) t.resume->verified(record);
     }
   }
   if (!lane.link->send_message(ack)) close_lane(lane, "write failed: " + lane.link->send_error(), true);
@@ -439,20 +489,58 @@ void ReceiverSession::handle_offer(const Control& c) {
   if (!ask_user(offer))
     return refuse(wire::RefuseReason::declined,
                   cfg_.yes ? "declined" : "declined (the receiver has no terminal to ask and was not started with --yes)");
-  auto prepared = files::ReceiveTree::prepare(cfg_.root_fd, offer);
-  if (auto* err = std::get_if<files::PrepareError>(&prepared)) return refuse(err->reason, err->message);
+  // Resume: the journal of an earlier run of this very offer from this very
+  // sender (the key says which), if there is one.
+  const files::TransferKey key = files::transfer_key(offer, peer_key_);
+  std::unique_ptr<files::ResumeJournal> journal;
+  if (offer.total_bytes() > 0) {
+    auto opened = files::ResumeJournal::open(
+        cfg_.root_fd, files::JournalParams{key, offer.hash, offer.chunk_size, offer.total_bytes()});
+    if (auto* e = std::get_if<files::JournalError>(&opened)) {
+      if (e->busy) return refuse(wire::RefuseReason::busy, e->message);
+      log_.write("resume_off", {{"transfer", offer.transfer_id}, {"reason", json_safe(e->message)}});
+    } else {
+      journal = std::move(std::get<0>(opened));
+    }
+  }
+  const files::HeldRanges loaded = journal ? journal->loaded() : files::HeldRanges();
+  auto prepared = files::ReceiveTree::prepare(cfg_.root_fd, offer,
+                                              files::PrepareOptions{key.tag(), !loaded.empty(), loaded.bytes()});
+  if (auto* err = std::get_if<files::PrepareError>(&prepared)) {
+    if (journal && loaded.empty()) (void)journal->remove();  // nothing to resume: leave nothing behind
+    return refuse(err->reason, err->message);
+  }
   auto t = std::make_shared<Incoming>();
   t->offer = std::move(offer);
   t->tree = std::move(std::get<0>(prepared));
   const uint32_t id = t->offer.transfer_id;
+  wire::Accept accept{id, {}};
+  if (journal) {
+    files::HeldRanges held = held_in_kept_parts(loaded, *t->tree);
+    // The journal now says exactly what the accept says: nothing the sender
+    // is not told about can stay claimed.
+    if (const int err = journal->rewrite(held.records()); err != 0) {
+      log_.write("resume_off", {{"transfer", id}, {"reason", std::string("cannot rewrite the resume journal: ") +
+                                                               std::strerror(err)}});
+      held = files::HeldRanges();
+      (void)journal->remove();
+    }
+    for (const auto& r : held.records()) accept.held.push_back(wire::HeldRange{r.offset, r.length, r.hash});
+    if (!loaded.empty())
+      log_.write("resume", {{"transfer", id}, {"held_ranges", held.size()}, {"held_bytes", held.bytes()},
+                            {"dropped_ranges", loaded.size() - held.size()}, {"journal_records_dropped",
+                                                                                journal->dropped_records()}});
+    t->resume = std::make_unique<files::ResumeRecorder>(std::move(journal), *t->tree, std::move(held));
+  }
   {
     std::lock_guard lock(mu_);
     transfers_[id] = t;
   }
   log_.write("status", {{"status", "receiving"}, {"transfer", id}});
   note("receiving " + std::to_string(t->offer.entries.size()) + " entries, " + std::to_string(t->offer.total_bytes()) +
-       " bytes from '" + peer_ + "'");
-  (void)reply(c.lane_id, wire::Accept{id});
+       " bytes from '" + peer_ + "'" +
+       (accept.held.empty() ? "" : ", " + std::to_string(t->resume->held_bytes()) + " of them here already (resume)"));
+  (void)reply(c.lane_id, accept);
 }
 
 void ReceiverSession::fail_transfer(Incoming& t, wire::ResultStatus status, const std::string& message) {
@@ -460,6 +548,14 @@ void ReceiverSession::fail_transfer(Incoming& t, wire::ResultStatus status, cons
     std::lock_guard lock(t.mu);
     if (t.failed || t.finished) return;
     t.failed = true;
+  }
+  // What arrived verified stays claimed for the next run — unless the root
+  // hash disagreed: then which piece is wrong is unknown, and nothing is kept.
+  if (t.resume) {
+    if (status == wire::ResultStatus::root_mismatch)
+      t.resume->discard("the root hash did not match");
+    else
+      t.resume->stop();
   }
   log_.write("status", {{"status", "failed"}, {"transfer", t.offer.transfer_id}, {"message", message}});
   note("transfer " + std::to_string(t.offer.transfer_id) + " failed: " + message);
@@ -473,6 +569,15 @@ void ReceiverSession::fail_transfer(Incoming& t, wire::ResultStatus status, cons
   wire::TransferResult r{t.offer.transfer_id, status, message};
   (void)reply(UINT32_MAX, r);
   drop_udp_pieces(t.offer.transfer_id);
+}
+
+bool ReceiverSession::may_write(Incoming& t, uint64_t offset, uint64_t length) {
+  if (!t.resume || t.resume->before_write(offset, length)) return true;
+  const std::string why = t.resume->error();
+  fail_transfer(t, wire::ResultStatus::write_failed,
+                "cannot write over a range kept from an earlier run: the resume journal cannot record it" +
+                    (why.empty() ? std::string() : " (" + why + ")"));
+  return false;
 }
 
 // Pieces a UDP lane was still gathering when its transfer ended (copies the
@@ -504,17 +609,26 @@ void ReceiverSession::handle_done(const Control& c) {
     if (t->failed) return;
     for (const auto& [id, r] : t->pieces) records.push_back(r);
   }
+  // The ranges resumed from an earlier run belong in the root hash too: it
+  // proves the whole file set, resumed or sent.
+  const uint64_t resumed = t->resume ? t->resume->held_bytes() : 0;
+  if (t->resume)
+    for (const auto& r : t->resume->held()) records.push_back(r);
   const uint64_t total = t->tree->layout().total();
   if (!files::pieces_tile(records, total))
     return fail_transfer(*t, wire::ResultStatus::incomplete, "the verified pieces do not cover every byte of the transfer");
   if (!(files::root_hash(t->offer.hash, records) == done.root))
     return fail_transfer(*t, wire::ResultStatus::root_mismatch, "the root hash does not match");
   int err = 0;
+  // A last commit first: should putting the files in place fail, the next
+  // run resumes everything that arrived.
+  if (t->resume) t->resume->halt();
   const std::string failure = t->tree->finalize(err);
   if (!failure.empty()) {
     const bool full = err == ENOSPC || err == EDQUOT;
     return fail_transfer(*t, full ? wire::ResultStatus::no_space : wire::ResultStatus::write_failed, failure);
   }
+  if (t->resume) t->resume->complete();  // every file is in place: nothing left to resume
   const double seconds = std::chrono::duration<double>(Clock::now() - t->start).count();
   TransferReport rep;
   rep.role = "recv";
@@ -524,7 +638,8 @@ void ReceiverSession::handle_done(const Control& c) {
   rep.chunk_size = t->offer.chunk_size;
   rep.bytes = total;
   rep.seconds = seconds;
-  rep.rate_bytes_per_sec = seconds > 0 ? static_cast<double>(total) / seconds : 0;
+  rep.resumed_bytes = resumed;
+  rep.rate_bytes_per_sec = seconds > 0 ? static_cast<double>(total - resumed) / seconds : 0;  // what crossed the network
   rep.verified = true;
   rep.status = "verified";
   rep.root_hash = done.root.hex();
@@ -541,7 +656,7 @@ void ReceiverSession::handle_done(const Control& c) {
       lr.local = u->local;
       lr.bytes = t->lane_bytes[u->id];
       lr.chunks = t->lane_pieces[u->id];
-      lr.share = total ? static_cast<double>(lr.bytes) / static_cast<double>(total) : 0;
+      lr.share = total > resumed ? static_cast<double>(lr.bytes) / static_cast<double>(total - resumed) : 0;
       if (u->lane) {
         const auto c = u->lane->counters();
         lr.wire_bytes = c.data_bytes_received;
@@ -559,7 +674,7 @@ void ReceiverSession::handle_done(const Control& c) {
       lr.remote = l->remote;
       lr.bytes = t->lane_bytes[l->id];
       lr.chunks = t->lane_pieces[l->id];
-      lr.share = total ? static_cast<double>(lr.bytes) / static_cast<double>(total) : 0;
+      lr.share = total > resumed ? static_cast<double>(lr.bytes) / static_cast<double>(total - resumed) : 0;
       lr.wire_bytes = l->link->bytes_received();
       lr.rejected_frames = l->link->rejected_total();
       lr.open_at_end = l->alive;
@@ -570,9 +685,10 @@ void ReceiverSession::handle_done(const Control& c) {
   }
   drop_udp_pieces(done.transfer_id);
   log_.write("status", {{"status", "verified"}, {"transfer", done.transfer_id}, {"bytes", total},
-                        {"seconds", seconds}});
+                        {"resumed_bytes", resumed}, {"seconds", seconds}});
   note("transfer " + std::to_string(done.transfer_id) + ": " + std::to_string(rep.files) + " files, " +
-       std::to_string(total) + " bytes from '" + peer_ + "' arrived and verified");
+       std::to_string(total) + " bytes from '" + peer_ + "' arrived and verified" +
+       (resumed ? " (" + std::to_string(resumed) + " bytes resumed from an earlier run)" : ""));
   wire::TransferResult r{done.transfer_id, wire::ResultStatus::verified, "verified"};
   (void)reply(c.lane_id, r);
 }
@@ -717,6 +833,7 @@ void ReceiverSession::finish_udp_piece(UdpLane& u, uint64_t key) {
     std::lock_guard lock(t.mu);
     if (t.finished || t.failed || t.pieces.count(la.ack.piece)) return;  // another lane brought it first
   }
+  if (!may_write(t, p->assembly.offset(), p->assembly.length())) return;
   if (const int err = t.tree->write(p->assembly.offset(), p->assembly.bytes()); err != 0) {
     const bool full = err == ENOSPC || err == EDQUOT;
     fail_transfer(t, full ? wire::ResultStatus::no_space : wire::ResultStatus::write_failed,
@@ -725,10 +842,11 @@ void ReceiverSession::finish_udp_piece(UdpLane& u, uint64_t key) {
     return;
   }
   std::lock_guard lock(t.mu);
-  if (t.pieces.emplace(la.ack.piece, files::PieceRecord{p->assembly.offset(), p->assembly.length(), p->assembly.digest()})
-          .second) {
+  const files::PieceRecord record{p->assembly.offset(), p->assembly.length(), p->assembly.digest()};
+  if (t.pieces.emplace(la.ack.piece, record).second) {
     t.lane_bytes[u.id] += p->assembly.length();
     t.lane_pieces[u.id] += 1;
+    if (t.resume) t.resume->verified(record);
   }
   // No ack for a good piece: the lane's own transport ack already told the
   // sender's scheduler (so a lossy TCP control lane never holds a UDP lane

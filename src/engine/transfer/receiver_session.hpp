@@ -31,8 +31,10 @@ struct ReceiverConfig {
 
 class ReceiverSession {
  public:
-  ReceiverSession(const ReceiverConfig& cfg, EventLog& log, std::string peer, uint64_t session_id,
-                  const security::LaneSecret& secret);
+  /// `peer_key`: the sender's identity (its key's fingerprint); with the
+  /// offer it names a transfer for resume (files::transfer_key).
+  ReceiverSession(const ReceiverConfig& cfg, EventLog& log, std::string peer, std::vector<uint8_t> peer_key,
+                  uint64_t session_id, const security::LaneSecret& secret);
   ~ReceiverSession();
 
   /// Runs lane 0 (`link`, already past TLS) and the control loop until the
@@ -75,12 +77,17 @@ class ReceiverSession {
   void handle_offer(const Control& c);
   void handle_done(const Control& c);
   void fail_transfer(Incoming& t, wire::ResultStatus status, const std::string& message);
+  /// Before bytes are written to [offset, offset+length) of `t`: false (and
+  /// the transfer failed) if a range held from an earlier run there cannot
+  /// lose its claim durably first.
+  bool may_write(Incoming& t, uint64_t offset, uint64_t length);
   bool ask_user(const wire::Offer& offer);
   void note(const std::string& line) const;
 
   ReceiverConfig cfg_;
   EventLog& log_;
   std::string peer_;
+  std::vector<uint8_t> peer_key_;
   uint64_t session_id_;
   security::LaneSecret secret_;
 

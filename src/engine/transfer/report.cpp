@@ -48,6 +48,8 @@ nlohmann::json to_json(const TransferReport& r) {
           {"chunk_size", r.chunk_size},
           {"files", r.files},
           {"bytes", r.bytes},
+          {"resumed_bytes", r.resumed_bytes},
+          {"resume_rejected_bytes", r.resume_rejected_bytes},
           {"seconds", r.seconds},
           {"rate_bytes_per_sec", r.rate_bytes_per_sec},
           {"rate_mbit_per_sec", r.rate_bytes_per_sec * 8 / 1e6},

@@ -56,9 +56,11 @@ struct TransferReport {
   std::string hash;
   uint64_t chunk_size = 0;
   uint64_t files = 0;
-  uint64_t bytes = 0;
+  uint64_t bytes = 0;          // the transfer's bytes, all of them in place when verified
+  uint64_t resumed_bytes = 0;  // of which held from an earlier run (not sent again)
+  uint64_t resume_rejected_bytes = 0;  // send: held by the receiver but changed here (sent again)
   double seconds = 0;
-  double rate_bytes_per_sec = 0;
+  double rate_bytes_per_sec = 0;  // (bytes - resumed_bytes) / seconds: what crossed the network
   bool verified = false;
   std::string status;  // "verified" or what went wrong
   std::string root_hash;

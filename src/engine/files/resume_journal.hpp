@@ -1,0 +1,99 @@
+// The receiver's resume journal: one small hidden file per transfer in the
+// target directory, ".braid-resume-<tag>" (tag: TransferKey::tag), that
+// lists the byte ranges whose bytes are verified *and durable* in the
+// transfer's temporary files, each with its piece hash.
+//
+// Layout (every integer big endian):
+//   header, 72 bytes: "braidres", u32 format 1, u8 hash algorithm, 3 × 0,
+//           u64 chunk size, u64 transfer bytes, 32-byte key, u64 check
+//   records, 64 bytes each, appended: u8 kind (1 held, 2 revoked),
+//           u8 hash size, 6 × 0, u64 offset, u64 length, 32-byte hash,
+//           u64 check
+// `check` is the first 8 bytes of XXH3-128 over what precedes it in the
+// header or record. Reading stops at the first record that does not check
+// (a torn append) and cuts the file there, so nothing after it can come
+// back. A held record claims its range (a later one overlapping it wins:
+// its bytes were written last); a revoked record ends every claim it
+// overlaps (the receiver is about to write there).
+//
+// The writer's rule, which makes a crash lose progress but never claim
+// bytes that are not on disk: a held record is appended only after the
+// range's bytes were fdatasync'ed; a revoked record is durable before any
+// byte is written over a held range. Both appends end with fdatasync.
+//
+// The file is locked (flock) while open, so a second braid process that is
+// offered the same transfer learns it is busy instead of writing the same
+// temporary files.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/files/held_ranges.hpp"
+#include "engine/files/piece_hasher.hpp"
+#include "engine/files/transfer_key.hpp"
+#include "engine/security/unique_fd.h"
+
+namespace braid::files {
+
+struct JournalParams {
+  TransferKey key;
+  wire::HashAlgo hash = wire::HashAlgo::xxh3_128;
+  uint64_t chunk_size = 0;
+  uint64_t total = 0;
+};
+
+struct JournalError {
+  bool busy = false;  // another process holds it
+  std::string message;
+};
+
+class ResumeJournal {
+ public:
+  static constexpr size_t kHeaderSize = 72;
+  static constexpr size_t kRecordSize = 64;
+
+  static std::string file_name(const TransferKey& key);
+
+  /// Opens (or creates) and locks the journal in `dir_fd` and reads it. A
+  /// journal written for other parameters, or with a broken header, starts
+  /// over empty. Room for the records a transfer of these parameters will
+  /// append is reserved now, so a disk that fills up later still takes them.
+  static std::variant<std::unique_ptr<ResumeJournal>, JournalError> open(int dir_fd, const JournalParams& p);
+  ~ResumeJournal();  // releases the lock; the file stays unless removed
+
+  /// The ranges the journal claimed when it was opened.
+  const HeldRanges& loaded() const { return loaded_; }
+  /// Records dropped while reading (a torn tail and anything after it).
+  size_t dropped_records() const { return dropped_; }
+
+  /// Replaces every record with held records for exactly `held`; durable on return. 0 or errno.
+  int rewrite(const std::vector<PieceRecord>& held);
+  /// Appends held records: call only once the ranges' bytes are durable. 0 or errno.
+  int append_held(const std::vector<PieceRecord>& held);
+  /// Appends revoked records for these ranges; durable on return. 0 or errno.
+  int append_revoked(const std::vector<PieceRecord>& gone);
+  /// Deletes the journal (the transfer is complete, or it can no longer be
+  /// kept true). Later appends do nothing. true if no journal file is left.
+  bool remove();
+  bool removed() const { return removed_; }
+
+ private:
+  ResumeJournal(int dir_fd, security::UniqueFd fd, const JournalParams& p);
+  bool read_all();
+  int write_header();
+  int append(const std::vector<std::vector<uint8_t>>& records);
+  void reserve_room();
+
+  int dir_fd_;
+  security::UniqueFd fd_;
+  JournalParams params_;
+  HeldRanges loaded_;
+  uint64_t end_ = 0;  // where the next record goes
+  size_t dropped_ = 0;
+  bool removed_ = false;
+};
+
+}  // namespace braid::files

@@ -1,0 +1,31 @@
+#include "engine/files/transfer_key.hpp"
+
+#include "engine/files/piece_hasher.hpp"
+
+namespace braid::files {
+
+std::string TransferKey::tag() const {
+  wire::Digest d;
+  d.size = 8;
+  std::copy(bytes.begin(), bytes.begin() + 8, d.bytes.begin());
+  return d.hex();
+}
+
+TransferKey transfer_key(const wire::Offer& offer, std::span<const uint8_t> sender_identity) {
+  wire::Offer copy = offer;
+  copy.transfer_id = 0;  // the same files offered in another session find the same key
+  std::vector<uint8_t> bytes;
+  wire::encode(copy, bytes);
+  PieceHasher h(wire::HashAlgo::sha256);
+  h.update(bytes);
+  // Length-prefixed, so no offer's bytes can imitate another identity.
+  const uint8_t n = static_cast<uint8_t>(std::min<size_t>(sender_identity.size(), 255));
+  h.update(std::span<const uint8_t>(&n, 1));
+  h.update(sender_identity.first(n));
+  const wire::Digest d = h.finish();
+  TransferKey k;
+  std::copy(d.bytes.begin(), d.bytes.begin() + 32, k.bytes.begin());
+  return k;
+}
+
+}  // namespace braid::files

@@ -1,0 +1,388 @@
+// What the receiver keeps on disk for resume: the transfer key, the held
+// ranges, the journal (torn appends, revocations, the lock) and the recorder
+// that appends a piece only once its bytes are durable.
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine/files/held_ranges.hpp"
+#include "engine/files/receive_tree.hpp"
+#include "engine/files/resume_journal.hpp"
+#include "engine/files/resume_recorder.hpp"
+#include "engine/files/transfer_key.hpp"
+
+namespace braid::files {
+namespace {
+
+using wire::EntryKind;
+using wire::ManifestEntry;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = std::filesystem::temp_directory_path().string() + "/braid-resume-XXXXXX";
+    path_ = ::mkdtemp(tmpl.data());
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  }
+  ~TempDir() {
+    ::close(fd_);
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  int fd() const { return fd_; }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+};
+
+wire::Offer offer_of(uint64_t size) {
+  wire::Offer o;
+  o.transfer_id = 1;
+  o.hash = wire::HashAlgo::xxh3_128;
+  o.chunk_size = 1 << 16;
+  o.entries = {{EntryKind::file, "big.bin", size, 0644, 1600000000, 5, ""}};
+  return o;
+}
+
+std::vector<uint8_t> identity(uint8_t fill) { return std::vector<uint8_t>(32, fill); }
+
+PieceRecord record(uint64_t offset, uint64_t length, uint8_t fill = 1) {
+  PieceRecord r;
+  r.offset = offset;
+  r.length = length;
+  r.hash.size = 16;
+  r.hash.bytes.fill(fill);
+  return r;
+}
+
+JournalParams params_of(const wire::Offer& o, uint8_t who = 7) {
+  return JournalParams{transfer_key(o, identity(who)), o.hash, o.chunk_size, o.total_bytes()};
+}
+
+std::unique_ptr<ResumeJournal> open_journal(int dir, const JournalParams& p) {
+  auto r = ResumeJournal::open(dir, p);
+  if (auto* e = std::get_if<JournalError>(&r)) {
+    ADD_FAILURE() << e->message;
+    return nullptr;
+  }
+  return std::move(std::get<0>(r));
+}
+
+uint64_t size_of(const std::filesystem::path& p) { return std::filesystem::file_size(p); }
+
+// ---- the key -------------------------------------------------------------------
+
+TEST(TransferKey, NamesTheContentAndTheSender) {
+  const wire::Offer o = offer_of(1000);
+  const TransferKey k = transfer_key(o, identity(1));
+  wire::Offer again = o;
+  again.transfer_id = 42;  // another session's id: the same transfer
+  EXPECT_EQ(transfer_key(again, identity(1)), k);
+  EXPECT_NE(transfer_key(o, identity(2)), k);  // another sender
+  auto changed = [&](auto&& edit) {
+    wire::Offer x = o;
+    edit(x);
+    return transfer_key(x, identity(1)) != k;
+  };
+  EXPECT_TRUE(changed([](wire::Offer& x) { x.entries[0].size = 1001; }));
+  EXPECT_TRUE(changed([](wire::Offer& x) { x.entries[0].mtime_nsec = 6; }));
+  EXPECT_TRUE(changed([](wire::Offer& x) { x.entries[0].mode = 0600; }));
+  EXPECT_TRUE(changed([](wire::Offer& x) { x.entries[0].path = "other.bin"; }));
+  EXPECT_TRUE(changed([](wire::Offer& x) { x.chunk_size = 1 << 17; }));
+  EXPECT_TRUE(changed([](wire::Offer& x) { x.hash = wire::HashAlgo::sha256; }));
+  EXPECT_EQ(k.tag().size(), 16u);
+  EXPECT_EQ(k.tag().find_first_not_of("0123456789abcdef"), std::string::npos);
+}
+
+// ---- held ranges -------------------------------------------------------------------
+
+TEST(HeldRanges, LaterRangesWinAndWritesEndWholeClaims) {
+  HeldRanges h;
+  h.add(record(0, 100));
+  h.add(record(100, 100));
+  h.add(record(300, 50));
+  EXPECT_EQ(h.bytes(), 250u);
+  h.add(record(150, 200, 2));  // overlaps the second and the third: both go
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h.records()[1].offset, 150u);
+  EXPECT_EQ(h.bytes(), 300u);
+  EXPECT_TRUE(h.overlaps(99, 1));
+  EXPECT_FALSE(h.overlaps(100, 50));
+  EXPECT_TRUE(h.overlaps(349, 10));
+  EXPECT_FALSE(h.overlaps(350, 10));
+  // One byte written inside a range ends the claim on the whole range.
+  auto gone = h.remove_overlapping(10, 1);
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(gone[0].length, 100u);
+  EXPECT_EQ(h.bytes(), 200u);
+  EXPECT_TRUE(h.remove_overlapping(0, 150).empty());
+  EXPECT_EQ(h.remove_overlapping(0, UINT64_MAX).size(), 1u);  // no overflow at the end
+  EXPECT_TRUE(h.empty());
+}
+
+// ---- the journal -------------------------------------------------------------------
+
+TEST(ResumeJournal, RecordsSurviveAReopen) {
+  TempDir dir;
+  const auto p = params_of(offer_of(1 << 20));
+  {
+    auto j = open_journal(dir.fd(), p);
+    ASSERT_TRUE(j);
+    EXPECT_TRUE(j->loaded().empty());
+    EXPECT_EQ(j->append_held({record(0, 65536), record(65536, 65536)}), 0);
+    EXPECT_EQ(j->append_held({record(4 << 16, 1000)}), 0);
+    EXPECT_EQ(j->append_revoked({record(65536, 65536)}), 0);
+  }
+  auto j = open_journal(dir.fd(), p);
+  ASSERT_TRUE(j);
+  const auto held = j->loaded().records();
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].offset, 0u);
+  EXPECT_EQ(held[0].hash, record(0, 1).hash);
+  EXPECT_EQ(held[1].offset, 4u << 16);
+  EXPECT_EQ(held[1].length, 1000u);
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / ResumeJournal::file_name(p.key)));
+  EXPECT_EQ(ResumeJournal::file_name(p.key).rfind(".braid-resume-", 0), 0u);
+}
+
+TEST(ResumeJournal, ATornAppendEndsTheJournalThereForGood) {
+  TempDir dir;
+  const auto p = params_of(offer_of(1 << 20));
+  const auto path = dir.path() / ResumeJournal::file_name(p.key);
+  {
+    auto j = open_journal(dir.fd(), p);
+    ASSERT_EQ(j->append_held({record(0, 100), record(100, 100), record(200, 100)}), 0);
+  }
+  {
+    // Flip a byte in the second record: it and the third must go.
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(ResumeJournal::kHeaderSize + ResumeJournal::kRecordSize + 20));
+    f.put('\x55');
+  }
+  {
+    auto j = open_journal(dir.fd(), p);
+    ASSERT_EQ(j->loaded().size(), 1u);
+    EXPECT_EQ(j->dropped_records(), 2u);
+    // The file was cut after the good record, so a new append cannot bring the third back.
+    EXPECT_EQ(size_of(path), ResumeJournal::kHeaderSize + ResumeJournal::kRecordSize);
+    ASSERT_EQ(j->append_held({record(500, 10)}), 0);
+  }
+  auto j = open_journal(dir.fd(), p);
+  const auto held = j->loaded().records();
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[1].offset, 500u);
+  // Half a record at the end (a crash during the write) is dropped too.
+  j.reset();
+  {
+    std::ofstream f(path, std::ios::app | std::ios::binary);
+    f << std::string(30, 'x');
+  }
+  j = open_journal(dir.fd(), p);
+  EXPECT_EQ(j->loaded().size(), 2u);
+}
+
+TEST(ResumeJournal, AnotherTransfersJournalStartsOver) {
+  TempDir dir;
+  const wire::Offer o = offer_of(1 << 20);
+  auto p = params_of(o);
+  {
+    auto j = open_journal(dir.fd(), p);
+    ASSERT_EQ(j->append_held({record(0, 100)}), 0);
+  }
+  // Same file name, other parameters (a stale journal renamed, or a tag collision).
+  JournalParams other = p;
+  other.chunk_size = 1 << 17;
+  {
+    auto j = open_journal(dir.fd(), other);
+    EXPECT_TRUE(j->loaded().empty());
+  }
+  // The header was rewritten for `other`: the first parameters find nothing either.
+  auto j = open_journal(dir.fd(), p);
+  EXPECT_TRUE(j->loaded().empty());
+}
+
+TEST(ResumeJournal, RangesOutsideTheTransferOrWithTheWrongHashSizeEndTheJournal) {
+  TempDir dir;
+  const auto p = params_of(offer_of(1000));
+  {
+    auto j = open_journal(dir.fd(), p);
+    ASSERT_EQ(j->append_held({record(0, 10), record(990, 20), record(20, 10)}), 0);
+  }
+  {
+    auto j = open_journal(dir.fd(), p);
+    EXPECT_EQ(j->loaded().size(), 1u);
+    PieceRecord sha = record(20, 10);
+    sha.hash.size = 32;  // the offer's hash is XXH3-128
+    ASSERT_EQ(j->append_held({sha, record(40, 10)}), 0);
+  }
+  auto j = open_journal(dir.fd(), p);
+  EXPECT_EQ(j->loaded().size(), 1u);
+}
+
+TEST(ResumeJournal, ASecondOpenIsBusy) {
+  TempDir dir;
+  const auto p = params_of(offer_of(1000));
+  auto first = open_journal(dir.fd(), p);
+  ASSERT_TRUE(first);
+  auto second = ResumeJournal::open(dir.fd(), p);
+  ASSERT_TRUE(std::holds_alternative<JournalError>(second));
+  EXPECT_TRUE(std::get<JournalError>(second).busy);
+  first.reset();
+  EXPECT_FALSE(std::holds_alternative<JournalError>(ResumeJournal::open(dir.fd(), p)));
+}
+
+TEST(ResumeJournal, RewriteKeepsExactlyWhatIsGivenAndRemoveDeletes) {
+  TempDir dir;
+  const auto p = params_of(offer_of(1 << 20));
+  const auto path = dir.path() / ResumeJournal::file_name(p.key);
+  {
+    auto j = open_journal(dir.fd(), p);
+    ASSERT_EQ(j->append_held({record(0, 100), record(100, 100), record(200, 100)}), 0);
+    ASSERT_EQ(j->rewrite({record(100, 100)}), 0);
+  }
+  {
+    auto j = open_journal(dir.fd(), p);
+    ASSERT_EQ(j->loaded().size(), 1u);
+    EXPECT_EQ(j->loaded().records()[0].offset, 100u);
+    EXPECT_TRUE(j->remove());
+    EXPECT_EQ(j->append_held({record(0, 1)}), 0);  // a no-op now
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+// ---- the recorder ------------------------------------------------------------------
+
+struct Prepared {
+  wire::Offer offer = offer_of(1 << 20);
+  JournalParams params = params_of(offer);
+  std::unique_ptr<ReceiveTree> tree;
+};
+
+Prepared prepare(const TempDir& dir, bool keep_parts = false) {
+  Prepared p;
+  auto t = ReceiveTree::prepare(dir.fd(), p.offer, PrepareOptions{p.params.key.tag(), keep_parts, 0});
+  if (auto* e = std::get_if<PrepareError>(&t)) ADD_FAILURE() << e->message;
+  else p.tree = std::move(std::get<0>(t));
+  return p;
+}
+
+TEST(ResumeRecorder, APieceIsClaimedOnlyAtACommit) {
+  TempDir dir;
+  Prepared p = prepare(dir);
+  const auto path = dir.path() / ResumeJournal::file_name(p.params.key);
+  {
+    ResumeRecorder rec(open_journal(dir.fd(), p.params), *p.tree, {}, RecorderOptions{std::chrono::hours(1), 1ull << 40});
+    std::vector<uint8_t> bytes(65536, 0xAB);
+    ASSERT_EQ(p.tree->write(0, bytes), 0);
+    rec.verified(record(0, 65536));
+    // Not durable yet, so not in the journal: a crash now loses the piece, never claims it.
+    EXPECT_EQ(size_of(path), ResumeJournal::kHeaderSize);
+    rec.commit();
+    EXPECT_EQ(size_of(path), ResumeJournal::kHeaderSize + ResumeJournal::kRecordSize);
+    rec.verified(record(65536, 65536));
+  }  // the destructor's last commit (a session that ends) records the second piece
+  auto j = open_journal(dir.fd(), p.params);
+  EXPECT_EQ(j->loaded().size(), 2u);
+}
+
+TEST(ResumeRecorder, TheBackgroundThreadCommitsABatch) {
+  TempDir dir;
+  Prepared p = prepare(dir);
+  const auto path = dir.path() / ResumeJournal::file_name(p.params.key);
+  ResumeRecorder rec(open_journal(dir.fd(), p.params), *p.tree, {}, RecorderOptions{std::chrono::hours(1), 100000});
+  rec.verified(record(0, 65536));
+  rec.verified(record(65536, 65536));  // over batch_bytes: committed without waiting for the interval
+  for (int i = 0; i < 200 && size_of(path) == ResumeJournal::kHeaderSize; ++i) ::usleep(10000);
+  EXPECT_EQ(size_of(path), ResumeJournal::kHeaderSize + 2 * ResumeJournal::kRecordSize);
+}
+
+TEST(ResumeRecorder, WritingOverAHeldRangeRevokesItFirst) {
+  TempDir dir;
+  Prepared p = prepare(dir);
+  auto journal = open_journal(dir.fd(), p.params);
+  ASSERT_EQ(journal->append_held({record(0, 65536), record(65536, 65536)}), 0);
+  HeldRanges held = journal->loaded();
+  {
+    ResumeRecorder rec(std::move(journal), *p.tree, held);
+    EXPECT_EQ(rec.held_bytes(), 0u);  // `held` was read before the appends
+  }
+  journal = open_journal(dir.fd(), p.params);
+  held = journal->loaded();
+  ASSERT_EQ(held.size(), 2u);
+  {
+    ResumeRecorder rec(std::move(journal), *p.tree, held);
+    EXPECT_EQ(rec.held_bytes(), 131072u);
+    EXPECT_TRUE(rec.before_write(70000, 10));  // inside the second range
+    EXPECT_EQ(rec.held_bytes(), 65536u);
+    EXPECT_TRUE(rec.before_write(200000, 10));  // nothing held there
+    // Once the journal is closed (the transfer failed), it still claims the
+    // first range on disk: bytes must not go there any more.
+    rec.stop();
+    EXPECT_FALSE(rec.before_write(10, 10));
+  }
+  journal = open_journal(dir.fd(), p.params);
+  ASSERT_EQ(journal->loaded().size(), 1u);
+  EXPECT_EQ(journal->loaded().records()[0].offset, 0u);
+}
+
+TEST(ResumeRecorder, CompleteDeletesTheJournalAndDiscardToo) {
+  TempDir dir;
+  Prepared p = prepare(dir);
+  const auto path = dir.path() / ResumeJournal::file_name(p.params.key);
+  {
+    ResumeRecorder rec(open_journal(dir.fd(), p.params), *p.tree, {});
+    rec.verified(record(0, 65536));
+    rec.halt();  // as the receiver does before it puts the files in place
+    EXPECT_EQ(size_of(path), ResumeJournal::kHeaderSize + ResumeJournal::kRecordSize);
+    rec.complete();
+    EXPECT_FALSE(std::filesystem::exists(path));
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  {
+    ResumeRecorder rec(open_journal(dir.fd(), p.params), *p.tree, {});
+    rec.discard("root hash mismatch");
+    EXPECT_EQ(rec.error(), "root hash mismatch");
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+// ---- the temporary files --------------------------------------------------------------
+
+TEST(ReceiveTreeResume, KeepsAnExistingPartOnlyWhenAsked) {
+  TempDir dir;
+  Prepared first = prepare(dir);
+  std::vector<uint8_t> bytes(1000, 0x5A);
+  ASSERT_EQ(first.tree->write(0, bytes), 0);
+  EXPECT_FALSE(first.tree->part_kept(0));
+  first.tree.reset();
+  Prepared kept = prepare(dir, true);
+  EXPECT_TRUE(kept.tree->part_kept(0));
+  const auto part = dir.path() / kept.tree->temp_path(0);
+  {
+    std::ifstream f(part, std::ios::binary);
+    EXPECT_EQ(f.get(), 0x5A);  // the bytes are still there
+  }
+  kept.tree.reset();
+  Prepared fresh = prepare(dir, false);
+  std::ifstream f(part, std::ios::binary);
+  EXPECT_EQ(f.get(), 0);  // truncated: a fresh start reuses nothing
+  EXPECT_EQ(size_of(part), 1u << 20);
+}
+
+TEST(ReceiveTreeResume, ATagMustBeHex) {
+  TempDir dir;
+  const wire::Offer o = offer_of(10);
+  auto t = ReceiveTree::prepare(dir.fd(), o, PrepareOptions{"../x", false, 0});
+  EXPECT_TRUE(std::holds_alternative<PrepareError>(t));
+}
+
+}  // namespace
+}  // namespace braid::files
