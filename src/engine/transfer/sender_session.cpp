@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cmath>
 #include <cstring>
 
@@ -20,6 +21,7 @@
 #include "engine/transfer/exit_codes.hpp"
 #include "engine/transfer/lane_lookup.hpp"
 #include "engine/transfer/progress_line.hpp"
+#include "engine/transfer/resume_check.hpp"
 #include "engine/udp/udp_send_lane.hpp"
 
 namespace braid::transfer {
@@ -87,6 +89,12 @@ struct SenderSession::Active {
   Lane* ordered_lane = nullptr;
   std::vector<wire::UdpPiece> udp_headers;
   std::unique_ptr<ProgressLine> progress;
+  // Resume: bytes the receiver held and the source confirmed (not sent), and
+  // bytes it held that no longer matched (sent again).
+  uint64_t resumed_bytes = 0;
+  uint64_t resume_rejected_bytes = 0;
+  // BRAID_TEST_CRASH_AFTER: die like a crash once this many bytes of this run were acked.
+  uint64_t crash_after = UINT64_MAX;
 };
 
 // The UDP lane's events, forwarded to the session (on the lane's I/O thread).
@@ -563,7 +571,7 @@ void SenderSession::reader_loop(Lane& lane) {
         wire::Accept a;
         if (!wire::decode(in.payload, a)) break;
         std::lock_guard lock(mu_);
-        answers_[a.transfer_id] = OfferAnswer{true, {}, {}};
+        answers_[a.transfer_id] = OfferAnswer{true, {}, {}, std::move(a.held)};
         cv_.notify_all();
         break;
       }
@@ -571,7 +579,7 @@ void SenderSession::reader_loop(Lane& lane) {
         wire::Refuse r;
         if (!wire::decode(in.payload, r)) break;
         std::lock_guard lock(mu_);
-        answers_[r.transfer_id] = OfferAnswer{false, r.reason, r.message};
+        answers_[r.transfer_id] = OfferAnswer{false, r.reason, r.message, {}};
         cv_.notify_all();
         break;
       }
@@ -698,6 +706,7 @@ void SenderSession::on_transfer_ack(Lane& lane, const wire::Ack& ack) {
   if (ack.piece >= active_->sched.plan().piece_count()) return;
   if (lane.is_udp()) return;  // its transport ack was the scheduler's ack (on_udp_acked)
   active_->sched.on_ack(*lane.sched, ack.piece, now(), Duration::nanos(static_cast<int64_t>(ack.recv_duration_ns)));
+  crash_if_asked_locked();
   log_progress_locked();
   drain_locked();
 }
@@ -874,6 +883,7 @@ void SenderSession::on_udp_acked(Lane& lane, uint64_t piece) {
   if (!active_ || !lane.sched || (piece >> 32) != active_->id || id >= active_->sched.plan().piece_count()) return;
   report_transport_locked(lane);
   active_->sched.on_ack(*lane.sched, id, now());
+  crash_if_asked_locked();
   log_progress_locked();
   drain_locked();
 }
@@ -896,7 +906,7 @@ std::optional<OfferAnswer> SenderSession::wait_answer(uint32_t transfer_id) {
   std::unique_lock lock(mu_);
   for (;;) {
     if (auto it = answers_.find(transfer_id); it != answers_.end()) return it->second;
-    if (peer_error_) return OfferAnswer{false, wire::RefuseReason::bad_offer, peer_error_->message};
+    if (peer_error_) return OfferAnswer{false, wire::RefuseReason::bad_offer, peer_error_->message, {}};
     bool any = false;
     for (auto& l : lanes_) any = any || l->alive;
     if (!any) return std::nullopt;
@@ -909,9 +919,9 @@ OfferAnswer SenderSession::offer_only(wire::Offer offer) {
     std::lock_guard lock(mu_);
     offer.transfer_id = next_transfer_id_++;
   }
-  if (!send_control(offer)) return {false, wire::RefuseReason::declined, "no lane left to send the offer"};
+  if (!send_control(offer)) return {false, wire::RefuseReason::declined, "no lane left to send the offer", {}};
   auto answer = wait_answer(offer.transfer_id);
-  if (!answer) return {false, wire::RefuseReason::declined, "every lane closed before the receiver answered"};
+  if (!answer) return {false, wire::RefuseReason::declined, "every lane closed before the receiver answered", {}};
   return *answer;
 }
 
@@ -957,9 +967,13 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
   }
   log_.write("status", {{"status", "sending"}, {"transfer", offer.transfer_id}});
 
-  std::unique_lock lock(mu_);
   core::Scheduler sched(core::ChunkPlan(Bytes(tree.total_bytes), Bytes(opts.chunk_size)), std::move(policy));
-  active_ = std::make_unique<Active>(offer.transfer_id, tree, std::move(sched), opts.hash);
+  auto active = std::make_unique<Active>(offer.transfer_id, tree, std::move(sched), opts.hash);
+  // Before the transfer is published: no lane can take a piece yet.
+  if (!answer->held.empty()) resume_held(*active, answer->held);
+  if (const char* c = std::getenv("BRAID_TEST_CRASH_AFTER")) active->crash_after = std::strtoull(c, nullptr, 10);
+  std::unique_lock lock(mu_);
+  active_ = std::move(active);
   Active& t = *active_;
   t.start = now();
   if (opts.progress) t.progress = std::make_unique<ProgressLine>();
@@ -1045,7 +1059,7 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
     TransferReport r = build_report_locked(tree);
     r.root_hash = out.report.root_hash;
     r.seconds = (sent_at - t.start).to_seconds();
-    r.rate_bytes_per_sec = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0;
+    r.rate_bytes_per_sec = r.seconds > 0 ? static_cast<double>(r.bytes - std::min(r.bytes, r.resumed_bytes)) / r.seconds : 0;
     r.policy = opts.policy;
     return r;
   }();
@@ -1083,6 +1097,42 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
   for (auto& l : lanes_) l->sched.reset();
   active_.reset();
   return out;
+}
+
+void SenderSession::resume_held(Active& t, const std::vector<wire::HeldRange>& held) {
+  const auto began = std::chrono::steady_clock::now();
+  const HeldCheck check = check_held_ranges(
+      held, t.hash, t.sched.plan().total().count(), t.sched.plan().chunk_size().count(),
+      [&](uint64_t off, uint64_t n, uint8_t* dst, std::string& error) { return read_range(t, off, n, dst, error); });
+  const auto ids = t.sched.mark_resumed(check.matched);
+  t.piece_hash.resize(t.sched.plan().piece_count());
+  t.resume_rejected_bytes = check.rejected_bytes;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (!ids[i]) {  // overlaps another range: sent again
+      t.resume_rejected_bytes += check.matched[i].length.count();
+      continue;
+    }
+    t.piece_hash[*ids[i]] = check.matched_hash[i];
+    t.resumed_bytes += check.matched[i].length.count();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  log_.write("resume", {{"transfer", t.id},
+                        {"held_ranges", held.size()},
+                        {"resumed_bytes", t.resumed_bytes},
+                        {"rejected_ranges", check.rejected},
+                        {"rejected_bytes", t.resume_rejected_bytes},
+                        {"check_seconds", seconds}});
+}
+
+// BRAID_TEST_CRASH_AFTER=BYTES: the end-to-end tests interrupt a transfer the
+// hardest way — the process dies (SIGKILL, no cleanup) once BYTES of this
+// run were acked.
+void SenderSession::crash_if_asked_locked() {
+  Active& t = *active_;
+  if (t.crash_after == UINT64_MAX) return;
+  if (t.sched.plan().delivered_bytes().count() - t.resumed_bytes < t.crash_after) return;
+  log_.write("test_crash", {{"transfer", t.id}, {"delivered", t.sched.plan().delivered_bytes().count()}});
+  std::raise(SIGKILL);
 }
 
 void SenderSession::log_progress_locked() {
@@ -1158,10 +1208,13 @@ TransferReport SenderSession::build_report_locked(const files::SourceTree& tree)
   r.chunk_size = t.sched.plan().chunk_size().count();
   r.files = tree.file_count;
   r.bytes = t.sched.plan().delivered_bytes().count();
+  r.resumed_bytes = t.resumed_bytes;
+  r.resume_rejected_bytes = t.resume_rejected_bytes;
   r.stalls = t.sched.total_stalls();
   r.duplicates = t.sched.total_duplicates();
   r.abandoned = t.sched.total_abandoned();
-  const double total = static_cast<double>(std::max<uint64_t>(1, r.bytes));
+  // Shares of what this run sent: resumed bytes crossed no lane.
+  const double total = static_cast<double>(std::max<uint64_t>(1, r.bytes - std::min(r.bytes, r.resumed_bytes)));
   for (size_t i = 0; i < t.sched.lane_count(); ++i) {
     const auto id = static_cast<core::LaneId>(i);
     const Lane& lane = *lanes_[t.sched_to_lane[i]];

@@ -90,6 +90,7 @@ struct OfferAnswer {
   bool accepted = false;
   wire::RefuseReason reason = wire::RefuseReason::declined;
   std::string message;
+  std::vector<wire::HeldRange> held;  // accepted: what the receiver has from an earlier run
 };
 
 class SenderSession {
@@ -141,6 +142,10 @@ class SenderSession {
   template <class M>
   bool send_ordered(const M& m);
   std::optional<OfferAnswer> wait_answer(uint32_t transfer_id);
+  /// Resume: checks the receiver's held ranges against the source and marks
+  /// the matching ones delivered before the first Assign (resume_check.hpp).
+  void resume_held(Active& t, const std::vector<wire::HeldRange>& held);
+  void crash_if_asked_locked();
   void log_progress_locked();
   void log_sample_locked();
   void draw_progress_locked(bool final);
