@@ -201,6 +201,29 @@ PY
     [ "$(json "$W/send.json" "len(d['lanes'])")" -eq 3 ] || fail "expected lane 0 plus the two named lanes"
     ;;
 
+  late-lane)  # lane 1 connects 0.5 s late (test hook): it joins the running transfer and carries bytes
+    random_file "$W/src/late.bin" $((128 << 20)) late
+    start_recv --code ll --yes
+    # The rate limit (400 Mbit/s per planned lane) keeps lane 0 alone busy for longer than the delay.
+    BRAID_TEST_DELAY_LANE=1:500 send --code ll --rate-limit 800Mbit/s --lane "127.0.0.1=127.0.0.1:$PORT" \
+      "$W/src/late.bin" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
+    wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
+    same_trees
+    python3 - "$W/send.json" "$W/send.log" <<'PY' || fail "lane 1 did not join the running transfer"
+import json, sys
+d = json.load(open(sys.argv[1]))
+events = [json.loads(l) for l in open(sys.argv[2])]
+sending = next(e['t'] for e in events if e['event'] == 'status' and e.get('status') == 'sending')
+opened = next(e for e in events if e['event'] == 'lane_open' and e['lane'] == 1)
+lane1 = next(l for l in d['lanes'] if l['lane_id'] == 1)
+print('lane 1 opened %.3f s after the transfer began, joined transfer %s, carried %d of %d bytes'
+      % (opened['t'] - sending, opened.get('joined_transfer'), lane1['bytes'], d['bytes']))
+assert opened['t'] > sending and opened.get('joined_transfer') == d['transfer_id'], opened
+assert lane1['bytes'] > 0, lane1
+PY
+    ;;
+
   wrong-code)
     small_tree
     start_recv --code right-code --yes

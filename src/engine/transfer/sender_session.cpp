@@ -120,6 +120,15 @@ namespace {
 
 const std::string kPeerClosedPrefix = "closed by the receiver: ";
 
+// BRAID_TEST_DELAY_LANE=LANE:MS holds lane LANE's TCP connect back by MS
+// milliseconds, so a test can watch a lane open in the middle of a transfer.
+std::optional<std::chrono::milliseconds> test_lane_delay(uint32_t lane_id) {
+  const char* v = std::getenv("BRAID_TEST_DELAY_LANE");
+  long id = -1, ms = 0;
+  if (!v || std::sscanf(v, "%ld:%ld", &id, &ms) != 2 || id != static_cast<long>(lane_id) || ms <= 0) return std::nullopt;
+  return std::chrono::milliseconds(ms);
+}
+
 // A UDP lane's piece id names the transfer too, so the receiver's on_data
 // knows where the bytes go without waiting for the piece's header.
 uint64_t udp_piece_id(uint32_t transfer, core::PieceId piece) {
@@ -243,13 +252,21 @@ void SenderSession::add_lane(std::unique_ptr<lanes::LaneLink> link, const std::s
   lane->remote = remote;
   lane->name = "lane" + std::to_string(lane->id) + " " + local + "->" + remote;
   Lane& l = *lane;
+  uint32_t joined = 0;  // the transfer the lane joined while it ran, if any
   {
     std::lock_guard lock(mu_);
+    if (closing_) {  // opened too late for this session
+      lane->link->shutdown();
+      return;
+    }
     lanes_.push_back(std::move(lane));
     attach_lane_locked(l);
+    if (active_ && l.sched) joined = active_->id;
     drain_locked();
   }
-  log_.write("lane_open", {{"lane", l.id}, {"local", local}, {"remote", remote}});
+  nlohmann::json fields = {{"lane", l.id}, {"local", local}, {"remote", remote}};
+  if (joined) fields["joined_transfer"] = joined;
+  log_.write("lane_open", fields);
   l.reader = std::thread([this, &l] { reader_loop(l); });
   l.writer = std::thread([this, &l] { writer_loop(l); });
 }
@@ -316,48 +333,71 @@ void SenderSession::open_extra_lanes(const ConnectOptions& opts, const lanes::En
     if (!any_udp) lanes::set_max_pacing_rate(lanes_[0]->link->fd(), *per_lane);
   }
 
-  std::vector<std::thread> connectors;
+  // TCP lanes open in the background. connect() waits for them only a
+  // little (kLaneGrace), so the first pieces are usually planned over every
+  // lane; a lane that opens later joins the running transfer when it opens
+  // (attach_lane_locked), and a slow or dead path (up to its 3 s connect
+  // timeout) no longer holds up the start. UDP lanes are waited for:
+  // whether lane 0 carries data depends on them.
+  std::vector<std::thread> udp_connectors;
+  const int timeout_ms = std::min(opts.connect_timeout_ms, 3000);
   for (size_t i = 0; i < paths.size(); ++i) {
+    const auto lane_id = static_cast<uint32_t>(i + 1);
     if (paths[i].udp) {
-      connectors.emplace_back([this, &opts, p = paths[i], lane_id = static_cast<uint32_t>(i + 1), per_lane] {
+      udp_connectors.emplace_back([this, &opts, p = paths[i], lane_id, per_lane] {
         open_udp_lane(opts, p, lane_id, per_lane);
       });
       continue;
     }
-    connectors.emplace_back([this, &opts, p = paths[i], lane_id = static_cast<uint32_t>(i + 1), per_lane] {
-      std::string error;
-      int err = 0;
-      // Extra lanes wait less than the first: an advertised address that does
-      // not route (a container bridge, say) must not delay the transfer long.
-      auto fd = lanes::connect_tcp(p.remote, p.local ? &*p.local : nullptr, std::min(opts.connect_timeout_ms, 3000),
-                                   error, err);
-      if (!fd.valid()) {
-        log_.write("lane_failed", {{"lane", lane_id}, {"remote", p.remote.str()}, {"reason", error}});
-        return;
-      }
-      const std::string local = lanes::local_endpoint_of(fd.get()).str();
-      if (per_lane) lanes::set_max_pacing_rate(fd.get(), *per_lane);
-      timeval tv{10, 0};
-      ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-      const int raw = fd.get();
-      auto link = lanes::LaneLink::create(std::move(fd), session_id_, lane_id, secret_, security::Role::client, error);
-      if (!link) return;
-      wire::LaneJoin join;
-      join.lane_id = lane_id;
-      if (!link->send_message(join)) return;
-      lanes::Incoming in = link->read();
-      wire::LaneWelcome welcome;
-      if (in.status != lanes::ReadStatus::frame || in.type != wire::FrameType::lane_welcome ||
-          !wire::decode(in.payload, welcome) || welcome.lane_id != lane_id) {
-        log_.write("lane_failed", {{"lane", lane_id}, {"remote", p.remote.str()}, {"reason", "no welcome: " + in.reason}});
-        return;
-      }
-      timeval none{0, 0};
-      ::setsockopt(raw, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
-      add_lane(std::move(link), local, p.remote.str());
+    std::lock_guard lock(mu_);
+    ++connecting_;
+    connectors_.emplace_back([this, p = paths[i], lane_id, timeout_ms, per_lane] {
+      open_tcp_lane(p, lane_id, timeout_ms, per_lane);
+      std::lock_guard done(mu_);
+      --connecting_;
+      cv_.notify_all();
     });
   }
-  for (auto& t : connectors) t.join();
+  for (auto& t : udp_connectors) t.join();
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, kLaneGrace, [&] { return connecting_ == 0; });
+}
+
+void SenderSession::open_tcp_lane(const LanePath& p, uint32_t lane_id, int timeout_ms, std::optional<Rate> per_lane) {
+  if (const auto delay = test_lane_delay(lane_id)) std::this_thread::sleep_for(*delay);
+  {
+    std::lock_guard lock(mu_);
+    if (closing_) return;
+  }
+  std::string error;
+  int err = 0;
+  // Extra lanes wait less than the first (timeout_ms ≤ 3 s): an advertised
+  // address that does not route (a container bridge, say) costs only its lane.
+  auto fd = lanes::connect_tcp(p.remote, p.local ? &*p.local : nullptr, timeout_ms, error, err);
+  if (!fd.valid()) {
+    log_.write("lane_failed", {{"lane", lane_id}, {"remote", p.remote.str()}, {"reason", error}});
+    return;
+  }
+  const std::string local = lanes::local_endpoint_of(fd.get()).str();
+  if (per_lane) lanes::set_max_pacing_rate(fd.get(), *per_lane);
+  timeval tv{10, 0};
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const int raw = fd.get();
+  auto link = lanes::LaneLink::create(std::move(fd), session_id_, lane_id, secret_, security::Role::client, error);
+  if (!link) return;
+  wire::LaneJoin join;
+  join.lane_id = lane_id;
+  if (!link->send_message(join)) return;
+  lanes::Incoming in = link->read();
+  wire::LaneWelcome welcome;
+  if (in.status != lanes::ReadStatus::frame || in.type != wire::FrameType::lane_welcome ||
+      !wire::decode(in.payload, welcome) || welcome.lane_id != lane_id) {
+    log_.write("lane_failed", {{"lane", lane_id}, {"remote", p.remote.str()}, {"reason", "no welcome: " + in.reason}});
+    return;
+  }
+  timeval none{0, 0};
+  ::setsockopt(raw, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+  add_lane(std::move(link), local, p.remote.str());
 }
 
 size_t SenderSession::live_lanes() const {
@@ -1261,11 +1301,15 @@ void SenderSession::close() {
     if (closing_) return;
   }
   (void)send_control(wire::Bye{});
+  std::vector<std::thread> connectors;
   {
     std::lock_guard lock(mu_);
     closing_ = true;
     cv_.notify_all();
+    connectors.swap(connectors_);
   }
+  // A lane still connecting adds nothing once closing_ is set (add_lane).
+  for (auto& t : connectors) t.join();
   // The receiver answers bye by closing its lanes; wait a little for that,
   // then close whatever is left.
   {

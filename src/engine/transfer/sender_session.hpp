@@ -8,6 +8,8 @@
 //   - per lane a writer thread: takes the lane's next Assign, reads the piece
 //     once with pread (hashing as it reads), seals each 256 KiB frame in place
 //     and writes it; it reports on_send_started / on_written;
+//   - per TCP lane still connecting a connector thread: when the lane opens,
+//     it joins the session and, if one runs, the transfer (attach_lane_locked);
 //   - per lane a reader thread: opens frames, feeds acks to the scheduler,
 //     hands control messages to the caller's thread.
 // One mutex guards the scheduler and every lane's queue: the core decides
@@ -46,6 +48,11 @@ constexpr uint16_t kDefaultPort = 7878;
 constexpr size_t kFrameData = 256 * 1024;
 /// How often `--log` records every lane's state (event "sample").
 constexpr Duration kSampleEvery = Duration::millis(100);
+/// How long connect() waits for further TCP lanes before the first transfer
+/// may start: long enough for a connect and a join over most paths (two
+/// round trips), short next to the 3 s a dead path takes to fail. A lane
+/// that opens later joins the running transfer.
+constexpr std::chrono::milliseconds kLaneGrace{200};
 
 /// What kind of lanes discovered paths (and `--lane` specs without a
 /// `tcp:`/`udp:` prefix) get. `automatic`: see docs/engine.md ("auto").
@@ -120,6 +127,8 @@ class SenderSession {
   void add_lane(std::unique_ptr<lanes::LaneLink> link, const std::string& local, const std::string& remote);
   void open_extra_lanes(const ConnectOptions& opts, const lanes::Endpoint& first_local,
                         const lanes::Endpoint& first_remote, const std::vector<std::string>& advertised, bool udp_default);
+  /// Connects a TCP lane and adds it (on a connector thread, see open_extra_lanes).
+  void open_tcp_lane(const LanePath& p, uint32_t lane_id, int timeout_ms, std::optional<Rate> per_lane);
   void reader_loop(Lane& lane);
   void writer_loop(Lane& lane);
   // UDP lanes (sender_session.cpp, "UDP lanes").
@@ -169,6 +178,8 @@ class SenderSession {
   std::map<uint32_t, wire::UdpReady> udp_ready_;  // answers to udp_open, by lane id
   uint32_t next_transfer_id_ = 1;
   bool closing_ = false;
+  std::vector<std::thread> connectors_;  // TCP lanes still connecting (joined by close)
+  size_t connecting_ = 0;                // of them, not done yet
 };
 
 }  // namespace braid::transfer
