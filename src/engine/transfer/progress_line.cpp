@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -26,7 +27,8 @@ void ProgressLine::draw(const Snapshot& s, bool final) {
   const int filled = static_cast<int>(frac * width);
   std::string bar(static_cast<size_t>(filled), '#');
   bar.resize(width, '.');
-  const double rate = s.elapsed > 0 ? static_cast<double>(s.done) / s.elapsed : 0;
+  const uint64_t sent = s.done - std::min(s.done, s.resumed);
+  const double rate = s.elapsed > 0 ? static_cast<double>(sent) / s.elapsed : 0;
   const double eta = rate > 0 ? static_cast<double>(s.total - s.done) / rate : 0;
   std::string line = "\r[" + bar + "] " + std::to_string(static_cast<int>(frac * 100)) + "% " + human_rate(rate);
   char etab[32];
@@ -37,7 +39,7 @@ void ProgressLine::draw(const Snapshot& s, bool final) {
       line += " L" + std::to_string(l.id) + " closed";
       continue;
     }
-    const int share = s.done ? static_cast<int>(100.0 * static_cast<double>(l.bytes) / static_cast<double>(s.done)) : 0;
+    const int share = sent ? static_cast<int>(100.0 * static_cast<double>(l.bytes) / static_cast<double>(sent)) : 0;
     line += " L" + std::to_string(l.id) + " " + human_rate(l.rate) + " " + std::to_string(share) + "%";
   }
   line += "\x1b[K";

@@ -19,7 +19,8 @@ class ProgressLine {
   struct Snapshot {
     uint64_t total = 0;
     uint64_t done = 0;
-    double elapsed = 0;  // seconds
+    uint64_t resumed = 0;  // of `done`, held from an earlier run: not sent, so not in the rate
+    double elapsed = 0;    // seconds
     std::vector<LaneView> lanes;
   };
 

@@ -1229,6 +1229,7 @@ void SenderSession::draw_progress_locked(bool final) {
   ProgressLine::Snapshot s;
   s.total = t.sched.plan().total().count();
   s.done = t.sched.plan().delivered_bytes().count();
+  s.resumed = t.resumed_bytes;
   s.elapsed = (now() - t.start).to_seconds();
   for (size_t i = 0; i < t.sched.lane_count(); ++i) {
     const auto id = static_cast<core::LaneId>(i);
