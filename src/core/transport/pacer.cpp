@@ -28,7 +28,7 @@ Time Pacer::next_send_time(Time now, Rate rate, Bytes size) const {
   if (tokens >= need) return now;
   if (rate.is_zero()) return Time::never();
   // Out of credit: wait for a batch's worth, not just the next packet's.
-  const double batch = std::min(cap, std::max(need, static_cast<double>(cfg_.wake_packets) * mss_.as_double()));
+  const double batch = std::min(cap, std::max(need, rate.bytes_in(cfg_.wake_time).as_double()));
   const double wait_s = (batch - tokens) / rate.bytes_per_second();
   return now + Duration::nanos(static_cast<int64_t>(std::ceil(wait_s * 1e9)));
 }

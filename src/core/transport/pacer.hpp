@@ -19,11 +19,13 @@ struct PacerConfig {
   Duration burst_time = Duration::micros(250);
   /// At least two packets may go back-to-back (BBR's send quantum floor).
   uint32_t min_quantum_packets = 2;
-  /// Once the bucket is empty, the next send waits until this many packets'
-  /// credit has accrued (capped at the quantum), then they go together. The
-  /// rate is the same; what changes is how often a real sender must wake —
-  /// one wake per packet is ~17 000 a second at 200 Mbit/s.
-  uint32_t wake_packets = 1;
+  /// Once the bucket is empty, the next send waits until this long's credit
+  /// has accrued (at least one packet, at most the quantum), then those
+  /// packets go together. The rate is the same; what changes is how often a
+  /// real sender must wake — once per packet is ~17 000 times a second at
+  /// 200 Mbit/s, and on a virtual machine each wake-up is a costly context
+  /// switch. Zero: wake for every packet.
+  Duration wake_time = Duration::zero();
 };
 
 /// The token bucket alone, usable without a controller (and testable so).

@@ -28,7 +28,7 @@ std::unique_ptr<UdpSendLane> UdpSendLane::start(const UdpLaneConfig& cfg, UdpSen
   sc.cc.max_datagram_size = sc.max_datagram_size;
   sc.cc.seed = cfg.cc_seed;
   sc.pacer.burst_time = cfg.pacer_burst;
-  sc.pacer.wake_packets = cfg.pacer_wake_packets;
+  sc.pacer.wake_time = cfg.pacer_wake;
   auto cc = transport::make_controller(cfg.cc, sc.cc);
   if (!cc) {
     error = "unknown congestion controller '" + cfg.cc + "'";
