@@ -107,12 +107,20 @@ void DelayController::update_model(const CongestionEvent& ev) {
   delay_exceeded_ = false;
   probe_delay_exceeded_ = false;
   if (!ev.rtt.updated) return;
+  // A standing queue shows in several samples in a row; one late sample (the
+  // host scheduled a thread late) does not. So cruising drains only when the
+  // smallest of the last few RTTs is above the mark (LEDBAT's CURRENT_FILTER,
+  // RFC 6817 §3.4.2, does the same).
+  recent_rtt_[recent_rtt_pos_] = ev.rtt.latest_adjusted;
+  recent_rtt_pos_ = (recent_rtt_pos_ + 1) % recent_rtt_.size();
+  Duration recent_min = Duration::infinite();
+  for (const auto& r : recent_rtt_) recent_min = std::min(recent_min, r);
   min_rtt_expired_ = ev.now > min_rtt_stamp_ + kMinRttWindow;
   if (ev.rtt.latest <= min_rtt_ || min_rtt_expired_) {
     min_rtt_ = ev.rtt.latest;
     min_rtt_stamp_ = ev.now;
   }
-  delay_exceeded_ = ev.rtt.latest_adjusted > min_rtt_ + queue_target_;
+  delay_exceeded_ = recent_min != Duration::infinite() && recent_min > min_rtt_ + queue_target_;
   probe_delay_exceeded_ = ev.rtt.latest_adjusted > min_rtt_ + queue_target_ * 2.0;
 }
 

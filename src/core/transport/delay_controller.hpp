@@ -4,14 +4,16 @@
 // paces at that rate, probes 1.25× for one RTT now and then and drains after,
 // and caps bytes in flight at a small multiple of the estimated BDP.
 //
-// What is tighter than BBR, for MISSION §3's "water mark": whenever the RTT
-// rises more than `delay_queue_target` (default 3 ms) above the minimum, it
-// treats the estimate as too high and drains at once — so the standing queue
-// it leaves behind stays within a few milliseconds. Random loss does not
+// What is tighter than BBR, for MISSION §3's "water mark": whenever the last
+// few RTTs all stay more than `delay_queue_target` (default 3 ms) above the
+// minimum, it treats the estimate as too high and drains at once — so the
+// standing queue it leaves behind stays within a few milliseconds, while a
+// single late sample (host jitter) costs nothing. Random loss does not
 // lower the estimate (only delivered bytes do), so 1–5 % loss costs about that
 // much rate and no more.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "core/transport/congestion_controller.hpp"
@@ -80,8 +82,10 @@ class DelayController final : public CongestionController {
   Phase phase_ = Phase::cruise;
   int cruise_rounds_ = 0;
   Time phase_stamp_;
-  bool delay_exceeded_ = false;
-  bool probe_delay_exceeded_ = false;
+  bool delay_exceeded_ = false;        // the last few RTTs were all above the mark
+  bool probe_delay_exceeded_ = false;  // this sample is twice the mark above (ends a probe)
+  std::array<Duration, 3> recent_rtt_{Duration::infinite(), Duration::infinite(), Duration::infinite()};
+  size_t recent_rtt_pos_ = 0;
 
   // ProbeRTT.
   Time probe_rtt_done_ = Time::never();
