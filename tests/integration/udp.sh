@@ -133,7 +133,7 @@ case "$CASE" in
     # they go again over the TCP data lane, and every piece still verifies.
     make_file $((128 << 20))
     start_recv
-    BRAID_TEST_KILL_LANE=0:2500 send --lane "tcp:127.0.0.1=127.0.0.1:$PORT" --lane "udp:127.0.0.1=127.0.0.1:$PORT" \
+    BRAID_TEST_KILL_LANE=0:1200 send --lane "tcp:127.0.0.1=127.0.0.1:$PORT" --lane "udp:127.0.0.1=127.0.0.1:$PORT" \
       "$W/src/data.bin" "127.0.0.1:$PORT"
     check_identical
     grep '"lane_closed"' "$W/send.log" | grep -q '"lane":0' || fail "lane 0 was not killed"
