@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "core/transport/cc_registry.hpp"
 #include "core/units_parse.hpp"
 #include "engine/files/source_tree.hpp"
+#include "engine/lanes/tcp.hpp"
 #include "engine/transfer/exit_codes.hpp"
 #include "engine/transfer/sender_session.hpp"
 #include "engine/udp/udp_lane_types.hpp"
@@ -62,7 +64,12 @@ void run_send(const SendArgs& a) {
     finish(kExitUsage, "bad --transport '" + a.transport + "' (tcp, udp or auto)");
   if (a.background && !a.cc.empty() && a.cc != "background")
     finish(kExitUsage, "--background and --cc " + a.cc + " contradict each other");
-  const std::string cc = a.background ? "background" : a.cc.empty() ? "delay" : a.cc;
+  // --cc names braid's controller for UDP lanes; TCP lanes get the kernel's
+  // nearest one (delay → bbr: model-based, keeps queues short; reno → reno;
+  // background → the kernel has no scavenger, its default stays). A kernel
+  // name (cubic, bbr, …) sets TCP lanes only; UDP lanes then keep delay.
+  std::string cc = a.background ? "background" : a.cc.empty() ? "delay" : a.cc;
+  std::string tcp_cc;
   {
     std::string names;
     bool known = false;
@@ -70,7 +77,19 @@ void run_send(const SendArgs& a) {
       names += (names.empty() ? "" : ", ") + std::string(c.id);
       known = known || c.id == cc;
     }
-    if (!known) finish(kExitUsage, "unknown --cc '" + cc + "' (" + names + ")");
+    const auto kernel = lanes::kernel_congestion_controls();
+    const auto in_kernel = [&](const std::string& n) { return std::find(kernel.begin(), kernel.end(), n) != kernel.end(); };
+    if (known) {
+      const std::string nearest = cc == "delay" ? "bbr" : cc == "reno" ? "reno" : "";
+      if (!nearest.empty() && in_kernel(nearest)) tcp_cc = nearest;
+    } else if (in_kernel(cc)) {
+      tcp_cc = cc;
+      cc = "delay";
+    } else {
+      std::string k;
+      for (const auto& n : kernel) k += (k.empty() ? "" : ", ") + n;
+      finish(kExitUsage, "unknown --cc '" + cc + "' (braid's: " + names + "; the kernel's, TCP lanes only: " + k + ")");
+    }
   }
   std::optional<Rate> rate_limit;
   if (!a.rate_limit.empty()) {
@@ -94,6 +113,7 @@ void run_send(const SendArgs& a) {
   co.max_lanes = a.max_lanes;
   co.transport = a.transport == "udp" ? Transport::udp : a.transport == "auto" ? Transport::automatic : Transport::tcp;
   co.cc = cc;
+  co.tcp_cc = tcp_cc;
   co.packet_size = a.packet_size == "auto" ? udp::kPathMtuPacketSize : std::stoul(a.packet_size);
   co.rate_limit = rate_limit;
   auto connected = SenderSession::connect(co, log);
@@ -137,7 +157,9 @@ void add_send_command(CLI::App& app) {
   cmd->add_option("--max-lanes", args->max_lanes, "Most lanes to open (default 16)")->check(CLI::Range(1, 256));
   cmd->add_option("--transport", args->transport,
                   "Lane kind for discovered lanes: tcp (default), udp, or auto (UDP on a long-RTT or lossy path)");
-  cmd->add_option("--cc", args->cc, "UDP lanes' congestion controller (default delay)");
+  cmd->add_option("--cc", args->cc,
+                  "Congestion control: delay (default), background or reno for UDP lanes (TCP lanes get the kernel's "
+                  "nearest: bbr, default, reno), or a kernel controller such as cubic for TCP lanes");
   cmd->add_flag("--background", args->background, "Yield to other traffic (UDP lanes: --cc background)");
   cmd->add_option("--rate-limit", args->rate_limit, "Cap the whole transfer, e.g. 200Mbit/s (split over the lanes)");
   cmd->add_option("--packet-size", args->packet_size,

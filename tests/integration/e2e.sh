@@ -201,6 +201,24 @@ PY
     [ "$(json "$W/send.json" "len(d['lanes'])")" -eq 3 ] || fail "expected lane 0 plus the two named lanes"
     ;;
 
+  tcp-cc)  # --cc picks the kernel controller of TCP lanes: delay (default) → bbr, or a kernel name
+    small_tree
+    start_recv --code cc --yes
+    send --code cc --cc cubic --lane "127.0.0.1=127.0.0.1:$PORT" "$W/src/t" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
+    wait_recv
+    same_trees
+    [ "$(grep '"lane_open"' "$W/send.log" | grep -c '"cc":"cubic"')" -eq 2 ] || fail "TCP lanes did not run cubic"
+    rm -rf "$W/dst"/*
+    start_recv --code cc2 --yes
+    send --code cc2 --lane "127.0.0.1=127.0.0.1:$PORT" "$W/src/t" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
+    wait_recv
+    [ "$(grep '"lane_open"' "$W/send.log" | grep -c '"cc":"bbr"')" -eq 2 ] || fail "default TCP lanes did not run bbr"
+    send --code cc3 --cc nope "$W/src/t" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -ne 0 ] && grep -q "unknown --cc 'nope'" "$W/send.err" || fail "no clear error for --cc nope"
+    ;;
+
   late-lane)  # lane 1 connects 0.5 s late (test hook): it joins the running transfer and carries bytes
     random_file "$W/src/late.bin" $((128 << 20)) late
     start_recv --code ll --yes

@@ -1,5 +1,6 @@
 #include "engine/lanes/tcp.hpp"
 
+#include <fstream>
 #include <fcntl.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -120,6 +121,17 @@ bool set_max_pacing_rate(int fd, Rate rate) {
   if (::setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &v, sizeof v) == 0) return true;
   uint32_t v32 = static_cast<uint32_t>(std::min<unsigned long>(v, UINT32_MAX - 1));
   return ::setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &v32, sizeof v32) == 0;
+}
+
+bool set_congestion_control(int fd, const std::string& name) {
+  return ::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size())) == 0;
+}
+
+std::vector<std::string> kernel_congestion_controls() {
+  std::vector<std::string> out;
+  std::ifstream in("/proc/sys/net/ipv4/tcp_available_congestion_control");
+  for (std::string name; in >> name;) out.push_back(name);
+  return out;
 }
 
 bool tcp_path_info(int fd, uint32_t& rtt_us, uint32_t& retransmits) {

@@ -3,6 +3,8 @@
 // every lane gets.
 #pragma once
 
+#include <vector>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -34,6 +36,11 @@ void tune_lane_socket(int fd);
 /// Caps the socket's pacing rate (SO_MAX_PACING_RATE; TCP paces itself
 /// since Linux 4.13, no fq qdisc needed): `--rate-limit` on a TCP lane.
 bool set_max_pacing_rate(int fd, Rate rate);
+/// TCP_CONGESTION: the kernel controller for this socket ("bbr", "cubic"…).
+/// False (errno set) if the kernel does not have it.
+bool set_congestion_control(int fd, const std::string& name);
+/// The kernel's controllers (net.ipv4.tcp_available_congestion_control).
+std::vector<std::string> kernel_congestion_controls();
 
 /// The kernel's smoothed RTT (µs) and retransmitted segments so far of a
 /// connected TCP socket (TCP_INFO); false if unavailable. `--transport auto`.

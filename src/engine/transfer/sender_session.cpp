@@ -208,6 +208,7 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   }
   s->peer_name_ = session.value().peer().name;
   s->session_id_ = session.value().session_id();
+  s->tcp_cc_ = opts.tcp_cc;
   s->secret_ = session.value().lane_secret();
   log.write("status", {{"status", "authenticated"},
                        {"peer", s->peer_name_},
@@ -265,6 +266,11 @@ void SenderSession::add_lane(std::unique_ptr<lanes::LaneLink> link, const std::s
     drain_locked();
   }
   nlohmann::json fields = {{"lane", l.id}, {"local", local}, {"remote", remote}};
+  if (!tcp_cc_.empty()) {
+    // Data flows this way, so the sender's controller is the one that counts.
+    if (lanes::set_congestion_control(l.link->fd(), tcp_cc_)) fields["cc"] = tcp_cc_;
+    else fields["cc_error"] = "the kernel refused " + tcp_cc_ + ": " + std::strerror(errno);
+  }
   if (joined) fields["joined_transfer"] = joined;
   log_.write("lane_open", fields);
   l.reader = std::thread([this, &l] { reader_loop(l); });

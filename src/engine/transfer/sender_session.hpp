@@ -65,6 +65,7 @@ struct ConnectOptions {
   std::vector<std::string> lanes;     // [tcp:|udp:]LOCAL=REMOTE:PORT, by hand
   Transport transport = Transport::tcp;
   std::string cc = "delay";           // UDP lanes' congestion controller (--cc, --background)
+  std::string tcp_cc;                 // TCP lanes' kernel controller (TCP_CONGESTION); empty: the kernel's default
   size_t packet_size = udp::kDefaultPacketSize;
   /// Caps the whole transfer: split evenly over the data lanes planned at
   /// connect time (UDP: the lane's pacer; TCP: SO_MAX_PACING_RATE).
@@ -165,6 +166,7 @@ class SenderSession {
   std::unique_ptr<LocalHost> host_;
   std::string peer_name_;
   uint64_t session_id_ = 0;
+  std::string tcp_cc_;
   security::LaneSecret secret_;
   std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
 
