@@ -42,6 +42,19 @@ TEST(WireSize, TcpSuperPacketCountsEverySegmentsHeaders) {
   EXPECT_EQ(ws.bytes, 10u * 1500u);
 }
 
+TEST(WireSize, UdpSuperPacketCountsEverySegmentsHeaders) {
+  // UDP_SEGMENT (gso_type 5): 44 datagrams of 1472 bytes behind one IPv4 + UDP header.
+  std::vector<std::byte> f(kVnetHeaderBytes + 20 + 8 + 44 * 1472);
+  f[1] = std::byte{5};
+  f[4] = std::byte(1472 & 0xff);
+  f[5] = std::byte(1472 >> 8);
+  f[kVnetHeaderBytes] = std::byte{0x45};
+  f[kVnetHeaderBytes + 9] = std::byte{17};
+  const WireSize ws = wire_size(f);
+  EXPECT_EQ(ws.packets, 44u);
+  EXPECT_EQ(ws.bytes, 44u * 1500u);
+}
+
 TEST(WireSize, ShortLastSegment) {
   const auto f = frame(4, 1428, 6, 2 * 1428 + 100);  // IPv6: 40 + 32 bytes of headers
   const WireSize ws = wire_size(f);

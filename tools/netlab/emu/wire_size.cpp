@@ -18,12 +18,13 @@ struct VnetHeader {
 static_assert(sizeof(VnetHeader) == kVnetHeaderBytes);
 constexpr std::uint8_t VIRTIO_NET_HDR_GSO_TCPV4 = 1;
 constexpr std::uint8_t VIRTIO_NET_HDR_GSO_TCPV6 = 4;
+constexpr std::uint8_t VIRTIO_NET_HDR_GSO_UDP_L4 = 5;
 constexpr std::uint8_t VIRTIO_NET_HDR_GSO_ECN = 0x80;
 
 std::uint8_t byte_at(std::span<const std::byte> s, std::size_t i) { return std::to_integer<std::uint8_t>(s[i]); }
 
-/// Length of the IP and TCP headers at the start of `ip`, or 0 if it is not TCP.
-std::size_t tcp_header_bytes(std::span<const std::byte> ip) {
+/// Length of the IP and TCP (or UDP) headers at the start of `ip`, or 0 if it is not that protocol.
+std::size_t transport_header_bytes(std::span<const std::byte> ip, bool udp) {
   if (ip.empty()) return 0;
   std::size_t ip_len = 0;
   std::uint8_t protocol = 0;
@@ -41,6 +42,7 @@ std::size_t tcp_header_bytes(std::span<const std::byte> ip) {
     default:
       return 0;
   }
+  if (udp) return protocol == 17 && ip.size() >= ip_len + 8 ? ip_len + 8 : 0;
   if (protocol != 6 || ip.size() < ip_len + 20) return 0;
   const std::size_t tcp_len = (byte_at(ip, ip_len + 12) >> 4) * 4u;
   return ip_len + tcp_len;
@@ -57,9 +59,10 @@ WireSize wire_size(std::span<const std::byte> frame) {
   const std::uint8_t gso = vh.gso_type & static_cast<std::uint8_t>(~VIRTIO_NET_HDR_GSO_ECN);
   // TUN uses native byte order for the header on little-endian hosts.
   const std::size_t gso_size = vh.gso_size;
-  if ((gso != VIRTIO_NET_HDR_GSO_TCPV4 && gso != VIRTIO_NET_HDR_GSO_TCPV6) || gso_size == 0)
+  const bool udp = gso == VIRTIO_NET_HDR_GSO_UDP_L4;
+  if ((gso != VIRTIO_NET_HDR_GSO_TCPV4 && gso != VIRTIO_NET_HDR_GSO_TCPV6 && !udp) || gso_size == 0)
     return {ip_bytes, 1};
-  const std::size_t headers = tcp_header_bytes(ip);
+  const std::size_t headers = transport_header_bytes(ip, udp);
   if (headers == 0 || headers >= ip.size()) return {ip_bytes, 1};
   const std::size_t payload = ip.size() - headers;
   const std::size_t segments = (payload + gso_size - 1) / gso_size;
