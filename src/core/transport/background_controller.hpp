@@ -3,8 +3,9 @@
 //
 // It measures queueing delay as current RTT minus base RTT (the minimum over
 // the last 10 minutes, RFC 6817 §3.4.2 BASE_HISTORY) and steers the window so
-// that added delay stays at `background_target` (default 25 ms, RFC 6817 §3.3
-// allows up to 100 ms). While another flow fills the queue beyond the target
+// that added delay stays at `background_target` (default 10 ms; RFC 6817 §3.3
+// allows up to 100 ms, and 25 ms let a newcomer's slow start overflow the
+// queue before the scavenger had stepped aside). While another flow fills the queue beyond the target
 // the window shrinks multiplicatively to 2 packets (near-zero rate); when the
 // queue empties again it re-enters slow start and takes the link back within
 // a handful of round trips instead of RFC 6817's one packet per RTT.

@@ -63,7 +63,7 @@ struct ControllerConfig {
   Bytes max_datagram_size{1200};
   uint64_t seed = 1;                            // randomised phases are still deterministic
   Duration delay_queue_target = Duration::millis(3);
-  Duration background_target = Duration::millis(25);
+  Duration background_target = Duration::millis(10);
 };
 
 class CongestionController {
