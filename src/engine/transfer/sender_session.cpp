@@ -662,6 +662,18 @@ void SenderSession::reader_loop(Lane& lane) {
   }
 }
 
+// Waits for the lane's next Assign and marks it as the piece being sent;
+// false when the lane or the session is closing.
+bool SenderSession::take_next_locked(Lane& lane, std::unique_lock<std::mutex>& lock, core::Assign& a) {
+  cv_.wait(lock, [&] { return !lane.alive || closing_ || (active_ && !lane.queue.empty()); });
+  if (!lane.alive || closing_) return false;
+  a = lane.queue.front();
+  lane.queue.pop_front();
+  lane.sending = a.piece;
+  lane.cancel_current = false;
+  return true;
+}
+
 void SenderSession::writer_loop(Lane& lane) {
   if (lane.is_udp()) return udp_feeder_loop(lane);
   std::vector<uint8_t> buf(kFrameHeaderSize + wire::PieceHeader::kSize + kFrameData + kFrameTagSize);
@@ -670,12 +682,7 @@ void SenderSession::writer_loop(Lane& lane) {
     Active* t = nullptr;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return !lane.alive || closing_ || (active_ && !lane.queue.empty()); });
-      if (!lane.alive || closing_) return;
-      a = lane.queue.front();
-      lane.queue.pop_front();
-      lane.sending = a.piece;
-      lane.cancel_current = false;
+      if (!take_next_locked(lane, lock, a)) return;
       t = active_.get();
       const Time n = now();
       if (lane.first_send == Time::never()) lane.first_send = n;
@@ -861,12 +868,7 @@ void SenderSession::udp_feeder_loop(Lane& lane) {
     Active* t = nullptr;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return !lane.alive || closing_ || (active_ && !lane.queue.empty()); });
-      if (!lane.alive || closing_) return;
-      a = lane.queue.front();
-      lane.queue.pop_front();
-      lane.sending = a.piece;
-      lane.cancel_current = false;
+      if (!take_next_locked(lane, lock, a)) return;
       t = active_.get();
     }
     // Read and hash the whole piece first: its header (with the hash) goes

@@ -132,6 +132,7 @@ class SenderSession {
   void open_tcp_lane(const LanePath& p, uint32_t lane_id, int timeout_ms, std::optional<Rate> per_lane);
   void reader_loop(Lane& lane);
   void writer_loop(Lane& lane);
+  bool take_next_locked(Lane& lane, std::unique_lock<std::mutex>& lock, core::Assign& a);
   // UDP lanes (sender_session.cpp, "UDP lanes").
   void open_udp_lane(const ConnectOptions& opts, const LanePath& p, uint32_t lane_id, std::optional<Rate> per_lane);
   void udp_feeder_loop(Lane& lane);

@@ -90,21 +90,31 @@ TEST(RenoController, CollapsesUnderRandomLossForComparison) {
   EXPECT_LT(mbit(sim.goodput(f, sec(2), sec(6))), 0.2 * 200);
 }
 
-// (c) Yielding: a loss-based flow arrives at 3 s and leaves at 8 s.
-TEST(BackgroundController, YieldsToACompetingFlowAndTakesTheLinkBack) {
+// (c) Yielding: a background flow alone, a loss-based flow that arrives at
+// 3 s and leaves at 8 s; the run is simulated to 11 s. Flow 0 is the
+// background one, flow 1 the newcomer.
+SimConfig yielding_link(Rate rate, Bytes queue, uint64_t seed) {
   SimConfig cfg;
-  cfg.link = {Rate::mbit(50), Duration::millis(10), Bytes(2'000'000), 0.0, 3};
-  LaneSim sim(cfg);
+  cfg.link = {rate, Duration::millis(10), queue, 0.0, seed};
+  return cfg;
+}
+
+void run_yielding(LaneSim& sim) {
   FlowSpec bg;
   bg.cc = "background";
-  const int b = sim.add_flow(bg);
-  FlowSpec solo;
-  solo.cc = "reno";
-  FlowSpec tcp = solo;
+  sim.add_flow(bg);
+  FlowSpec tcp;
+  tcp.cc = "reno";
   tcp.start = sec(3);
   tcp.stop = sec(8);
-  const int r = sim.add_flow(tcp);
-  ASSERT_TRUE(sim.run_until(sec(11)));
+  sim.add_flow(tcp);
+  EXPECT_TRUE(sim.run_until(sec(11)));
+}
+
+TEST(BackgroundController, YieldsToACompetingFlowAndTakesTheLinkBack) {
+  LaneSim sim(yielding_link(Rate::mbit(50), Bytes(2'000'000), 3));
+  run_yielding(sim);
+  const int b = 0, r = 1;
   const double link = 50 * kPayloadFraction;
   EXPECT_GE(mbit(sim.goodput(b, sec(1), sec(3))), 0.9 * link);       // alone: full rate
   EXPECT_GE(mbit(sim.goodput(r, sec(4), sec(5))), 0.8 * link);       // newcomer gets ≥ 0.8 within 2 s
@@ -114,18 +124,9 @@ TEST(BackgroundController, YieldsToACompetingFlowAndTakesTheLinkBack) {
 
 // (c') The bench's link: 100 Mbit/s, 10 ms each way, a 1 MB queue (4 BDPs).
 TEST(BackgroundController, TakesA100MbitLinkBackWithinTwoSeconds) {
-  SimConfig cfg;
-  cfg.link = {Rate::mbit(100), Duration::millis(10), Bytes(1'000'000), 0.0, 5};
-  LaneSim sim(cfg);
-  FlowSpec bg;
-  bg.cc = "background";
-  const int b = sim.add_flow(bg);
-  FlowSpec tcp;
-  tcp.cc = "reno";
-  tcp.start = sec(3);
-  tcp.stop = sec(8);
-  const int r = sim.add_flow(tcp);
-  ASSERT_TRUE(sim.run_until(sec(11)));
+  LaneSim sim(yielding_link(Rate::mbit(100), Bytes(1'000'000), 5));
+  run_yielding(sim);
+  const int b = 0, r = 1;
   const double link = 100 * kPayloadFraction;
   EXPECT_GE(mbit(sim.goodput(r, sec(4), sec(5))), 0.8 * link);
   EXPECT_LE(mbit(sim.goodput(b, sec(4.5), sec(8))), 0.05 * link);
