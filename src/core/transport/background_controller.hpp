@@ -11,10 +11,10 @@
 // a handful of round trips instead of RFC 6817's one packet per RTT.
 #pragma once
 
-#include <array>
 #include <cstdint>
 
 #include "core/transport/congestion_controller.hpp"
+#include "core/transport/ledbat.hpp"
 
 namespace braid::transport {
 
@@ -29,31 +29,17 @@ class BackgroundController final : public CongestionController {
   Rate pacing_rate() const override { return pacing_; }
 
   /// Current queueing-delay estimate (current RTT − base RTT).
-  Duration queuing_delay() const { return queuing_delay_; }
+  Duration queuing_delay() const { return delays_.queuing_delay(); }
   bool in_slow_start() const { return slow_start_; }
 
  private:
-  void update_delays(const CongestionEvent& ev);
-  Duration base_delay() const;
-
   Bytes mss_;
   Duration target_;
   Bytes cwnd_;
   Rate pacing_ = kUnlimitedRate;
   bool slow_start_ = true;
 
-  // RFC 6817 §3.4.2: base delay kept per minute for 10 minutes.
-  static constexpr size_t kBaseHistory = 10;
-  std::array<Duration, kBaseHistory> base_minutes_;
-  int64_t current_minute_ = -1;
-  size_t base_index_ = 0;
-
-  // RFC 6817 §3.4.2 CURRENT_FILTER: current delay = min of the last few samples.
-  static constexpr size_t kCurrentFilter = 4;
-  std::array<Duration, kCurrentFilter> recent_;
-  size_t recent_count_ = 0;
-  size_t recent_index_ = 0;
-  Duration queuing_delay_;
+  ledbat::DelayFilter delays_;  // RFC 6817 §3.4.2: base and current delay
 
   // Once-per-RTT reactions (loss halving; decisions to re-enter slow start).
   Time last_decrease_ = Time::zero();

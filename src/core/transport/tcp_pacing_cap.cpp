@@ -1,0 +1,130 @@
+#include "core/transport/tcp_pacing_cap.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace braid::transport {
+
+namespace {
+using namespace ledbat;
+// Our choice: one update never acts for more than two RTTs, so a long gap
+// between samples (a descheduled engine thread) cannot swing the cap by more
+// than 4× at once. On paths with RTTs below the sampling interval this also
+// means the cap moves per sample rather than per RTT.
+constexpr double kMaxRttsPerUpdate = 2.0;
+// The cap stays within a factor of the acked rate (RFC 6817 §2.4.2: never
+// beyond what is in flight plus growth). A window limits itself once the
+// link is full (more window is only more queue, at the same rate); a rate
+// does not — a cap above the bottleneck grows the queue every millisecond
+// until the delay signal, an RTT or more late, arrives. So outside slow
+// start the cap may run only 1.25× ahead of what is acked (BBR's probing
+// gain), and in slow start 2× (it doubles per RTT).
+constexpr double kHeadroom = 1.25;
+constexpr double kSlowStartHeadroom = 2.0;
+// The kernel's srtt is already smoothed (1/8 per ack): the current delay is
+// the minimum of the last 2 samples (20 ms at the engine's 10 ms), not
+// RFC 6817's 4 per-ack samples, which would add 30 ms of lag.
+constexpr size_t kCurrentFilter = 2;
+constexpr Duration kMinRtt = Duration::micros(100);
+}  // namespace
+
+TcpPacingCap::TcpPacingCap(const TcpPacingCapConfig& cfg) : cfg_(cfg), delays_(kCurrentFilter) {}
+
+Rate TcpPacingCap::floor() const {
+  return Rate::over(Bytes(kMinPackets * mss_.count()), std::max(srtt_, kMinRtt));
+}
+
+void TcpPacingCap::update_acked_rate(const TcpSample& s) {
+  history_[history_next_] = {s.now, s.bytes_acked};
+  history_next_ = (history_next_ + 1) % kHistory;
+  history_count_ = std::min(history_count_ + 1, kHistory);
+  if (history_count_ < 2) return;
+  // The newest point at least one smoothed RTT old (else the oldest kept).
+  const Time since = s.now - std::max(srtt_, kMinRtt);
+  const Point* from = nullptr;
+  for (size_t i = 1; i < history_count_; ++i) {
+    const Point& p = history_[(history_next_ + kHistory - 1 - i) % kHistory];
+    from = &p;
+    if (p.t <= since) break;
+  }
+  acked_rate_ = Rate::over(Bytes(s.bytes_acked - std::min(s.bytes_acked, from->acked)), s.now - from->t);
+}
+
+TcpPacingDecision TcpPacingCap::on_sample(const TcpSample& s) {
+  if (s.mss.count() > 0) mss_ = s.mss;
+  if (started_ && s.now <= last_.now) return {cap(), false};
+  if (s.srtt.ns() > 0) srtt_ = std::max(s.srtt, kMinRtt);
+  const bool new_acks = !started_ || s.bytes_acked > last_.bytes_acked;
+  const bool loss = started_ && s.retransmits > last_.retransmits;
+  const Duration dt = started_ ? s.now - last_.now : Duration::zero();
+  started_ = true;
+  last_ = s;
+  update_acked_rate(s);
+  // An unchanged srtt without new acks is no new sample of the path.
+  if (new_acks && s.srtt.ns() > 0) delays_.on_sample(s.now, s.srtt);
+  max_rate_ = std::max(max_rate_, acked_rate_);
+  if (!delays_.has_sample()) return {cap(), false};
+
+  const double q = delays_.queuing_delay().to_seconds() / cfg_.target.to_seconds();  // delay in targets
+  const double rtts = std::min(dt.to_seconds() / srtt_.to_seconds(), kMaxRttsPerUpdate);
+  const double step = kGain * mss_.as_double() / srtt_.to_seconds() * rtts;  // one MSS per RTT, per RTT
+  TcpPacingDecision d;
+
+  if (!capped_) {
+    // The kernel's own start-up, until it meets the queue (or loses a packet).
+    if (!loss && q < kSlowStartExit) return {std::nullopt, false};
+    capped_ = true;
+    slow_start_ = false;
+    cap_ = acked_rate_;
+    if (loss) {
+      cap_ = cap_ * 0.5;
+      last_decrease_ = s.now;
+      decreased_ever_ = true;
+    }
+  } else if (loss && (!decreased_ever_ || s.now - last_decrease_ > srtt_)) {
+    // RFC 6817 §3.4.1: on loss, at least halve like TCP, once per RTT.
+    cap_ = std::min(cap_, acked_rate_) * 0.5;
+    last_decrease_ = s.now;
+    decreased_ever_ = true;
+    slow_start_ = false;
+  } else {
+    if (slow_start_ && q >= kSlowStartExit) slow_start_ = false;
+    double next = cap_.bytes_per_second();
+    if (slow_start_) {
+      next *= std::pow(2.0, rtts);
+    } else if (q <= 1.0) {
+      // RFC 6817 §2.4.2, in rates: + GAIN · off_target · MSS/RTT per RTT,
+      // and up to 1.5× per RTT while the queue is nearly empty (ledbat.hpp)
+      // — fading as the cap nears the largest rate acked so far: a rate
+      // above the bottleneck is queue at once (see kHeadroom), so close to
+      // the known rate only LEDBAT's small step probes (as BIC/CUBIC slow
+      // down near their last maximum).
+      if (q < kQuietFraction) {
+        const double room = max_rate_.is_zero() ? 1.0 : std::clamp(1.0 - next / max_rate_.bytes_per_second(), 0.0, 1.0);
+        next *= std::pow(1.0 + kQuietGrowthPerRtt * (1.0 - q / kQuietFraction) * room, rtts);
+      }
+      next += (1.0 - std::max(q, 0.0)) * step;
+    } else {
+      // LEDBAT++ §4.3: W += GAIN − W·(delay/target − 1) per RTT, at most W/2 off.
+      next = next * std::pow(1.0 - std::min(q - 1.0, kMaxDecreasePerRtt), rtts) + step;
+    }
+    cap_ = Rate::bytes_per_sec(next);
+
+    if (q < kQuietFraction) {
+      if (quiet_since_ == Time::never()) quiet_since_ = s.now;
+      if (!slow_start_ && s.now - quiet_since_ >= srtt_ * kQuietRtts &&
+          cap_.bytes_per_second() < max_rate_.bytes_per_second() * kRestartBelowMaxFraction) {
+        slow_start_ = true;
+        d.restart_probe = true;
+      }
+    } else {
+      quiet_since_ = Time::never();
+    }
+  }
+  cap_ = std::min(cap_, std::max(acked_rate_ * (slow_start_ ? kSlowStartHeadroom : kHeadroom), floor()));
+  cap_ = std::max(cap_, floor());
+  d.cap = cap_;
+  return d;
+}
+
+}  // namespace braid::transport

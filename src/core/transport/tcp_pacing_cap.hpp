@@ -1,0 +1,104 @@
+// A TCP lane's scavenger: `--background` for lanes whose transport is the
+// kernel's TCP. braid cannot replace the kernel's congestion controller, but
+// it can cap the socket's pacing rate (SO_MAX_PACING_RATE, bytes per second;
+// TCP paces itself under the cap since Linux 4.13, no fq qdisc needed). This
+// controller decides that cap from what the kernel reports (struct tcp_info),
+// the LEDBAT way (ledbat.hpp, as the UDP lanes' background controller):
+//
+//  - queueing delay = the kernel's smoothed RTT (tcpi_rtt) minus its minimum
+//    over 10 minutes, min of the last 4 samples;
+//  - no cap while the kernel's own start-up has not met the queue (below
+//    3/4 of the 10 ms target): a `--background` transfer on an idle path
+//    behaves like any other;
+//  - then a cap: below target it grows by LEDBAT's step (one MSS per RTT per
+//    RTT, scaled by how far below target), and up to 1.5× per RTT while the
+//    queue is nearly empty; above target it shrinks by up to half per RTT
+//    (LEDBAT++), so while another flow holds a queue above the target the cap
+//    falls to 2 MSS per RTT (near zero); a retransmission halves it (once
+//    per RTT);
+//  - the cap never runs more than 2× ahead of the acked rate (RFC 6817's
+//    "never beyond flight size + growth"), so it bites at once when the
+//    queue rises;
+//  - when the queue has stayed below a quarter of the target for 8 RTTs while
+//    the cap is under 1/8 of the largest rate seen, the competitor has left:
+//    the cap doubles per RTT again (slow start) and the decision says
+//    `restart_probe`, so the engine can put the kernel's controller back into
+//    its own start-up (its rate estimate has shrunk to the cap meanwhile).
+//
+// Pure: time comes in with each sample, the cap goes out as the return value.
+// The engine samples every ~10 ms; any interval works (changes are per RTT).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "core/transport/ledbat.hpp"
+#include "core/units.hpp"
+
+namespace braid::transport {
+
+/// One look at a TCP socket's kernel state (struct tcp_info).
+struct TcpSample {
+  Time now;
+  Duration srtt;             // tcpi_rtt: the kernel's smoothed RTT
+  uint64_t bytes_acked = 0;  // tcpi_bytes_acked: cumulative
+  uint64_t retransmits = 0;  // tcpi_total_retrans: cumulative segments
+  Bytes mss{1448};           // tcpi_snd_mss
+};
+
+struct TcpPacingCapConfig {
+  Duration target = Duration::millis(10);  // added delay it aims for (as ControllerConfig::background_target)
+};
+
+/// What to do with the socket after a sample.
+struct TcpPacingDecision {
+  std::optional<Rate> cap;      // SO_MAX_PACING_RATE; nullopt: no cap (the kernel's own rate)
+  bool restart_probe = false;   // the path looks free again: restart the kernel controller's start-up
+};
+
+class TcpPacingCap {
+ public:
+  explicit TcpPacingCap(const TcpPacingCapConfig& cfg = {});
+
+  /// Feeds one sample (times must not go backwards) and returns the cap.
+  TcpPacingDecision on_sample(const TcpSample& s);
+
+  std::optional<Rate> cap() const { return capped_ ? std::optional<Rate>(cap_) : std::nullopt; }
+  Duration queuing_delay() const { return delays_.queuing_delay(); }
+  /// Bytes acked per second over about the last RTT.
+  Rate acked_rate() const { return acked_rate_; }
+  bool in_slow_start() const { return slow_start_; }
+  /// 2 MSS per smoothed RTT: the cap's floor (RFC 6817's MIN_CWND).
+  Rate floor() const;
+
+ private:
+  void update_acked_rate(const TcpSample& s);
+
+  TcpPacingCapConfig cfg_;
+  ledbat::DelayFilter delays_;
+  bool started_ = false;
+  TcpSample last_;
+  Bytes mss_{1448};
+  Duration srtt_;
+
+  bool capped_ = false;   // false until the first start-up meets the queue
+  bool slow_start_ = true;
+  Rate cap_;
+  Rate max_rate_;         // the largest cap or acked rate seen
+  Time last_decrease_ = Time::zero();
+  bool decreased_ever_ = false;
+  Time quiet_since_ = Time::never();
+
+  // Acked bytes over time, to measure the acked rate over about one RTT.
+  static constexpr size_t kHistory = 64;
+  struct Point {
+    Time t;
+    uint64_t acked = 0;
+  };
+  Point history_[kHistory];
+  size_t history_count_ = 0;
+  size_t history_next_ = 0;
+  Rate acked_rate_;
+};
+
+}  // namespace braid::transport
