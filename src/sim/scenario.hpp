@@ -24,6 +24,10 @@ struct LaneSpec {
   /// lane is busy, until it carries the lane's rate (a transport's slow
   /// start: TCP's is 10 packets, ~14.5 kB). Zero: full rate from the first byte.
   Bytes initial_window;
+  /// The rate each piece is sent at varies uniformly within ±noise of the
+  /// lane's rate (0.2: 80–120 %), drawn per piece: a real lane's rate
+  /// wanders, so the estimate is never exact. Zero: always the rate.
+  double rate_noise = 0;
 };
 
 enum class EventKind { rate, down, up, gone };

@@ -19,15 +19,15 @@ SimLane::SimLane(const LaneSpec& spec, uint64_t seed)
 
 Rate SimLane::transport_rate() const {
   if (spec_.initial_window.count() == 0) return Rate::zero();
-  if (window_ >= bdp()) return rate_;
+  if (window_ >= bdp()) return cur_rate();
   return Rate::bytes_per_sec(window_ / spec_.rtt.to_seconds());
 }
 
-double SimLane::bdp() const { return rate_.bytes_per_second() * spec_.rtt.to_seconds(); }
+double SimLane::bdp() const { return cur_rate().bytes_per_second() * spec_.rtt.to_seconds(); }
 
 Bytes SimLane::transmit_for(Duration dt) {
   const double rtt = spec_.rtt.to_seconds(), t = dt.to_seconds();
-  if (window_ >= bdp() || rtt <= 0) return rate_.bytes_in(dt);
+  if (window_ >= bdp() || rtt <= 0) return cur_rate().bytes_in(dt);
   const double to_cap = rtt / kGrowth * std::log(bdp() / window_);
   if (t <= to_cap) {
     const double w = window_ * std::exp(kGrowth * t / rtt);
@@ -35,17 +35,17 @@ Bytes SimLane::transmit_for(Duration dt) {
     window_ = w;
     return Bytes(static_cast<uint64_t>(moved));
   }
-  const double moved = (bdp() - window_) / kGrowth + rate_.bytes_per_second() * (t - to_cap);
+  const double moved = (bdp() - window_) / kGrowth + cur_rate().bytes_per_second() * (t - to_cap);
   window_ = bdp();
   return Bytes(static_cast<uint64_t>(moved));
 }
 
 Duration SimLane::time_for(Bytes bytes) const {
   const double rtt = spec_.rtt.to_seconds(), b = bytes.as_double();
-  if (window_ >= bdp() || rtt <= 0) return rate_.transfer_time(bytes);
+  if (window_ >= bdp() || rtt <= 0) return cur_rate().transfer_time(bytes);
   const double below_cap = (bdp() - window_) / kGrowth;  // bytes sent before the window carries the rate
   if (b <= below_cap) return Duration::seconds_f(rtt / kGrowth * std::log((window_ + kGrowth * b) / window_));
-  return Duration::seconds_f(rtt / kGrowth * std::log(bdp() / window_) + (b - below_cap) / rate_.bytes_per_second());
+  return Duration::seconds_f(rtt / kGrowth * std::log(bdp() / window_) + (b - below_cap) / cur_rate().bytes_per_second());
 }
 
 void SimLane::advance(Time now) {
@@ -61,6 +61,7 @@ std::optional<SimLane::Started> SimLane::start_head(Time now) {
   if (transmitting_ || queue_.empty() || !up()) return std::nullopt;
   transmitting_ = true;
   tx_started_ = now;
+  if (spec_.rate_noise > 0) factor_ = 1.0 + spec_.rate_noise * (2.0 * rng_.uniform() - 1.0);
   last_advance_ = now;
   return Started{queue_.front().piece};
 }

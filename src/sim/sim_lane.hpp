@@ -1,6 +1,7 @@
-// One simulated lane: a FIFO transmitter at the lane's rate, a propagation
-// delay of RTT/2 (plus jitter) each way, optional piece and ack loss, a
-// socket send buffer (for write-completion times), outages and rate changes.
+// One simulated lane: a FIFO transmitter at the lane's rate (optionally
+// varied per piece: noise), a propagation delay of RTT/2 (plus jitter) each
+// way, optional piece and ack loss, a socket send buffer (for
+// write-completion times), outages and rate changes.
 // Bytes on the wire during an outage are held and arrive after it, as TCP
 // would retransmit them; a lane gone for good loses everything.
 #pragma once
@@ -80,6 +81,8 @@ class SimLane {
   /// Time the lane needs to move `bytes` from its current window.
   Duration time_for(Bytes bytes) const;
   double bdp() const;
+  /// The rate the head piece is sent at: the lane's, times this piece's noise.
+  Rate cur_rate() const { return rate_ * factor_; }
   std::optional<Started> start_head(Time now);
   void update_writes(Time now, std::vector<Written>& written);
 
@@ -97,6 +100,7 @@ class SimLane {
   Time last_arrival_fwd_, last_arrival_back_;
   Bytes wasted_, wire_;
   double window_;  // bytes per RTT while in slow start (≥ bdp(): full rate)
+  double factor_ = 1.0;  // rate noise of the piece on the wire (LaneSpec::rate_noise)
 };
 
 }  // namespace braid::sim
