@@ -26,6 +26,19 @@ constexpr double kSlowStartHeadroom = 2.0;
 // RFC 6817's 4 per-ack samples, which would add 30 ms of lag.
 constexpr size_t kCurrentFilter = 2;
 constexpr Duration kMinRtt = Duration::micros(100);
+// A receiver delays its ACK of a lone segment until a second one arrives or
+// its timer (Linux: 40 ms at first, TCP_DELACK_MIN) fires, and the kernel's
+// RTT sample is taken from the first segment an ACK covers. A sender paced
+// down to a few segments per RTT sends them one by one (bbr below 1.2 Mbit/s
+// asks for 1-segment TSO bursts), so each RTT sample carries up to one
+// inter-segment gap of ACK delay: at 2 MSS per RTT the srtt doubles and
+// looks like a queue of one base RTT — measured on netlab, 20 ms of phantom
+// queue that kept the cap at its floor long after the competitor had left.
+// The delay sample is therefore the srtt minus min(MSS / acked rate, 40 ms):
+// nothing at full rate, the gap at the floor. Where segments go out in
+// pairs (cubic's 2-segment bursts) this underestimates the queue by that
+// gap, which still leaves a competitor's standing queue well above target.
+constexpr Duration kDelayedAckMax = Duration::millis(40);
 }  // namespace
 
 TcpPacingCap::TcpPacingCap(const TcpPacingCapConfig& cfg) : cfg_(cfg), delays_(kCurrentFilter) {}
@@ -61,27 +74,43 @@ TcpPacingDecision TcpPacingCap::on_sample(const TcpSample& s) {
   last_ = s;
   update_acked_rate(s);
   // An unchanged srtt without new acks is no new sample of the path.
-  if (new_acks && s.srtt.ns() > 0) delays_.on_sample(s.now, s.srtt);
+  if (new_acks && s.srtt.ns() > 0) {
+    Duration sample = s.srtt;
+    // Only once capped (the base RTT was seen at full rate by then), and
+    // never below that base: a compensated sample must not move the base.
+    if (capped_ && delays_.has_sample() && acked_rate_.bytes_per_second() > 0) {
+      const Duration ack_wait = std::min(kDelayedAckMax, acked_rate_.transfer_time(mss_));
+      sample = std::max(s.srtt - ack_wait, delays_.base());
+    }
+    delays_.on_sample(s.now, sample);
+    path_rtt_ = sample;
+  }
   max_rate_ = std::max(max_rate_, acked_rate_);
   if (!delays_.has_sample()) return {cap(), false};
 
   const double q = delays_.queuing_delay().to_seconds() / cfg_.target.to_seconds();  // delay in targets
+  // A retransmission counts only with a queue behind it (≥ target/4): the
+  // kernel's controller already answers loss in its own way, and without a
+  // queue a loss is random (a lossy radio) or no loss at all (a tail-loss
+  // probe fired early; seen on a busy loopback) — halving then would make a
+  // background transfer collapse on exactly the paths issue 5 wants it on.
+  const bool congested_loss = loss && q >= kQuietFraction;
   const double rtts = std::min(dt.to_seconds() / srtt_.to_seconds(), kMaxRttsPerUpdate);
   const double step = kGain * mss_.as_double() / srtt_.to_seconds() * rtts;  // one MSS per RTT, per RTT
   TcpPacingDecision d;
 
   if (!capped_) {
     // The kernel's own start-up, until it meets the queue (or loses a packet).
-    if (!loss && q < kSlowStartExit) return {std::nullopt, false};
+    if (!congested_loss && q < kSlowStartExit) return {std::nullopt, false};
     capped_ = true;
     slow_start_ = false;
     cap_ = acked_rate_;
-    if (loss) {
+    if (congested_loss) {
       cap_ = cap_ * 0.5;
       last_decrease_ = s.now;
       decreased_ever_ = true;
     }
-  } else if (loss && (!decreased_ever_ || s.now - last_decrease_ > srtt_)) {
+  } else if (congested_loss && (!decreased_ever_ || s.now - last_decrease_ > srtt_)) {
     // RFC 6817 §3.4.1: on loss, at least halve like TCP, once per RTT.
     cap_ = std::min(cap_, acked_rate_) * 0.5;
     last_decrease_ = s.now;
@@ -112,7 +141,9 @@ TcpPacingDecision TcpPacingCap::on_sample(const TcpSample& s) {
 
     if (q < kQuietFraction) {
       if (quiet_since_ == Time::never()) quiet_since_ = s.now;
-      if (!slow_start_ && s.now - quiet_since_ >= srtt_ * kQuietRtts &&
+      // 8 RTTs of the path (without the receiver's delayed ACK, which at
+      // the floor is as long as the path's RTT again).
+      if (!slow_start_ && s.now - quiet_since_ >= std::min(srtt_, path_rtt_) * kQuietRtts &&
           cap_.bytes_per_second() < max_rate_.bytes_per_second() * kRestartBelowMaxFraction) {
         slow_start_ = true;
         d.restart_probe = true;

@@ -14,8 +14,9 @@
 //    RTT, scaled by how far below target), and up to 1.5× per RTT while the
 //    queue is nearly empty; above target it shrinks by up to half per RTT
 //    (LEDBAT++), so while another flow holds a queue above the target the cap
-//    falls to 2 MSS per RTT (near zero); a retransmission halves it (once
-//    per RTT);
+//    falls to 2 MSS per RTT (near zero); a retransmission while there is a
+//    queue (≥ target/4) halves it, once per RTT — without a queue a loss is
+//    random or a spurious tail-loss probe, and the kernel answers it anyway;
 //  - the cap never runs more than 2× ahead of the acked rate (RFC 6817's
 //    "never beyond flight size + growth"), so it bites at once when the
 //    queue rises;
@@ -80,6 +81,7 @@ class TcpPacingCap {
   TcpSample last_;
   Bytes mss_{1448};
   Duration srtt_;
+  Duration path_rtt_ = Duration::infinite();  // the last delay sample (srtt without delayed-ACK time)
 
   bool capped_ = false;   // false until the first start-up meets the queue
   bool slow_start_ = true;

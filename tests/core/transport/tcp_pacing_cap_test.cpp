@@ -58,12 +58,16 @@ TEST(TcpPacingCap, ShrinksWhileDelayIsAboveTargetButNeverBelowTwoPacketsPerRtt) 
   uint64_t acked = 0;
   double t = 0;
   for (; t < 200; t += 10) c.on_sample(sample(t, 20, acked += kPer10ms));
-  // Another flow holds the queue at +40 ms; our acks shrink with our cap.
+  // Another flow holds the queue at +40 ms; our acks shrink with our cap,
+  // and at a few segments per RTT each RTT sample also carries the
+  // receiver's delayed ACK (up to the gap between our segments, ≤ 40 ms).
   std::optional<Rate> prev;
+  double srtt = 60;
   for (; t < 3000; t += 10) {
     const Rate sent = c.cap() ? *c.cap() : Rate::mbit(100);
     acked += sent.bytes_in(Duration::millis(10)).count();
-    const auto d = c.on_sample(sample(t, 60, acked));
+    srtt = 60 + std::min(1448 / sent.bytes_per_second(), 0.040) * 1000;
+    const auto d = c.on_sample(sample(t, srtt, acked));
     if (t < 220) continue;  // the current delay is the min of the last 2 samples
     ASSERT_TRUE(d.cap.has_value()) << "at " << t;
     EXPECT_FALSE(d.restart_probe);
@@ -73,8 +77,8 @@ TEST(TcpPacingCap, ShrinksWhileDelayIsAboveTargetButNeverBelowTwoPacketsPerRtt) 
     }
     prev = d.cap;
   }
-  // Floor: 2 × 1448 bytes per 60 ms ≈ 0.39 Mbit/s — near zero on a 100 Mbit/s path.
-  EXPECT_NEAR(prev->bytes_per_second(), 2 * 1448 / 0.060, 1);
+  // Floor: 2 × 1448 bytes per srtt (60 ms + ~40 ms of ACK delay) ≈ 0.23 Mbit/s — near zero.
+  EXPECT_NEAR(prev->bytes_per_second(), 2 * 1448 / (srtt / 1000), 1);
   EXPECT_LT(mbit(*prev), 0.5);
 }
 
@@ -97,6 +101,24 @@ TEST(TcpPacingCap, ARetransmissionHalvesTheCapOncePerRtt) {
   EXPECT_LT(c.cap()->bytes_per_second(), 0.6 * halved);
 }
 
+TEST(TcpPacingCap, ARetransmissionWithoutAQueueIsNotCongestion) {
+  // Random loss on a clean path, or a tail-loss probe that fired early: the
+  // kernel answers it; the cap (a delay response) stays off.
+  TcpPacingCap c;
+  uint64_t acked = 0, retrans = 0;
+  for (double t = 0; t < 2000; t += 10) {
+    if (static_cast<int>(t) % 100 == 0) ++retrans;
+    EXPECT_FALSE(c.on_sample(sample(t, 20 + (static_cast<int>(t) % 30 == 0 ? 1.5 : 0), acked += kPer10ms, retrans)).cap)
+        << "at " << t;
+  }
+  // The same losses with a queue of half the target behind them: a cap, halved.
+  const auto d = c.on_sample(sample(2000, 25, acked += kPer10ms, retrans));
+  EXPECT_FALSE(d.cap);
+  const auto e = c.on_sample(sample(2010, 25, acked += kPer10ms, retrans + 1));
+  ASSERT_TRUE(e.cap);
+  EXPECT_NEAR(mbit(*e.cap), 50, 5);
+}
+
 TEST(TcpPacingCap, IgnoresSamplesThatGoBackInTime) {
   TcpPacingCap c;
   uint64_t acked = 0;
@@ -114,7 +136,9 @@ TEST(TcpPacingCap, IgnoresSamplesThatGoBackInTime) {
 // Our kernel TCP sends at the cap (or, uncapped, at 1.1 × C: a greedy
 // start-up); a competing greedy flow, while present, takes what we leave and
 // pushes the queue up to its limit (a loss-based TCP's standing queue). The
-// kernel's srtt follows R + queue/C with a lag (EWMA), acks return after R.
+// kernel's srtt follows R + queue/C + the receiver's delayed ACK (one
+// segment gap, ≤ 40 ms: what kept the cap at its floor on netlab before the
+// controller allowed for it) with a lag (EWMA), acks return after R.
 struct FluidRun {
   double link_mbit = 100, base_rtt_ms = 20, queue_limit_ms = 80;
   double other_from_s = 3, other_to_s = 8, end_s = 11;
@@ -155,8 +179,11 @@ struct FluidRun {
         acked = in_flight.front().second;
         in_flight.pop_front();
       }
-      // The kernel's smoothed RTT: a lagging view of base + queueing delay.
-      srtt += (base_rtt_ms / 1000 + queue / C - srtt) * 0.1;
+      // The kernel's smoothed RTT: a lagging view of base + queueing delay
+      // + the receiver's delayed ACK of lone segments (the gap between our
+      // segments, at most 40 ms), which matters at a few segments per RTT.
+      const double ack_wait = std::min(1448 / std::max(ours_in, 1.0), 0.040);
+      srtt += (base_rtt_ms / 1000 + queue / C + ack_wait - srtt) * 0.1;
       if (step % 10 == 9) {
         TcpSample s;
         s.now = Time::zero() + Duration::seconds_f(t);
@@ -232,7 +259,9 @@ TEST(TcpPacingCapFluid, YieldsOnALongPathToo) {
   const double C = r.link_mbit;
   EXPECT_GE(r.mean(4, 5, &FluidRun::Point::other_mbit), 0.8 * C);
   EXPECT_LE(r.mean(4.5, 8, &FluidRun::Point::ours_mbit), 0.02 * C);
-  EXPECT_GE(r.mean(9.5, 10, &FluidRun::Point::ours_mbit), 0.9 * C);
+  // Three times the RTT: the 8 quiet RTTs and the slow start take longer.
+  EXPECT_GE(r.mean(9.5, 10, &FluidRun::Point::ours_mbit), 0.8 * C);
+  EXPECT_GE(r.mean(10, 10.5, &FluidRun::Point::ours_mbit), 0.9 * C);
 }
 
 }  // namespace
