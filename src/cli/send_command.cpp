@@ -160,7 +160,9 @@ void add_send_command(CLI::App& app) {
   cmd->add_option("--cc", args->cc,
                   "Congestion control: delay (default), background or reno for UDP lanes (TCP lanes get the kernel's "
                   "nearest: bbr, default, reno), or a kernel controller such as cubic for TCP lanes");
-  cmd->add_flag("--background", args->background, "Yield to other traffic (UDP lanes: --cc background)");
+  cmd->add_flag("--background", args->background,
+                "Yield to other traffic: UDP lanes run --cc background, TCP lanes get a pacing cap from their "
+                "delay (both step aside while another flow needs the path)");
   cmd->add_option("--rate-limit", args->rate_limit, "Cap the whole transfer, e.g. 200Mbit/s (split over the lanes)");
   cmd->add_option("--packet-size", args->packet_size,
                   "UDP datagram size in bytes, 1200 to 9000, or auto: the largest the path MTU carries (default)")

@@ -127,6 +127,28 @@ bool set_congestion_control(int fd, const std::string& name) {
   return ::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size())) == 0;
 }
 
+bool clear_max_pacing_rate(int fd) {
+  unsigned long none = ~0UL;
+  if (::setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &none, sizeof none) == 0) return true;
+  uint32_t none32 = ~0U;
+  return ::setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &none32, sizeof none32) == 0;
+}
+
+std::string congestion_control_of(int fd) {
+  char name[32] = {};
+  socklen_t len = sizeof name;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) return {};
+  return std::string(name, strnlen(name, std::min<size_t>(len, sizeof name)));
+}
+
+bool restart_congestion_control(int fd) {
+  const std::string current = congestion_control_of(fd);
+  if (current.empty()) return false;
+  // reno is always built in; a socket already on reno goes through cubic.
+  const std::string other = current == "reno" ? "cubic" : "reno";
+  return set_congestion_control(fd, other) && set_congestion_control(fd, current);
+}
+
 std::vector<std::string> kernel_congestion_controls() {
   std::vector<std::string> out;
   std::ifstream in("/proc/sys/net/ipv4/tcp_available_congestion_control");

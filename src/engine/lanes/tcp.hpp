@@ -42,6 +42,32 @@ bool set_congestion_control(int fd, const std::string& name);
 /// The kernel's controllers (net.ipv4.tcp_available_congestion_control).
 std::vector<std::string> kernel_congestion_controls();
 
+/// Lifts the socket's pacing cap (SO_MAX_PACING_RATE = ~0, the kernel's "none").
+bool clear_max_pacing_rate(int fd);
+/// The socket's kernel controller (TCP_CONGESTION); empty if unknown.
+std::string congestion_control_of(int fd);
+/// Puts the socket's kernel controller back into its start-up: Linux
+/// re-initialises a controller when a socket switches to it, so this switches
+/// to another built-in one and back (bbr keeps the socket's min RTT, which
+/// lives in the socket, and starts from STARTUP; cubic forgets its epoch).
+/// The `--background` pacing cap calls it when the path is free again.
+bool restart_congestion_control(int fd);
+
+/// What the kernel reports about a connected TCP socket's sending side
+/// (TCP_INFO, with the fields glibc's struct tcp_info lacks).
+struct TcpKernelInfo {
+  uint32_t rtt_us = 0;          // smoothed RTT
+  uint32_t min_rtt_us = 0;      // windowed minimum RTT
+  uint64_t bytes_acked = 0;     // cumulative
+  uint32_t total_retrans = 0;   // retransmitted segments, cumulative
+  uint32_t snd_mss = 0;
+  uint32_t snd_cwnd = 0;        // segments
+  uint64_t pacing_rate = 0;     // bytes/s: the kernel's own pacing rate, under any cap
+  uint64_t delivery_rate = 0;   // bytes/s: the latest delivery-rate sample
+};
+/// Reads TCP_INFO (tcp_info.cpp); false if the socket has none.
+bool tcp_kernel_info(int fd, TcpKernelInfo& out);
+
 /// The kernel's smoothed RTT (µs) and retransmitted segments so far of a
 /// connected TCP socket (TCP_INFO); false if unavailable. `--transport auto`.
 bool tcp_path_info(int fd, uint32_t& rtt_us, uint32_t& retransmits);

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "core/policy_registry.hpp"
+#include "core/transport/tcp_pacing_cap.hpp"
 #include "engine/files/piece_hasher.hpp"
 #include "engine/lanes/tcp.hpp"
 #include "engine/security/frame_format.h"
@@ -47,6 +48,17 @@ struct SenderSession::Lane {
   uint64_t udp_acked_seen = 0;  // the transport's acked data bytes at the last report
   uint64_t kill_after = UINT64_MAX;
   std::string close_reason;
+  // TCP lanes under --background: the pacing thread's controller, and what
+  // it last saw and set (published under mu_ for the log).
+  std::unique_ptr<transport::TcpPacingCap> tcp_cap;  // the pacing thread's alone
+  std::optional<Rate> tcp_cap_on_socket;              // the pacing thread's alone
+  struct TcpPacing {
+    bool active = false;
+    double cap = -1;  // bytes/s on the socket, -1: none
+    double queue_ms = 0, srtt_ms = 0, min_rtt_ms = 0;
+    uint64_t acked = 0, kernel_pacing = 0, delivery_rate = 0;
+    uint32_t retrans = 0, cwnd = 0, restarts = 0;
+  } tcp_pacing;
   // Per transfer, under mu_:
   std::optional<core::LaneId> sched;
   std::deque<core::Assign> queue;
@@ -209,6 +221,7 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   s->peer_name_ = session.value().peer().name;
   s->session_id_ = session.value().session_id();
   s->tcp_cc_ = opts.tcp_cc;
+  s->tcp_background_ = opts.cc == "background";
   s->secret_ = session.value().lane_secret();
   log.write("status", {{"status", "authenticated"},
                        {"peer", s->peer_name_},
@@ -241,6 +254,7 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
     for (auto& l : s->lanes_) udp = udp || (l->is_udp() && l->alive);
     s->lanes_[0]->data = !udp;
   }
+  if (s->tcp_background_) s->tcp_pacer_ = std::thread([p = s.get()] { p->tcp_pacing_loop(); });
   return s;
 }
 
@@ -336,6 +350,7 @@ void SenderSession::open_extra_lanes(const ConnectOptions& opts, const lanes::En
   if (opts.rate_limit) {
     const size_t n = paths.size() + (any_udp ? 0 : 1);
     per_lane = Rate::bytes_per_sec(opts.rate_limit->bytes_per_second() / static_cast<double>(std::max<size_t>(1, n)));
+    tcp_rate_limit_ = per_lane;  // the pacing thread starts after this
     if (!any_udp) lanes::set_max_pacing_rate(lanes_[0]->link->fd(), *per_lane);
   }
 
@@ -743,6 +758,72 @@ SenderSession::PieceEnd SenderSession::send_piece(Lane& lane, const core::Assign
     off += n;
   }
   return PieceEnd::sent;
+}
+
+// ---- TCP lanes' pacing cap (--background) ----------------------------------------
+//
+// The kernel runs TCP's congestion control; braid can only cap the socket's
+// pacing rate. Every kTcpPacingEvery this thread reads each TCP data lane's
+// TCP_INFO, feeds the lane's TcpPacingCap (pure, src/core/transport) and
+// sets SO_MAX_PACING_RATE to its answer (or lifts it), never above the
+// lane's --rate-limit share. Its syscalls run outside mu_.
+
+void SenderSession::tcp_pacing_loop() {
+  auto next = std::chrono::steady_clock::now();
+  std::vector<Lane*> todo;
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      next += kTcpPacingEvery;
+      const auto now_tp = std::chrono::steady_clock::now();
+      if (next < now_tp) next = now_tp;  // late (a busy machine): no catching up in a burst
+      pacer_cv_.wait_until(lock, next, [&] { return closing_; });
+      if (closing_) return;
+      todo.clear();
+      for (auto& l : lanes_)
+        if (!l->is_udp() && l->alive && l->data) todo.push_back(l.get());
+    }
+    for (Lane* l : todo) pace_tcp_lane(*l);
+  }
+}
+
+void SenderSession::pace_tcp_lane(Lane& lane) {
+  const int fd = lane.link->fd();
+  lanes::TcpKernelInfo k;
+  if (!lanes::tcp_kernel_info(fd, k) || k.rtt_us == 0) return;
+  if (!lane.tcp_cap) lane.tcp_cap = std::make_unique<transport::TcpPacingCap>();
+  transport::TcpSample s;
+  s.now = now();
+  s.srtt = Duration::micros(k.rtt_us);
+  s.bytes_acked = k.bytes_acked;
+  s.retransmits = k.total_retrans;
+  if (k.snd_mss) s.mss = Bytes(k.snd_mss);
+  const transport::TcpPacingDecision d = lane.tcp_cap->on_sample(s);
+  std::optional<Rate> want = d.cap;
+  if (tcp_rate_limit_ && (!want || *want > *tcp_rate_limit_)) want = tcp_rate_limit_;
+  bool restarted = false;
+  if (d.restart_probe) restarted = lanes::restart_congestion_control(fd);
+  if (want != lane.tcp_cap_on_socket) {
+    const bool ok = want ? lanes::set_max_pacing_rate(fd, *want) : lanes::clear_max_pacing_rate(fd);
+    if (ok) lane.tcp_cap_on_socket = want;
+  }
+  if (d.restart_probe)
+    log_.write("pacing_restart", {{"lane", lane.id}, {"ok", restarted},
+                                  {"cc", lanes::congestion_control_of(fd)},
+                                  {"cap", want ? want->bytes_per_second() : -1.0}});
+  std::lock_guard lock(mu_);
+  auto& p = lane.tcp_pacing;
+  p.active = true;
+  p.cap = lane.tcp_cap_on_socket ? lane.tcp_cap_on_socket->bytes_per_second() : -1.0;
+  p.queue_ms = lane.tcp_cap->queuing_delay().to_millis();
+  p.srtt_ms = k.rtt_us / 1000.0;
+  p.min_rtt_ms = k.min_rtt_us / 1000.0;
+  p.acked = k.bytes_acked;
+  p.kernel_pacing = k.pacing_rate;
+  p.delivery_rate = k.delivery_rate;
+  p.retrans = k.total_retrans;
+  p.cwnd = k.snd_cwnd;
+  p.restarts += d.restart_probe;
 }
 
 // ---- acks ------------------------------------------------------------------------
@@ -1226,6 +1307,19 @@ void SenderSession::log_sample_locked() {
                   {"cwnd", c.cwnd_bytes},           {"in_flight", c.bytes_in_flight},
                   {"queued", c.queued_bytes},       {"srtt_ms", c.srtt_ms},
                   {"acked", c.data_bytes_acked},    {"lost", c.packets_lost}};
+    } else if (l.tcp_pacing.active) {
+      // --background on a TCP lane: the pacing cap (bytes/s, null: none) and what the kernel reports.
+      const auto& p = l.tcp_pacing;
+      j["tcp"] = {{"cap", p.cap >= 0 ? nlohmann::json(p.cap) : nlohmann::json(nullptr)},
+                  {"queue_ms", p.queue_ms},
+                  {"srtt_ms", p.srtt_ms},
+                  {"min_rtt_ms", p.min_rtt_ms},
+                  {"kernel_pacing", p.kernel_pacing},
+                  {"delivery_rate", p.delivery_rate},
+                  {"cwnd", p.cwnd},
+                  {"acked", p.acked},
+                  {"retrans", p.retrans},
+                  {"restarts", p.restarts}};
     }
     lanes.push_back(std::move(j));
   }
@@ -1315,8 +1409,10 @@ void SenderSession::close() {
     std::lock_guard lock(mu_);
     closing_ = true;
     cv_.notify_all();
+    pacer_cv_.notify_all();
     connectors.swap(connectors_);
   }
+  if (tcp_pacer_.joinable()) tcp_pacer_.join();
   // A lane still connecting adds nothing once closing_ is set (add_lane).
   for (auto& t : connectors) t.join();
   // The receiver answers bye by closing its lanes; wait a little for that,

@@ -11,7 +11,10 @@
 //   - per TCP lane still connecting a connector thread: when the lane opens,
 //     it joins the session and, if one runs, the transfer (attach_lane_locked);
 //   - per lane a reader thread: opens frames, feeds acks to the scheduler,
-//     hands control messages to the caller's thread.
+//     hands control messages to the caller's thread;
+//   - with `--background`, one pacing thread: every kTcpPacingEvery it reads
+//     each TCP data lane's TCP_INFO, feeds the lane's TcpPacingCap and sets
+//     SO_MAX_PACING_RATE from its answer.
 // One mutex guards the scheduler and every lane's queue: the core decides
 // what goes where (Assign/Cancel), the threads only carry it out.
 #pragma once
@@ -48,6 +51,10 @@ constexpr uint16_t kDefaultPort = 7878;
 constexpr size_t kFrameData = 256 * 1024;
 /// How often `--log` records every lane's state (event "sample").
 constexpr Duration kSampleEvery = Duration::millis(100);
+/// How often a `--background` session reads each TCP lane's TCP_INFO and
+/// updates its pacing cap (transport/tcp_pacing_cap.hpp): a few times per
+/// RTT on most paths, ~100 getsockopt calls per second per lane.
+constexpr std::chrono::milliseconds kTcpPacingEvery{10};
 /// How long connect() waits for further TCP lanes before the first transfer
 /// may start: long enough for a connect and a join over most paths (two
 /// round trips), short next to the 3 s a dead path takes to fail. A lane
@@ -64,7 +71,8 @@ struct ConnectOptions {
   int streams = 2;                    // lanes per path
   std::vector<std::string> lanes;     // [tcp:|udp:]LOCAL=REMOTE:PORT, by hand
   Transport transport = Transport::tcp;
-  std::string cc = "delay";           // UDP lanes' congestion controller (--cc, --background)
+  std::string cc = "delay";           // UDP lanes' congestion controller (--cc, --background);
+                                      // "background" also caps TCP lanes' pacing rate (tcp_pacing_cap.hpp)
   std::string tcp_cc;                 // TCP lanes' kernel controller (TCP_CONGESTION); empty: the kernel's default
   size_t packet_size = udp::kDefaultPacketSize;
   /// Caps the whole transfer: split evenly over the data lanes planned at
@@ -132,6 +140,9 @@ class SenderSession {
   void open_tcp_lane(const LanePath& p, uint32_t lane_id, int timeout_ms, std::optional<Rate> per_lane);
   void reader_loop(Lane& lane);
   void writer_loop(Lane& lane);
+  /// `--background` on TCP lanes: the pacing thread (see the top of this file).
+  void tcp_pacing_loop();
+  void pace_tcp_lane(Lane& lane);
   bool take_next_locked(Lane& lane, std::unique_lock<std::mutex>& lock, core::Assign& a);
   // UDP lanes (sender_session.cpp, "UDP lanes").
   void open_udp_lane(const ConnectOptions& opts, const LanePath& p, uint32_t lane_id, std::optional<Rate> per_lane);
@@ -168,6 +179,10 @@ class SenderSession {
   std::string peer_name_;
   uint64_t session_id_ = 0;
   std::string tcp_cc_;
+  bool tcp_background_ = false;        // cap TCP lanes' pacing rate (--background)
+  std::optional<Rate> tcp_rate_limit_; // --rate-limit's share per TCP lane, an upper bound for any cap
+  std::thread tcp_pacer_;
+  std::condition_variable pacer_cv_;   // wakes the pacing thread when the session closes
   security::LaneSecret secret_;
   std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
 
