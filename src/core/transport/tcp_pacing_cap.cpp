@@ -34,7 +34,7 @@ constexpr Duration kMinRtt = Duration::micros(100);
 // inter-segment gap of ACK delay: at 2 MSS per RTT the srtt doubles and
 // looks like a queue of one base RTT — measured on netlab, 20 ms of phantom
 // queue that kept the cap at its floor long after the competitor had left.
-// The delay sample is therefore the srtt minus min(MSS / acked rate, 40 ms):
+// The delay sample is therefore the srtt minus min(MSS / cap, 40 ms):
 // nothing at full rate, the gap at the floor. Where segments go out in
 // pairs (cubic's 2-segment bursts) this underestimates the queue by that
 // gap, which still leaves a competitor's standing queue well above target.
@@ -68,6 +68,20 @@ TcpPacingDecision TcpPacingCap::on_sample(const TcpSample& s) {
   if (started_ && s.now <= last_.now) return {cap(), false};
   if (s.srtt.ns() > 0) srtt_ = std::max(s.srtt, kMinRtt);
   const bool new_acks = !started_ || s.bytes_acked > last_.bytes_acked;
+  // The kernel's srtt moves 1/8 of the way to each RTT sample (RFC 6298).
+  // With k ACKs since the last look, the latest sample was about
+  // srtt_old + Δsrtt / (1 − (7/8)^k): at full rate (k large) that is srtt
+  // itself, at a few segments per RTT it undoes a smoothing that otherwise
+  // took ~2 s to show a drained queue on netlab (and so held the cap at its
+  // floor that long after the competitor left). k is bounded above by the
+  // segments acked (an ACK covers ≥ 1), which under-corrects if anything.
+  Duration latest = s.srtt;
+  if (started_ && new_acks && last_.srtt.ns() > 0 && s.srtt.ns() > 0 && mss_.count() > 0) {
+    const double segments = std::max(1.0, static_cast<double>(s.bytes_acked - last_.bytes_acked) / mss_.as_double());
+    const double moved = 1.0 - std::pow(7.0 / 8.0, segments);
+    latest = last_.srtt + (s.srtt - last_.srtt) / moved;
+    latest = std::max(latest, kMinRtt);
+  }
   const bool loss = started_ && s.retransmits > last_.retransmits;
   const Duration dt = started_ ? s.now - last_.now : Duration::zero();
   started_ = true;
@@ -75,12 +89,17 @@ TcpPacingDecision TcpPacingCap::on_sample(const TcpSample& s) {
   update_acked_rate(s);
   // An unchanged srtt without new acks is no new sample of the path.
   if (new_acks && s.srtt.ns() > 0) {
-    Duration sample = s.srtt;
+    Duration sample = latest;
     // Only once capped (the base RTT was seen at full rate by then), and
     // never below that base: a compensated sample must not move the base.
-    if (capped_ && delays_.has_sample() && acked_rate_.bytes_per_second() > 0) {
-      const Duration ack_wait = std::min(kDelayedAckMax, acked_rate_.transfer_time(mss_));
-      sample = std::max(s.srtt - ack_wait, delays_.base());
+    if (capped_ && delays_.has_sample() && cap_.bytes_per_second() > 0) {
+      // The gap is the cap's (the kernel paces at it when it limits, which
+      // is when the gap is long): a smooth value, where the acked rate over
+      // a few ACKs of lone segments is noise of ±50 %. If the kernel sends
+      // slower than the cap, the gap is longer and the queue reads high:
+      // the safe side for a scavenger.
+      const Duration ack_wait = std::min(kDelayedAckMax, cap_.transfer_time(mss_));
+      sample = std::max(latest - ack_wait, delays_.base());
     }
     delays_.on_sample(s.now, sample);
     path_rtt_ = sample;
