@@ -20,12 +20,15 @@ using LaneId = uint32_t;
 class Scheduler;
 
 /// One decision: lane `lane` takes piece `piece`, cut to `split_to` bytes
-/// first if that is set (only for a never-sent pending piece).
+/// first if that is set (only for a never-sent pending piece). With
+/// `take_from`, the piece is queued on that lane and not started there: it
+/// moves (that lane is told to drop it) instead of being copied.
 struct Pick {
   LaneId lane = 0;
   PieceId piece = 0;
   std::optional<Bytes> split_to;
   bool duplicate = false;
+  std::optional<LaneId> take_from;
 };
 
 /// The rules for stalls and estimation. The defaults are the fixed rules of

@@ -112,6 +112,17 @@ Time Scheduler::deadline_for(LaneId lane, const Flight& f, Time from) const {
 
 void Scheduler::apply(const Pick& p, Time now) {
   PieceId id = p.piece;
+  if (p.take_from) {
+    // A move: the copy that never left its lane is dropped there (no byte
+    // was sent, so no ack can ever come for it) and the piece goes to p.lane.
+    for (auto& f : lanes_[*p.take_from].flights) {
+      if (f.piece != id || f.state != FlightState::queued) continue;
+      drop_copy(*p.take_from, f, now, true);
+      release_piece_if_orphaned(id, false);
+      break;
+    }
+    prune(*p.take_from);
+  }
   if (p.split_to) id = plan_.split(id, *p.split_to);
   copies_.resize(plan_.piece_count(), 0);
   const Piece& piece = plan_.piece(id);
@@ -236,7 +247,7 @@ AckKind Scheduler::on_ack(LaneId lane, PieceId piece, Time now, Duration recv_du
   return first ? AckKind::first_delivery : AckKind::duplicate;
 }
 
-void Scheduler::drop_copy(LaneId lane, Flight& f, Time, bool emit_cancel) {
+void Scheduler::drop_copy(LaneId lane, Flight& f, Time now, bool emit_cancel) {
   const bool was_sending = f.state == FlightState::sending;
   if (f.active()) --copies_[f.piece];
   if (was_sending) ++lanes_[lane].stats.abandoned;
@@ -244,6 +255,18 @@ void Scheduler::drop_copy(LaneId lane, Flight& f, Time, bool emit_cancel) {
   f.state = was_sending ? FlightState::stalled : FlightState::cancelled;
   // A copy dropped before any byte left can never be acked: forget it.
   if (!was_sending) f.piece = static_cast<PieceId>(-1);
+  if (!was_sending || !lanes_[lane].alive) return;
+  // The lane should start its next piece now. If it cannot (its path went
+  // dark while that copy was on the wire), nothing else would ever time the
+  // piece out: it inherits the dropped copy's deadline — the lane would
+  // have stalled then had it kept that copy — which its start replaces.
+  for (auto& g : lanes_[lane].flights) {
+    if (g.state == FlightState::sending) return;
+    if (g.state == FlightState::queued) {
+      if (g.deadline == Time::never()) g.deadline = f.deadline != Time::never() ? f.deadline : deadline_for(lane, g, now);
+      return;
+    }
+  }
 }
 
 void Scheduler::release_piece_if_orphaned(PieceId piece, bool bytes_were_sent) {
@@ -267,7 +290,8 @@ void Scheduler::stall(LaneId lane, Flight& f, Time now) {
   if (!lane_moves) {
     ++l.consecutive_stalls;
     l.last_stall = now;
-    const Time from = rules_.deadline_from_assignment ? f.assigned : f.started;
+    // A piece that never started was timed from hand-out (see drop_copy).
+    const Time from = rules_.deadline_from_assignment || f.started == Time::never() ? f.assigned : f.started;
     l.est.on_stall(f.length, now - from);
   }
 
