@@ -1,6 +1,7 @@
 #include "core/lane_estimator.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace braid::core {
 namespace {
@@ -71,7 +72,13 @@ std::optional<RateSample> LaneEstimator::on_ack(Bytes bytes, const SendSnapshot&
 }
 
 void LaneEstimator::accept(Rate r) {
-  if (!measured()) window_len_ = 0;  // the first ack replaces the hint entirely
+  if (!measured()) {
+    window_len_ = 0;  // the first ack replaces the hint entirely
+    deviation_ = kFirstDeviation;
+  } else if (estimate_.bytes_per_second() > 0) {
+    const double off = std::abs(r.bytes_per_second() - estimate_.bytes_per_second()) / estimate_.bytes_per_second();
+    deviation_ = 0.75 * deviation_ + 0.25 * std::min(off, 1.0);
+  }
   ++samples_taken_;
   window_[window_pos_] = r;
   window_pos_ = (window_pos_ + 1) % cfg_.window;

@@ -80,6 +80,12 @@ class LaneEstimator {
   Duration min_rtt() const { return min_rtt_; }
   Bytes delivered() const { return delivered_; }
   int samples() const { return samples_taken_; }
+  /// How far the rate samples stray from the estimate, as a fraction of it:
+  /// the mean deviation (RFC 6298's RTTVAR gains), starting at
+  /// kFirstDeviation with the first sample — one sample says nothing of its
+  /// spread — and shrinking as samples agree. For planning margins.
+  double relative_deviation() const { return deviation_; }
+  static constexpr double kFirstDeviation = 0.5;
 
   void set_rtt_hint(Duration rtt) {
     if (rtt_samples_ == 0) srtt_ = min_rtt_ = rtt;
@@ -100,6 +106,7 @@ class LaneEstimator {
   Time delivered_time_;
   Time first_sent_time_;
 
+  double deviation_ = kFirstDeviation;
   Rate before_stall_;  // the estimate a stall lowered, for a late ack to restore
 
   Duration srtt_;
