@@ -8,9 +8,11 @@
 namespace braid::core {
 namespace {
 
-Bytes round_to_granule(Bytes b, Bytes granule) {
+// Down, never up: a share is what the lane can finish in time, and a few
+// KiB over it cost a slow lane tens of milliseconds past everyone else.
+Bytes round_down_to_granule(Bytes b, Bytes granule) {
   const uint64_t g = granule.count();
-  return Bytes((b.count() + g / 2) / g * g);
+  return Bytes(b.count() / g * g);
 }
 
 }  // namespace
@@ -21,13 +23,18 @@ std::optional<Pick> BraidPolicy::pick(const Scheduler& s, Time now) {
     if (auto p = pick_new_work(s, now)) return p;
     return pick_probe(s, now);
   }
-  // Everything is handed out: idle lanes may race the slowest pieces.
+  // Everything is handed out. A lane with room takes over a piece still
+  // queued on another lane if it would deliver it sooner (nothing was sent,
+  // so nothing is wasted); an idle lane may race a piece being sent.
   std::vector<LaneId> lanes = planning::live_lanes(s);
   std::sort(lanes.begin(), lanes.end(), [&](LaneId a, LaneId b) {
     return s.free_at(a, now) + s.planning_rtt(a) < s.free_at(b, now) + s.planning_rtt(b);
   });
   for (LaneId l : lanes) {
-    if (s.active_flights(l) > 0 || s.consecutive_stalls(l) > 0) continue;
+    if (s.consecutive_stalls(l) > 0 || s.planning_rate(l).is_zero()) continue;
+    if (has_room(s, l) || s.active_flights(l) == 0)
+      if (auto m = planning::best_move(s, l, now)) return m;
+    if (s.active_flights(l) > 0) continue;
     if (auto d = planning::best_duplicate(s, l, now)) return d;
   }
   return std::nullopt;
@@ -42,7 +49,7 @@ std::optional<Pick> BraidPolicy::pick_new_work(const Scheduler& s, Time now) {
   const Piece& piece = plan.piece(*next);
   // A piece ever handed out keeps its size (an ack must always mean the same bytes).
   const bool cuttable = piece.state == PieceState::pending && !piece.ever_assigned;
-  const planning::WaterFill wf = planning::water_fill(s, now, plan.unassigned_bytes());
+  const planning::WaterFill wf = planning::end_plan(s, now, plan.unassigned_bytes());
 
   std::vector<LaneId> lanes = planning::live_lanes(s);
   std::sort(lanes.begin(), lanes.end(), [&](LaneId a, LaneId b) {
@@ -67,24 +74,38 @@ std::optional<Pick> BraidPolicy::pick_new_work(const Scheduler& s, Time now) {
       continue;
     }
     if (s.consecutive_stalls(l) > 0) continue;  // only probes until it delivers again
-    const Bytes floor = std::min(kInFlightFloor, s.room_rate(l).bytes_in(kInFlightFloorTime));
-    if (!planning::has_pipelined_room(s, l, chunk, 2.0, floor)) continue;
+    if (!has_room(s, l)) continue;
+    // A piece another lane holds that would land after the plan's end: this
+    // lane takes it first, as planned work, while the others can still even
+    // out the end around it.
+    if (auto r = planning::best_rescue(s, l, now, wf)) return r;
     const bool earliest = best && l == *best;
+    // What the lane takes must be done its margin before the plan's end.
+    auto in_time = [&](Bytes len) { return s.completion_if_assigned(l, len, now) + wf.margin[l] <= wf.finish; };
 
     if (!cuttable) {
       // Whole pieces go where they fit the plan, or to the lane that completes them first.
-      if (s.completion_if_assigned(l, piece.length, now) <= wf.finish || earliest)
-        return Pick{l, *next, std::nullopt, false};
+      if (in_time(piece.length) || earliest) return Pick{l, *next, std::nullopt, false};
       continue;
     }
     const Bytes share = wf.share[l];
     if (share >= piece.length) return Pick{l, *next, std::nullopt, false};
-    if (share < Bytes(kMinPiece.count() / 2) && !earliest) continue;
-    const Bytes cut = std::max(round_to_granule(share, kGranule), kMinPiece);
+    Bytes cut = round_down_to_granule(share, kGranule);
+    if (cut < kMinPiece) {
+      // Less than the smallest piece fits: take one only if it still ends
+      // in time, or if no lane would finish this piece sooner.
+      if (!earliest && !in_time(std::min(kMinPiece, piece.length))) continue;
+      cut = kMinPiece;
+    }
     if (cut >= piece.length) return Pick{l, *next, std::nullopt, false};
     return Pick{l, *next, cut, false};
   }
   return std::nullopt;
+}
+
+bool BraidPolicy::has_room(const Scheduler& s, LaneId l) {
+  const Bytes floor = std::min(kInFlightFloor, s.room_rate(l).bytes_in(kInFlightFloorTime));
+  return planning::has_pipelined_room(s, l, s.plan().chunk_size(), 2.0, floor);
 }
 
 Time BraidPolicy::probe_allowed_at(const Scheduler& s, LaneId l) const {

@@ -2,9 +2,10 @@
 // transfer be done, and does this assignment bring that moment closer?
 //
 //  * Water-filling plan: the earliest finish T has every lane busy until T
-//    (planning::water_fill). A lane takes work only up to its share of that
-//    plan, so a slow lane is used exactly as much as it shortens the transfer
-//    and never more (it can never make the transfer slower than without it).
+//    (planning::end_plan). A lane takes work only up to its share of that
+//    plan, less a margin for the uncertainty of what it commits to (large
+//    for a slow lane, whose one piece may span the rest of the transfer), so
+//    a slow lane is used only as much as it surely shortens the transfer.
 //  * Full pipes: a lane may hold rate × RTT × 2 (at least 250 ms of its rate,
 //    up to 4 MiB) plus one piece, so it never idles waiting for an ack (the
 //    seed's one-chunk rule lost a round trip per chunk).
@@ -12,8 +13,13 @@
 //    range of exactly its share, so all lanes finish together.
 //  * Overdue pieces (back from a stall) go to the lane that completes them
 //    first (ECF).
-//  * End of transfer: an idle lane duplicates an in-flight piece only if it
-//    would deliver it clearly sooner than the lane carrying it (ECF duplicates).
+//  * Rescue: a piece another lane holds that would land after the plan's
+//    end is taken first (copied, or moved if not started) by a lane that
+//    delivers it clearly sooner, while the rest can still even out around it.
+//  * End of transfer: a lane with room takes over pieces queued (not
+//    started) elsewhere that it would deliver sooner; an idle lane duplicates
+//    an in-flight piece only if it would deliver it clearly sooner than the
+//    lane carrying it (ECF duplicates).
 //  * A lane that stalled is probed with one small piece, with back-off, so
 //    it rejoins when it recovers.
 #pragma once
@@ -46,6 +52,8 @@ class BraidPolicy final : public Policy {
   std::optional<Pick> pick_probe(const Scheduler& s, Time now);
   Time probe_allowed_at(const Scheduler& s, LaneId l) const;
   static bool has_healthy_lane(const Scheduler& s);
+  /// Pipelined room (rule 2): rate × RTT × 2, at least the in-flight floor, plus a chunk.
+  static bool has_room(const Scheduler& s, LaneId l);
 
   Time last_pick_;
 };

@@ -20,9 +20,12 @@ bool has_pipelined_room(const Scheduler& s, LaneId l, Bytes piece, double gain, 
   return s.outstanding(l) < cap;
 }
 
-WaterFill water_fill(const Scheduler& s, Time now, Bytes remaining) {
+WaterFill water_fill(const Scheduler& s, Time now, Bytes remaining) { return water_fill(s, now, remaining, {}); }
+
+WaterFill water_fill(const Scheduler& s, Time now, Bytes remaining, const std::vector<Duration>& margin) {
   WaterFill wf;
   wf.share.assign(s.lane_count(), Bytes(0));
+  wf.margin.assign(s.lane_count(), Duration::zero());
   struct Entry {
     LaneId lane;
     double start_s;  // seconds from now when the lane can deliver new bytes
@@ -30,10 +33,14 @@ WaterFill water_fill(const Scheduler& s, Time now, Bytes remaining) {
   };
   std::vector<Entry> lanes;
   for (LaneId l : live_lanes(s)) {
-    const Rate r = s.planning_rate(l);
-    if (r.is_zero()) continue;
-    const Time c = s.free_at(l, now) + s.planning_rtt(l);
-    lanes.push_back({l, (c - now).to_seconds(), r.bytes_per_second()});
+    if (s.planning_rate(l).is_zero()) continue;
+    Time c = s.free_at(l, now) + s.planning_rtt(l);
+    if (l < margin.size()) {
+      wf.margin[l] = margin[l];
+      c += margin[l];
+    }
+    // A lane still ramping up moves faster than its acks have shown yet.
+    lanes.push_back({l, (c - now).to_seconds(), s.room_rate(l).bytes_per_second()});
   }
   if (lanes.empty()) return wf;
   std::sort(lanes.begin(), lanes.end(), [](const Entry& a, const Entry& b) { return a.start_s < b.start_s; });
@@ -53,6 +60,19 @@ WaterFill water_fill(const Scheduler& s, Time now, Bytes remaining) {
     if (t > e.start_s) wf.share[e.lane] = Bytes(static_cast<uint64_t>(e.rate * (t - e.start_s)));
   }
   return wf;
+}
+
+WaterFill end_plan(const Scheduler& s, Time now, Bytes remaining) {
+  const WaterFill plain = water_fill(s, now, remaining);
+  if (plain.finish == Time::never()) return plain;
+  std::vector<Duration> margin(s.lane_count(), Duration::zero());
+  const Duration left = plain.finish - now;
+  for (LaneId l : live_lanes(s)) {
+    if (s.planning_rate(l).is_zero()) continue;
+    const Duration horizon = s.completion_if_assigned(l, s.plan().chunk_size(), now) - now;
+    margin[l] = std::min(left, horizon) * std::max(kPlanError, s.estimator(l).relative_deviation());
+  }
+  return water_fill(s, now, remaining, margin);
 }
 
 namespace {
@@ -80,6 +100,66 @@ std::optional<Pick> best_duplicate(const Scheduler& s, LaneId l, Time now, uint3
       if (gain > best_gain) {
         best_gain = gain;
         best = Pick{l, f.piece, std::nullopt, true};
+      }
+    }
+  }
+  return best;
+}
+
+std::optional<Pick> best_rescue(const Scheduler& s, LaneId l, Time now, const WaterFill& plan) {
+  if (plan.finish == Time::never() || s.planning_rate(l).is_zero() || running_late(s, l, now)) return std::nullopt;
+  double all = 0;
+  for (LaneId k : live_lanes(s)) all += s.room_rate(k).bytes_per_second();
+  std::optional<Pick> best;
+  Duration best_gain = Duration::zero();
+  for (LaneId other : live_lanes(s)) {
+    if (other == l) continue;
+    const bool measured = !s.planning_rate(other).is_zero();
+    const double others = all - s.room_rate(other).bytes_per_second();
+    if (others <= 0) continue;
+    for (const auto& f : s.flights(other)) {
+      if (!f.active() || s.active_copies(f.piece) >= 2) continue;
+      if (s.plan().piece(f.piece).state == PieceState::delivered) continue;
+      if (!measured && f.state != FlightState::sending) continue;
+      // A probe says nothing of when it lands: count it as late again as it
+      // has been out (a probe that beats the plan's end is left to measure).
+      const Time theirs = measured ? s.expected_completion(other, f, now) : now + (now - f.started);
+      if (theirs <= plan.finish + Duration::seconds_f(f.length.as_double() / others)) continue;
+      const Time mine = s.completion_if_assigned(l, f.length, now);
+      if (mine + duplicate_margin(theirs - now) >= theirs) continue;
+      if (theirs - mine > best_gain) {
+        best_gain = theirs - mine;
+        const bool queued = f.state == FlightState::queued;
+        best = Pick{l, f.piece, std::nullopt, !queued || f.duplicate, queued ? std::optional<LaneId>(other) : std::nullopt};
+      }
+    }
+  }
+  return best;
+}
+
+bool running_late(const Scheduler& s, LaneId l, Time now) {
+  const Rate r = s.planning_rate(l);
+  for (const auto& f : s.flights(l))
+    if (f.state == FlightState::sending && f.started + r.transfer_time(f.length) + s.planning_rtt(l) < now) return true;
+  return false;
+}
+
+std::optional<Pick> best_move(const Scheduler& s, LaneId l, Time now) {
+  // A lane whose own pieces are overdue looks free by its estimate, and may be dark.
+  if (s.planning_rate(l).is_zero() || running_late(s, l, now)) return std::nullopt;
+  std::optional<Pick> best;
+  Duration best_gain = Duration::zero();
+  for (LaneId other : live_lanes(s)) {
+    if (other == l) continue;
+    for (const auto& f : s.flights(other)) {
+      if (f.state != FlightState::queued || s.plan().piece(f.piece).state == PieceState::delivered) continue;
+      const Time theirs = s.expected_completion(other, f, now);
+      const Time mine = s.completion_if_assigned(l, f.length, now);
+      const Duration margin = std::max(Duration::millis(1), (theirs - now) * 0.02);
+      if (mine + margin >= theirs) continue;
+      if (theirs - mine > best_gain) {
+        best_gain = theirs - mine;
+        best = Pick{l, f.piece, std::nullopt, f.duplicate, other};
       }
     }
   }
