@@ -10,6 +10,8 @@ Scenarios (each selectable by name; 'all' runs every one, in this order):
   yielding     100 Mbit/s, 10 ms, 1 MB queue: braid --background, an iperf3 cubic flow joins
                mid-transfer (its throughput vs solo) and leaves (how fast braid takes the link back);
                the same without --background for contrast
+  yielding-tcp the same with braid's TCP lanes (--transport tcp --background: the kernel's TCP under
+               braid's pacing cap, SO_MAX_PACING_RATE); the contrast run is plain TCP lanes (bbr)
   fairness     100 Mbit/s, 20 ms, 1 MB queue: two braid UDP transfers started together, each one's share
 
 Every figure is the median of --runs runs (default 3). Outputs in --out (default bench/out/):
@@ -75,13 +77,21 @@ SCENARIOS = {
         "description": "braid --background yields to an iperf3 cubic flow that joins mid-transfer and takes "
                        "the link back when it leaves (and braid without --background, for contrast)",
     },
+    "yielding-tcp": {
+        "kind": "yielding", "transport": "tcp", "link": "X:rate=100Mbit,delay=10ms,queue=1MB", "size": 160 * MiB,
+        "iperf_seconds": 10, "solo_seconds": 8, "yield_at": 6.0, "contrast": True,
+        "quick": {"size": 96 * MiB, "iperf_seconds": 6, "solo_seconds": 5, "yield_at": 3.0},
+        "description": "braid --background over TCP lanes (kernel TCP under braid's pacing cap) yields to an "
+                       "iperf3 cubic flow that joins mid-transfer and takes the link back when it leaves (and "
+                       "plain TCP lanes, for contrast)",
+    },
     "fairness": {
         "kind": "fairness", "link": "X:rate=100Mbit,delay=20ms,queue=1MB", "size": 96 * MiB,
         "quick": {"size": 32 * MiB},
         "description": "two braid UDP transfers started together on one link: each one's share",
     },
 }
-ORDER = ["loss1", "loss5", "bufferbloat", "yielding", "fairness"]
+ORDER = ["loss1", "loss5", "bufferbloat", "yielding", "yielding-tcp", "fairness"]
 
 METHOD = {
     "common": (
@@ -124,7 +134,9 @@ METHOD = {
         "over [stop+1 s, stop+2 s] / the link's rate is the judged figure; t90 = time from stop until a 0.5 s window "
         "first reaches 0.9 x rate. A time that did not happen while observed is recorded as "
         "{\"not_reached_within_s\": H} (censored; a median of censored values is censored, shown '> H'). braid's own data rate (acked bytes from its sample log) before/during/after is "
-        "given too."),
+        "given too. yielding-tcp: the same with `braid send --lane tcp:10.77.1.1=10.77.1.2:PORT` (lanes 0 and "
+        "1, both TCP, kernel bbr, each under braid's pacing cap with --background); braid's acked bytes are the "
+        "kernel's tcpi_bytes_acked of its lanes (frame bytes) from the sample log's `tcp.acked`."),
     "fairness": (
         "Two receivers (ports P and P+1, own config dirs), two senders launched back to back (each dated by its "
         "stamp). Each flow's data over time: the sum of `udp.acked` of its lanes in its sample log (about every "
@@ -201,7 +213,7 @@ def read_stamp(path, timeout=10):
 
 def parse_braid_log(path, t0):
     """braid's --log (JSON lines): status times and the UDP-acked data bytes over time (wall clock)."""
-    out = {"sending": None, "verifying": None, "done": None, "cc": None, "pts": []}
+    out = {"sending": None, "verifying": None, "done": None, "cc": None, "pts": [], "caps": [], "restarts": 0}
     with open(path) as f:
         for line in f:
             try:
@@ -217,11 +229,21 @@ def parse_braid_log(path, t0):
                     out[st] = t0 + t
                 elif st == "done":
                     out["done"] = t0 + t
-            elif ev == "lane_open" and e.get("kind") == "udp":
+            elif ev == "lane_open" and (e.get("kind") == "udp" or out["cc"] is None):
                 out["cc"] = e.get("cc")
             elif ev == "sample":
-                acked = sum((l.get("udp") or {}).get("acked", 0) for l in e.get("lanes", []))
+                # UDP lanes: the transport's acked data; TCP lanes under --background: the kernel's bytes
+                # acked; other TCP lanes: the scheduler's acked piece bytes (coarser: whole pieces)
+                acked = sum((l.get("udp") or l.get("tcp") or {}).get("acked", l.get("bytes", 0) if not l.get("udp")
+                            else 0) for l in e.get("lanes", []))
                 out["pts"].append((t0 + t, acked))
+                # TCP lanes under --background: the sum of their pacing caps (None while any is uncapped)
+                tcp = [l["tcp"] for l in e.get("lanes", []) if l.get("tcp")]
+                if tcp:
+                    caps = [x.get("cap") for x in tcp]
+                    out["caps"].append((t0 + t, None if None in caps else sum(caps)))
+            elif ev == "pacing_restart":
+                out["restarts"] += 1
     out["end"] = out["verifying"] or out["done"]
     if out["sending"] is not None:
         out["pts"] = [(out["sending"], 0)] + [p for p in out["pts"] if p[0] > out["sending"]]
@@ -448,8 +470,9 @@ class Run:
 
     def braid_send(self, h, extra=()):
         d, b = h["dir"], self.tools["braid"]
+        kind = self.sc.get("transport", "udp")
         cmd = ["env", f"XDG_CONFIG_HOME={d}/cfg-send", b, "send", "--code", h["code"],
-               "--lane", f"udp:{SND}={RCV}:{h['port']}", "--json", f"{d}/S.json", "--log", f"{d}/S.log"]
+               "--lane", f"{kind}:{SND}={RCV}:{h['port']}", "--json", f"{d}/S.json", "--log", f"{d}/S.log"]
         cmd += (["--background"] if h["background"] else []) + list(self.args.send_arg) + list(extra)
         cmd += [h["src"], f"{RCV}:{h['port']}"]
         h["stamp"] = os.path.join(d, "send.stamp")
@@ -496,17 +519,20 @@ class Run:
             if not (os.path.exists(got) and nb.sha256(got) == self.sha[h["src"]]):
                 raise Failed(f"braid: the received file differs from the source (SHA-256) "
                              f"(logs: {self.keep_logs(d)})")
-            lanes = [l for l in rep.get("lanes", []) if l.get("kind") == "udp"]
+            kind = self.sc.get("transport", "udp")
+            lanes = [l for l in rep.get("lanes", []) if l.get("kind") == kind]
             if not lanes:
-                raise Failed(f"braid's report has no UDP lane (logs: {self.keep_logs(d)})")
+                raise Failed(f"braid's report has no {kind.upper()} lane (logs: {self.keep_logs(d)})")
             t0 = read_stamp(h["stamp"])
             lg = parse_braid_log(os.path.join(d, "S.log"), t0)
+            if self.args.keep_logs:
+                log(f"braid logs kept in {self.keep_logs(d)}")
             keys = ("kind", "bytes", "packets_sent", "packets_lost", "packets_retransmitted", "bytes_retransmitted",
                     "wire_bytes", "srtt_ms", "min_rtt_ms", "cc_rate_mbit_per_sec", "rate_mbit_per_sec", "cwnd_bytes",
                     "close_reason")
             return {"seconds": rep["seconds"], "mbit": h["size"] * 8 / rep["seconds"] / 1e6, "identical": True,
                     "stalls": rep.get("stalls"), "cc": lg["cc"], "background": h["background"],
-                    "lane": {k: lanes[0].get(k) for k in keys}, "lanes_udp": len(lanes),
+                    "lane": {k: lanes[0].get(k) for k in keys}, f"lanes_{kind}": len(lanes),
                     "log": lg, "start_wall": t0}
         finally:
             self.lab.stop(h["send"])
@@ -758,6 +784,11 @@ def scenario_yielding(run, k):
             rate_mbit(bp, lg["sending"] + 0.5, start)
         during = rate_mbit(bp, start + 2, stop)
         braid_after12 = rate_mbit(bp, stop + 1, stop + 2) if bend and stop + 2 <= bend else None
+        if lg["caps"]:  # TCP lanes: braid's pacing caps while the flow ran, and its restarts after
+            during_caps = [c for t, c in lg["caps"] if start + 2 <= t <= stop]
+            m = statistics.median([(c if c is not None else float("inf")) for c in during_caps]) if during_caps else None
+            F[f"{p}_tcp_cap_mbit_during_median"] = m * 8 / 1e6 if m is not None and m != float("inf") else None
+            F[f"{p}_tcp_pacing_restarts"] = lg["restarts"]
         F.update({
             f"{p}_competing_mbit": ip["mbit"],
             f"{p}_competing_frac_0_2": ratio(first2, solo_mbit), f"{p}_competing_frac_1_2": ratio(w12, solo_mbit),
@@ -929,6 +960,11 @@ def rows_for(name, sc, link):
                 (f"{p}_braid_t90_after_stop_s", f"{what}: time to 0.9 of the link after it stops (s)", 2,
                  "≤ 2" if judged else None, (lambda v, M: v <= 2) if judged else None),
                 (f"{p}_braid_mbit", f"{what}: whole transfer, file data Mbit/s", 1, None, None)]
+        if sc.get("transport") == "tcp":
+            rows += [("bg_tcp_cap_mbit_during_median", "braid --background: its TCP lanes' summed pacing cap "
+                      "while the flow runs, median (Mbit/s)", 2, None, None),
+                     ("bg_tcp_pacing_restarts", "braid --background: kernel start-up restarts (pacing_restart)",
+                      0, None, None)]
         return rows
     if kind == "fairness":
         return [("a_mbit", "braid a: file data Mbit/s (whole transfer)", 1, None, None),
@@ -1171,6 +1207,8 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="small sizes and short iperf3 runs (a smoke test, not the issue's figures)")
     ap.add_argument("--no-contrast", action="store_true", help="yielding: skip the run without --background")
+    ap.add_argument("--keep-logs", action="store_true",
+                    help="keep every braid run's logs (OUT/udp-failed/...), not only those of failed runs")
     ap.add_argument("--ping-interval", type=float, help="bufferbloat: seconds between pings (default 0.05)")
     ap.add_argument("--send-arg", action="append", default=[],
                     help="extra argument for every braid send (repeatable), e.g. --send-arg=--packet-size=1400")
