@@ -44,7 +44,14 @@ std::optional<RateSample> LaneEstimator::on_ack(Bytes bytes, const SendSnapshot&
   // the receiver's own time for the piece.
   const bool app_limited = snap.app_limited || snap.delivered.count() == 0;
   if (app_limited && rtt_samples_ > 0) {
-    interval = std::max(interval - min_rtt_, recv_duration);
+    const Duration idle_out = std::max(interval - min_rtt_, recv_duration);
+    // Nothing left: the receiver saw the piece all at once (the engine's
+    // receiver sees sealed 256 KiB frames, so a piece of one frame shows no
+    // time at all) and the round trip just measured holds its whole time on
+    // the wire. Keep the interval, round trip and all: a lower bound on the
+    // rate rather than none — a lane that never yields a sample would be
+    // probed with one small piece after another for ever.
+    if (idle_out >= cfg_.min_sample_interval) interval = idle_out;
   }
   if (interval < cfg_.min_sample_interval) return std::nullopt;
 
@@ -120,7 +127,11 @@ void LaneEstimator::force_rate(Rate r) {
 
 void LaneEstimator::update_rtt(Duration sample) {
   if (rtt_samples_ == 0) {
-    srtt_ = min_rtt_ = sample;
+    // A hinted round trip (the connection's handshake, say) that is shorter
+    // stays the minimum: the first sample may hold time the receiver's
+    // timing did not see.
+    min_rtt_ = min_rtt_ > Duration::zero() ? std::min(min_rtt_, sample) : sample;
+    srtt_ = sample;
   } else {
     srtt_ = srtt_ * 0.875 + sample * 0.125;
     min_rtt_ = std::min(min_rtt_, sample);
