@@ -79,12 +79,16 @@ std::string parse_lane(std::string_view spec, LaneSpec& out) {
       auto b = parse_size(val);
       if (!b || b->count() == 0) return bad + " (the initial window, e.g. 14480B or 64KiB)";
       out.initial_window = *b;
+    } else if (key == "frame") {
+      auto b = parse_size(val);
+      if (!b) return bad + " (the receiver's frame, e.g. 256KiB)";
+      out.frame = *b;
     } else if (key == "noise") {
       auto p = parse_probability(val);
       if (!p) return bad + " (a fraction in [0, 1), e.g. 0.2 for ±20 %)";
       out.rate_noise = *p;
     } else {
-      return "lane '" + out.name + "': unknown key '" + std::string(key) + "' (rate, rtt, hint, jitter, loss, ackloss, sndbuf, iw, noise)";
+      return "lane '" + out.name + "': unknown key '" + std::string(key) + "' (rate, rtt, hint, jitter, loss, ackloss, sndbuf, iw, noise, frame)";
     }
   }
   if (!have_rate || !have_rtt) return "lane '" + out.name + "': rate= and rtt= are required";

@@ -28,6 +28,11 @@ struct LaneSpec {
   /// lane's rate (0.2: 80–120 %), drawn per piece: a real lane's rate
   /// wanders, so the estimate is never exact. Zero: always the rate.
   double rate_noise = 0;
+  /// The receiver sees a piece in sealed frames of this size (the engine's
+  /// are 256 KiB), so its first-to-last-byte time, sent back with each ack,
+  /// misses the first frame: a piece of one frame or less shows none. Zero:
+  /// the receiver sees every byte as it arrives.
+  Bytes frame;
 };
 
 enum class EventKind { rate, down, up, gone };

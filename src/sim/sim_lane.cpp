@@ -116,8 +116,12 @@ SimLane::Transmitted SimLane::finish_tx(Time now, std::optional<Started>& next_s
   wire_ += head.length;
   const bool lost = spec_.loss > 0 && rng_.uniform() < spec_.loss;
   // The receiver sees the first byte one propagation delay after it left and
-  // the last byte one propagation delay after it left: the same span.
-  Transmitted t{head.piece, arrival_time(now, true), now - tx_started_, lost};
+  // the last byte one propagation delay after it left: the same span — less
+  // the first frame's, if it sees the piece only frame by frame.
+  Duration recv = now - tx_started_;
+  if (spec_.frame.count() > 0)
+    recv = recv * (static_cast<double>((head.length - spec_.frame).count()) / head.length.as_double());
+  Transmitted t{head.piece, arrival_time(now, true), recv, lost};
   update_writes(now, written);
   next_started = start_head(now);
   return t;

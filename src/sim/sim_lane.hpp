@@ -1,7 +1,8 @@
 // One simulated lane: a FIFO transmitter at the lane's rate (optionally
 // varied per piece: noise), a propagation delay of RTT/2 (plus jitter) each
 // way, optional piece and ack loss, a socket send buffer (for
-// write-completion times), outages and rate changes.
+// write-completion times), outages and rate changes; the receiver's timing
+// of a piece may see it only frame by frame (frame=).
 // Bytes on the wire during an outage are held and arrive after it, as TCP
 // would retransmit them; a lane gone for good loses everything.
 #pragma once

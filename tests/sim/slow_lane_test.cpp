@@ -35,7 +35,14 @@ const std::vector<Case> kCases = {
     {"seed_slow_start_noisy_b",
      {"U:rate=160Mbit/s,rtt=2ms,iw=14480B", "W:rate=320Mbit/s,rtt=6ms,iw=14480B"},
      "B:rate=1.5Mbit/s,rtt=40ms,jitter=20ms,noise=0.3,iw=14480B"},
+    // As the engine's TCP lanes look to the scheduler: slow start, and a
+    // receiver that times pieces by sealed 256 KiB frames.
+    {"seed_like_the_engine",
+     {"U:rate=160Mbit/s,rtt=2ms,iw=14480B,frame=256KiB", "W:rate=320Mbit/s,rtt=6ms,iw=14480B,frame=256KiB"},
+     "B:rate=1.5Mbit/s,rtt=40ms,iw=14480B,frame=256KiB,jitter=20ms,noise=0.3"},
     {"slow_low_rtt", {"F:rate=100Mbit/s,rtt=20ms"}, "L:rate=2Mbit/s,rtt=2ms"},
+    {"slow_low_rtt_like_the_engine", {"F:rate=100Mbit/s,rtt=20ms,iw=14480B,frame=256KiB"},
+     "L:rate=2Mbit/s,rtt=2ms,iw=14480B,frame=256KiB,jitter=2ms,noise=0.3"},
     {"slow_low_rtt_slow_start", {"F:rate=100Mbit/s,rtt=20ms,iw=14480B"}, "L:rate=2Mbit/s,rtt=2ms,iw=14480B"},
     {"slow_low_rtt_noisy_l", {"F:rate=100Mbit/s,rtt=20ms"}, "L:rate=2Mbit/s,rtt=2ms,jitter=2ms,noise=0.3"},
     {"slow_low_rtt_slow_start_noisy_l", {"F:rate=100Mbit/s,rtt=20ms,iw=14480B"},
