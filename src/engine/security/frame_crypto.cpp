@@ -96,21 +96,38 @@ Result<FrameOpener> FrameOpener::create(const DirectionKeys& keys, std::uint64_t
 }
 
 FrameStatus FrameOpener::open(std::span<const std::uint8_t> frame, std::span<std::uint8_t> out, OpenedFrame& opened) {
-  FrameStatus s = open_impl(frame, out, opened);
+  FrameStatus s = open_impl(frame, out, {}, opened);
   ++stats_[static_cast<std::size_t>(s)];
   return s;
 }
 
-FrameStatus FrameOpener::open_impl(std::span<const std::uint8_t> frame, std::span<std::uint8_t> out,
-                                   OpenedFrame& opened) {
+FrameStatus FrameOpener::open_split(std::span<const std::uint8_t> frame, std::span<std::uint8_t> head,
+                                    std::span<std::uint8_t> tail, OpenedFrame& opened) {
+  FrameStatus s = open_impl(frame, head, tail, opened);
+  ++stats_[static_cast<std::size_t>(s)];
+  return s;
+}
+
+// `tail` empty: the whole plaintext goes to `head` (open). Otherwise the
+// first head.size() bytes go to `head` and the rest to `tail` (open_split).
+FrameStatus FrameOpener::open_impl(std::span<const std::uint8_t> frame, std::span<std::uint8_t> head,
+                                   std::span<std::uint8_t> tail, OpenedFrame& opened) {
   if (frame.size() < kFrameOverhead) return FrameStatus::bad_header;
   auto header = frame.first<kFrameHeaderSize>();
   FrameHeader h;
   if (decode_frame_header(header, h) != FrameStatus::ok || frame.size() != sealed_frame_size(h.length))
     return FrameStatus::bad_header;
-  if (out.size() < h.length) return FrameStatus::buffer_too_small;
+  const bool split = !tail.empty();
+  const std::size_t head_len = split ? head.size() : h.length;
+  if (split ? (h.length < head_len || tail.size() < h.length - head_len) : head.size() < h.length)
+    return FrameStatus::buffer_too_small;
   const std::uint8_t* body = frame.data() + kFrameHeaderSize;
-  if (out.data() != body && overlaps(out.data(), out.size(), frame.data(), frame.size()))
+  // Each output part must be either where its ciphertext is (in place) or
+  // clear of the frame: a partial overlap would corrupt the input.
+  if (head.data() != body && overlaps(head.data(), head_len, frame.data(), frame.size()))
+    return FrameStatus::buffer_too_small;
+  const std::size_t tail_len = h.length - head_len;
+  if (split && tail.data() != body + head_len && overlaps(tail.data(), tail_len, frame.data(), frame.size()))
     return FrameStatus::buffer_too_small;
 
   // Cheap checks on the clear header first. They sort harmless strays from
@@ -128,12 +145,15 @@ FrameStatus FrameOpener::open_impl(std::span<const std::uint8_t> frame, std::spa
   std::uint8_t nonce[kNonceSize];
   make_nonce(salt_, h.counter, nonce);
   int len = 0;
+  std::uint8_t final_out[16];  // GCM's final step writes nothing; a valid pointer all the same
   bool ok = EVP_DecryptInit_ex2(ctx_.get(), nullptr, nullptr, nonce, nullptr) == 1 &&
             EVP_CIPHER_CTX_ctrl(ctx_.get(), EVP_CTRL_AEAD_SET_TAG, static_cast<int>(kFrameTagSize),
                                 const_cast<std::uint8_t*>(body + h.length)) == 1 &&
             EVP_DecryptUpdate(ctx_.get(), nullptr, &len, header.data(), static_cast<int>(kFrameHeaderSize)) == 1 &&
-            EVP_DecryptUpdate(ctx_.get(), out.data(), &len, body, static_cast<int>(h.length)) == 1 &&
-            EVP_DecryptFinal_ex(ctx_.get(), out.data() + h.length, &len) == 1;
+            EVP_DecryptUpdate(ctx_.get(), head.data(), &len, body, static_cast<int>(head_len)) == 1 &&
+            (tail_len == 0 ||
+             EVP_DecryptUpdate(ctx_.get(), tail.data(), &len, body + head_len, static_cast<int>(tail_len)) == 1) &&
+            EVP_DecryptFinal_ex(ctx_.get(), final_out, &len) == 1;
   if (!ok) {
     ossl::drain_errors();
     return FrameStatus::forged;

@@ -84,6 +84,14 @@ class FrameOpener {
   // `opened`, or the reason for rejecting it; a rejected frame changes
   // nothing but the statistics, and its output bytes must not be used.
   FrameStatus open(std::span<const std::uint8_t> frame, std::span<std::uint8_t> out, OpenedFrame& opened);
+  // The same, with the plaintext split: its first head.size() bytes go to
+  // `head`, the rest to `tail` (at least header.length - head.size() bytes),
+  // so a frame's body can land straight where it belongs (a piece buffer)
+  // while its small leading header lands elsewhere. Either part may be the
+  // frame's own body at the same offset (in place); a frame shorter than
+  // `head` is rejected as too small for the buffers.
+  FrameStatus open_split(std::span<const std::uint8_t> frame, std::span<std::uint8_t> head,
+                         std::span<std::uint8_t> tail, OpenedFrame& opened);
 
   // How many frames ended with each status (index: FrameStatus value).
   const std::array<std::uint64_t, kFrameStatusCount>& stats() const { return stats_; }
@@ -91,7 +99,8 @@ class FrameOpener {
 
  private:
   FrameOpener() = default;
-  FrameStatus open_impl(std::span<const std::uint8_t> frame, std::span<std::uint8_t> out, OpenedFrame& opened);
+  FrameStatus open_impl(std::span<const std::uint8_t> frame, std::span<std::uint8_t> head, std::span<std::uint8_t> tail,
+                        OpenedFrame& opened);
 
   ossl::CipherCtx ctx_;
   Secret<kNonceSize> salt_;

@@ -103,6 +103,47 @@ TEST(FrameCrypto, SealAndOpenInPlace) {
   EXPECT_TRUE(std::equal(payload.begin(), payload.end(), buf.begin() + kFrameHeaderSize));
 }
 
+// The receiver opens piece frames split: the small piece header in place,
+// the bytes straight into the piece buffer. The plaintext must be the same,
+// split anywhere (also off the AES block size), and the tag still checked.
+TEST(FrameCrypto, OpenSplitGivesTheSamePlaintextAnywhere) {
+  Lane lane;
+  auto payload = random_bytes(4096 + 7);
+  for (std::size_t head_len : {0u, 1u, 15u, 16u, 72u, 4096u, 4103u}) {
+    auto frame = lane.seal(payload);
+    std::vector<std::uint8_t> head(head_len), tail(payload.size() - head_len + 5, 0xEE);
+    OpenedFrame f;
+    ASSERT_EQ(lane.opener->open_split(frame, head, tail, f), FrameStatus::ok) << head_len;
+    EXPECT_EQ(f.length, payload.size());
+    EXPECT_TRUE(std::equal(head.begin(), head.end(), payload.begin())) << head_len;
+    EXPECT_TRUE(std::equal(payload.begin() + head_len, payload.end(), tail.begin())) << head_len;
+    EXPECT_EQ(tail.back(), 0xEE);  // nothing past the frame's bytes is touched
+  }
+  // In place for the head, elsewhere for the tail (what LaneLink does).
+  auto frame = lane.seal(payload);
+  std::vector<std::uint8_t> tail(payload.size() - 72);
+  OpenedFrame f;
+  ASSERT_EQ(lane.opener->open_split(frame, std::span(frame).subspan(kFrameHeaderSize, 72), tail, f), FrameStatus::ok);
+  EXPECT_TRUE(std::equal(payload.begin(), payload.begin() + 72, frame.begin() + kFrameHeaderSize));
+  EXPECT_TRUE(std::equal(payload.begin() + 72, payload.end(), tail.begin()));
+}
+
+TEST(FrameCrypto, OpenSplitRejectsForgeriesAndShortBuffers) {
+  Lane lane;
+  auto payload = random_bytes(1000);
+  auto frame = lane.seal(payload);
+  std::vector<std::uint8_t> head(72), tail(1000 - 72);
+  OpenedFrame f;
+  auto bad = frame;
+  bad[kFrameHeaderSize + 500] ^= 1;  // inside the tail's ciphertext
+  EXPECT_EQ(lane.opener->open_split(bad, head, tail, f), FrameStatus::forged);
+  std::vector<std::uint8_t> short_tail(1000 - 73);
+  EXPECT_EQ(lane.opener->open_split(frame, head, short_tail, f), FrameStatus::buffer_too_small);
+  std::vector<std::uint8_t> long_head(1001);  // more head than the frame has
+  EXPECT_EQ(lane.opener->open_split(frame, long_head, tail, f), FrameStatus::buffer_too_small);
+  EXPECT_EQ(lane.opener->open_split(frame, head, tail, f), FrameStatus::ok);  // the real one still opens
+}
+
 TEST(FrameCrypto, HeaderCarriesSessionLaneDirectionCounterAndLength) {
   Lane lane;
   lane.seal(random_bytes(3));
