@@ -147,6 +147,14 @@ TEST_F(SessionFixture, ForgedOffersAreRefusedAndNothingLandsOutside) {
   auto answer = s->offer_only(offer_of(
       {wire::ManifestEntry{wire::EntryKind::symlink, "ln", 0, 0777, 0, 0, outside.string()}, file("ln/x")}));
   EXPECT_FALSE(answer.accepted);
+  // A chunk size that would make the receiver hold gigabytes per piece.
+  for (const uint64_t chunk : {uint64_t{0}, uint64_t{1} << 40}) {
+    auto huge = offer_of({file("fine")});
+    huge.chunk_size = chunk;
+    auto a = s->offer_only(huge);
+    EXPECT_FALSE(a.accepted) << chunk;
+    EXPECT_TRUE(a.reason == wire::RefuseReason::bad_offer) << chunk << ": " << a.message;
+  }
   EXPECT_TRUE(nothing_outside());
   EXPECT_FALSE(fs::exists(tmp / "x"));
   EXPECT_FALSE(fs::exists(tmp / "b"));

@@ -139,7 +139,7 @@ void LaneLink::run_send_hooks(std::span<uint8_t> sealed) {
         (void)write_frame(out);
 }
 
-Incoming LaneLink::read() {
+Incoming LaneLink::read(const Landing* landing) {
   Incoming in;
   if (rbuf_.size() < security::kFrameHeaderSize) rbuf_.resize(64 * 1024);
   int err = 0;
@@ -166,12 +166,18 @@ Incoming LaneLink::read() {
   bytes_received_.fetch_add(total, std::memory_order_relaxed);
   security::OpenedFrame opened;
   std::span<uint8_t> frame(rbuf_.data(), total);
-  const FrameStatus st = opener_.open(frame, frame.subspan(security::kFrameHeaderSize, h.length), opened);
+  std::span<uint8_t> body = frame.subspan(security::kFrameHeaderSize, h.length);
+  const bool lands = landing && h.type == static_cast<uint8_t>(landing->type) && h.length >= landing->skip &&
+                     h.length - landing->skip <= landing->tail.size();
+  const FrameStatus st =
+      lands ? opener_.open_split(frame, body.first(landing->skip), landing->tail.first(h.length - landing->skip), opened)
+            : opener_.open(frame, body, opened);
   in.frame_status = st;
   if (st == FrameStatus::ok) {
     in.status = ReadStatus::frame;
     in.type = static_cast<wire::FrameType>(opened.type);
-    in.payload = std::span<const uint8_t>(rbuf_.data() + security::kFrameHeaderSize, opened.length);
+    in.payload = body.first(lands ? landing->skip : opened.length);
+    if (lands) in.landed = landing->tail.first(h.length - landing->skip);
     return in;
   }
   rejected_[static_cast<size_t>(st)]++;

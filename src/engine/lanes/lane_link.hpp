@@ -37,10 +37,23 @@ namespace braid::lanes {
 
 enum class ReadStatus { frame, rejected, broken, closed };
 
+/// Where the body of the next frame may be decrypted straight to, saving a
+/// copy: for a frame of `type` whose payload is at least `skip` bytes, the
+/// payload's first `skip` bytes stay in the lane's buffer and the rest lands
+/// in `tail` (if it fits; otherwise the frame opens in the lane's buffer).
+struct Landing {
+  wire::FrameType type{};
+  size_t skip = 0;
+  std::span<uint8_t> tail;
+};
+
 struct Incoming {
   ReadStatus status = ReadStatus::closed;
   wire::FrameType type{};
   std::span<const uint8_t> payload;  // valid until the next read()
+  /// A frame that took the Landing: `payload` holds only its first `skip`
+  /// bytes, the rest is here (inside Landing::tail). Empty otherwise.
+  std::span<const uint8_t> landed;
   security::FrameStatus frame_status = security::FrameStatus::ok;
   std::string reason;  // for rejected/broken/closed
 };
@@ -67,7 +80,7 @@ class LaneLink {
   /// payload is sealed where it is and the whole frame sent.
   bool send_in_place(wire::FrameType type, std::span<uint8_t> frame, size_t payload_len);
 
-  Incoming read();
+  Incoming read(const Landing* landing = nullptr);
 
   /// Ends the connection both ways (wakes a blocked reader and writer).
   void shutdown();

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "core/chunk_plan.hpp"
 #include "engine/files/piece_hasher.hpp"
 #include "engine/files/resume_recorder.hpp"
 #include "engine/files/transfer_key.hpp"
@@ -65,12 +66,15 @@ struct ReceiverSession::Lane {
   bool alive = true;
   std::string close_reason;
   std::thread reader;
-  // The piece this lane is receiving (pieces arrive whole, in order, per lane).
+  // The piece this lane is receiving (pieces arrive whole, in order, per
+  // lane). Its bytes gather in `piece_bytes` and reach the disk in one write
+  // once the piece's hash checks out: nothing unverified is ever written.
   bool receiving = false;
   uint32_t transfer = 0, piece = 0;
   uint64_t piece_offset = 0, piece_length = 0, next = 0;
   bool write = true;  // false: another copy of this piece was verified already
   std::unique_ptr<files::PieceHasher> hasher;
+  std::vector<uint8_t> piece_bytes;  // reused from piece to piece (≤ one chunk)
   Clock::time_point first_byte;
   std::shared_ptr<Incoming> t;
 };
@@ -324,8 +328,12 @@ void ReceiverSession::reader_loop(Lane& lane, bool needs_join) {
     if (!lane.link->send_message(w)) return close_lane(lane, "write failed", false);
     log_.write("lane_open", {{"lane", lane.id}, {"local", lane.local}, {"remote", lane.remote}});
   }
+  // Piece bytes are decrypted straight into the lane's piece buffer where
+  // they belong (after the frame's piece header), not copied there.
+  lanes::Landing landing{wire::FrameType::piece_data, wire::PieceHeader::kSize, {}};
   for (;;) {
-    lanes::Incoming in = lane.link->read();
+    landing.tail = piece_landing(lane);
+    lanes::Incoming in = lane.link->read(&landing);
     if (in.status == lanes::ReadStatus::rejected) {
       log_.write("frame_rejected", {{"lane", lane.id}, {"reason", in.reason}});
       continue;
@@ -335,7 +343,7 @@ void ReceiverSession::reader_loop(Lane& lane, bool needs_join) {
       break;
     }
     if (in.type == wire::FrameType::piece_data) {
-      handle_piece(lane, in.payload);
+      handle_piece(lane, in);
       if (!lane.alive) break;
       continue;
     }
@@ -361,10 +369,22 @@ void ReceiverSession::reader_loop(Lane& lane, bool needs_join) {
   lane.t.reset();
 }
 
-void ReceiverSession::handle_piece(Lane& lane, std::span<const uint8_t> payload) {
+std::span<uint8_t> ReceiverSession::piece_landing(Lane& lane) {
+  // Where the next frame's bytes go if it continues this piece, or starts
+  // the next one (at the buffer's start); handle_piece moves them otherwise.
+  std::span<uint8_t> all(lane.piece_bytes);
+  if (!lane.receiving) return all;
+  const uint64_t at = lane.next - lane.piece_offset;
+  return all.subspan(at, lane.piece_length - at);
+}
+
+void ReceiverSession::handle_piece(Lane& lane, const lanes::Incoming& in) {
+  if (in.payload.size() < wire::PieceHeader::kSize) return close_lane(lane, "a malformed piece frame", true);
+  std::span<const uint8_t> data = in.landed.empty() ? in.payload.subspan(wire::PieceHeader::kSize) : in.landed;
   wire::PieceHeader h;
-  size_t n = 0;
-  if (!wire::decode_piece_header(payload, h, n)) return close_lane(lane, "a malformed piece frame", true);
+  if (!wire::decode_piece_header(in.payload, data.size(), h)) return close_lane(lane, "a malformed piece frame", true);
+  size_t n = data.size();
+  std::vector<uint8_t> moved;  // the frame's bytes, if they sit in a piece buffer about to grow
   if (!lane.receiving || lane.transfer != h.transfer_id || lane.piece != h.piece) {
     lane.receiving = false;
     lane.t.reset();
@@ -377,6 +397,11 @@ void ReceiverSession::handle_piece(Lane& lane, std::span<const uint8_t> payload)
     if (!t || t->finished || t->failed) return;  // not accepted, or over: drop the bytes
     if (h.piece_offset + h.piece_length > t->tree->layout().total())
       return close_lane(lane, "a piece beyond the end of the transfer", true);
+    if (h.piece_length > t->offer.chunk_size) return close_lane(lane, "a piece larger than a chunk", true);
+    if (lane.piece_bytes.size() < t->offer.chunk_size) {
+      if (!in.landed.empty()) data = std::span<const uint8_t>(moved = std::vector<uint8_t>(data.begin(), data.end()));
+      lane.piece_bytes.resize(t->offer.chunk_size);
+    }
     if (!lane.hasher || lane.hasher->algo() != t->offer.hash)
       lane.hasher = std::make_unique<files::PieceHasher>(t->offer.hash);
     lane.hasher->reset();
@@ -403,23 +428,33 @@ void ReceiverSession::handle_piece(Lane& lane, std::span<const uint8_t> payload)
     lane.receiving = false;  // out of sequence: this copy of the piece is lost; the scheduler resends
     return;
   }
-  auto data = payload.subspan(wire::PieceHeader::kSize, n);
-  lane.hasher->update(data);
-  Incoming& t = *lane.t;
-  if (const int err = lane.write ? t.tree->write(h.data_offset, data) : 0; err != 0) {
-    lane.receiving = false;
-    wire::Ack nack{h.transfer_id, h.piece, 0, wire::AckStatus::write_failed};
-    (void)lane.link->send_message(nack);
-    const bool full = err == ENOSPC || err == EDQUOT;
-    fail_transfer(t, full ? wire::ResultStatus::no_space : wire::ResultStatus::write_failed,
-                  std::string(full ? "the target disk is full: " : "cannot write to the target: ") + std::strerror(err) +
-                      " (the temporary files are kept for a later resume)");
+  if (n > lane.piece_offset + lane.piece_length - lane.next) {
+    lane.receiving = false;  // runs past the piece's end: drop this copy
     return;
   }
+  lane.hasher->update(data);
+  // Usually the bytes landed in place; a frame that starts another piece, or
+  // came before the buffer existed, is moved to its place.
+  if (uint8_t* at = lane.piece_bytes.data() + (lane.next - lane.piece_offset); at != data.data())
+    std::memmove(at, data.data(), n);
   lane.next += n;
   if (!h.last()) return;
   lane.receiving = false;
+  if (lane.next != lane.piece_offset + lane.piece_length) return;  // "last" before the end: this copy is lost
+  Incoming& t = *lane.t;
   const wire::Digest got = lane.hasher->finish();
+  if (got == h.hash && lane.write) {
+    const std::span<const uint8_t> bytes(lane.piece_bytes.data(), lane.piece_length);
+    if (const int err = t.tree->write(lane.piece_offset, bytes); err != 0) {
+      wire::Ack nack{h.transfer_id, h.piece, 0, wire::AckStatus::write_failed};
+      (void)lane.link->send_message(nack);
+      const bool full = err == ENOSPC || err == EDQUOT;
+      fail_transfer(t, full ? wire::ResultStatus::no_space : wire::ResultStatus::write_failed,
+                    std::string(full ? "the target disk is full: " : "cannot write to the target: ") +
+                        std::strerror(err) + " (the temporary files are kept for a later resume)");
+      return;
+    }
+  }
   const auto duration = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - lane.first_byte);
   wire::Ack ack{h.transfer_id, h.piece, static_cast<uint64_t>(duration.count()), wire::AckStatus::ok};
   if (!(got == h.hash)) {
@@ -483,7 +518,10 @@ void ReceiverSession::handle_offer(const Control& c) {
       return;
     }
   }
-  if (offer.chunk_size == 0) return refuse(wire::RefuseReason::bad_offer, "the offer has no chunk size");
+  // The chunk size bounds each piece's receive buffer (one per lane).
+  if (offer.chunk_size < core::ChunkPlan::kMinChunk.count() || offer.chunk_size > core::ChunkPlan::kMaxChunk.count())
+    return refuse(wire::RefuseReason::bad_offer, "the offer's chunk size " + std::to_string(offer.chunk_size) +
+                                                     " is outside 64 KiB..64 MiB");
   log_.write("offer", {{"transfer", offer.transfer_id}, {"entries", offer.entries.size()},
                        {"bytes", offer.total_bytes()}, {"peer", peer_}});
   if (!ask_user(offer))

@@ -63,7 +63,8 @@ class ReceiverSession {
 
   void start_lane(std::unique_ptr<lanes::LaneLink> link, bool needs_join);
   void reader_loop(Lane& lane, bool needs_join);
-  void handle_piece(Lane& lane, std::span<const uint8_t> payload);
+  std::span<uint8_t> piece_landing(Lane& lane);
+  void handle_piece(Lane& lane, const lanes::Incoming& in);
   // UDP lanes (receiver_session.cpp, "UDP lanes").
   void handle_udp_open(Lane& via, std::span<const uint8_t> payload);
   void handle_udp_piece(std::span<const uint8_t> payload);

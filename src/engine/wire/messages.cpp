@@ -312,7 +312,13 @@ bool decode(std::span<const uint8_t> in, Bye&) { return in.empty(); }
 
 bool decode_piece_header(std::span<const uint8_t> payload, PieceHeader& h, size_t& data_length) {
   if (payload.size() < PieceHeader::kSize) return false;
-  ByteReader r(payload.first(PieceHeader::kSize));
+  data_length = payload.size() - PieceHeader::kSize;
+  return decode_piece_header(payload, data_length, h);
+}
+
+bool decode_piece_header(std::span<const uint8_t> header, size_t data_length, PieceHeader& h) {
+  if (header.size() < PieceHeader::kSize) return false;
+  ByteReader r(header.first(PieceHeader::kSize));
   h.transfer_id = r.u32();
   h.piece = r.u32();
   h.chunk = r.u32();
@@ -324,7 +330,6 @@ bool decode_piece_header(std::span<const uint8_t> payload, PieceHeader& h, size_
   h.data_offset = r.u64();
   r.raw(h.hash.bytes);
   if (!r.ok()) return false;
-  data_length = payload.size() - PieceHeader::kSize;
   if ((h.flags & ~PieceHeader::kLast) != 0) return false;
   if (h.last() ? !valid_digest_size(h.hash.size) : h.hash.size != 0) return false;
   // The frame's bytes must lie inside the piece, without overflow.

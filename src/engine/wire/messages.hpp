@@ -304,6 +304,10 @@ bool decode(std::span<const uint8_t> in, LaneAck& m);
 /// self-consistent (data inside the piece, a hash of the right size on the
 /// last frame). `data_length` is the payload size minus the header.
 bool decode_piece_header(std::span<const uint8_t> payload, PieceHeader& h, size_t& data_length);
+/// The same for a header whose frame's data lies elsewhere (opened straight
+/// into a piece buffer): `header` holds at least the header's bytes and the
+/// frame carries `data_length` bytes of data after it.
+bool decode_piece_header(std::span<const uint8_t> header, size_t data_length, PieceHeader& h);
 
 template <class M>
 std::vector<uint8_t> encode_message(const M& m) {
