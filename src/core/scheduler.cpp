@@ -43,21 +43,29 @@ size_t Scheduler::active_flights(LaneId l) const {
                                            [](const Flight& f) { return f.active(); }));
 }
 
-Bytes Scheduler::unsent(LaneId l, Time now) const {
+Time Scheduler::projected_tx_end(LaneId l, const Flight* target, Time now) const {
+  // One transmitter, pieces in the order the lane was given them. An engine
+  // lane reports a piece started once it hands it to its socket, so several
+  // may be "sending" at once (a TCP lane's kernel buffer holds 512 KiB): a
+  // piece cannot go out before the ones ahead of it have, whenever it started.
   const Rate r = planning_rate(l);
-  Bytes b;
+  Time line = Time::zero();
   for (const auto& f : lanes_[l].flights) {
-    if (f.state == FlightState::queued) {
-      b += f.length;
-    } else if (f.state == FlightState::sending) {
-      b += f.length - r.bytes_in(now - f.started);
-    }
+    if (!f.active()) continue;
+    const Time begin = f.state == FlightState::sending ? std::max(line, f.started) : std::max(line, now);
+    line = begin + r.transfer_time(f.length);
+    if (&f == target) return line;
   }
-  return b;
+  return std::max(line, now);
+}
+
+Bytes Scheduler::unsent(LaneId l, Time now) const {
+  return planning_rate(l).bytes_in(projected_tx_end(l, nullptr, now) - now);
 }
 
 Time Scheduler::free_at(LaneId l, Time now) const {
-  return now + planning_rate(l).transfer_time(unsent(l, now));
+  if (planning_rate(l).is_zero()) return now + Duration::infinite();
+  return projected_tx_end(l, nullptr, now);
 }
 
 Time Scheduler::completion_if_assigned(LaneId l, Bytes len, Time now) const {
@@ -66,22 +74,17 @@ Time Scheduler::completion_if_assigned(LaneId l, Bytes len, Time now) const {
   return free_at(l, now) + r.transfer_time(len) + planning_rtt(l);
 }
 
+Time Scheduler::predicted_ack(LaneId l, const Flight& target, Time now) const {
+  if (planning_rate(l).is_zero()) return Time::never();
+  return projected_tx_end(l, &target, now) + planning_rtt(l);
+}
+
 Time Scheduler::expected_completion(LaneId l, const Flight& target, Time now) const {
-  const Rate r = planning_rate(l);
-  if (r.is_zero()) return Time::never();
-  const Duration rtt = planning_rtt(l);
-  if (target.state == FlightState::sending) {
-    const Time predicted = target.started + r.transfer_time(target.length) + rtt;
-    // Already later than predicted: assume it is as late again as it is now.
-    return predicted > now ? predicted : now + (now - predicted);
-  }
-  Bytes ahead;
-  for (const auto& f : lanes_[l].flights) {
-    if (&f == &target) break;
-    if (f.state == FlightState::queued) ahead += f.length;
-    if (f.state == FlightState::sending) ahead += f.length - r.bytes_in(now - f.started);
-  }
-  return now + r.transfer_time(ahead + target.length) + rtt;
+  const Time predicted = predicted_ack(l, target, now);
+  if (predicted == Time::never()) return predicted;
+  if (target.state != FlightState::sending) return predicted;
+  // Already later than predicted: assume it is as late again as it is now.
+  return predicted > now ? predicted : now + (now - predicted);
 }
 
 Flight* Scheduler::find_flight(LaneId lane, PieceId piece) {

@@ -157,7 +157,11 @@ class Scheduler {
   Time free_at(LaneId l, Time now) const;
   /// When a new piece of `len` bytes given to the lane now would be acked.
   Time completion_if_assigned(LaneId l, Bytes len, Time now) const;
-  /// When the given active flight is expected to be acked.
+  /// When the given active flight would be acked by the estimate: the lane
+  /// sends its pieces one after another, each no earlier than it started.
+  Time predicted_ack(LaneId l, const Flight& f, Time now) const;
+  /// When the given active flight is expected to be acked: predicted_ack,
+  /// or, for a piece already past it, as late again as it is now.
   Time expected_completion(LaneId l, const Flight& f, Time now) const;
 
   // ---- totals --------------------------------------------------------------
@@ -181,6 +185,9 @@ class Scheduler {
   };
 
   Flight* find_flight(LaneId lane, PieceId piece);
+  /// When the lane's transmitter is done with `target` (with all its active
+  /// flights if null, but never before `now`), by its rate estimate.
+  Time projected_tx_end(LaneId l, const Flight* target, Time now) const;
   void apply(const Pick& p, Time now);
   Time deadline_for(LaneId lane, const Flight& f, Time from) const;
   void stall(LaneId lane, Flight& f, Time now);

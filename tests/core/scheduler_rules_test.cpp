@@ -175,4 +175,25 @@ TEST(SchedulerRules, UnknownAcksAreIgnored) {
   EXPECT_EQ(rig.sched->plan().delivered_bytes(), Bytes(0));
 }
 
+
+// An engine TCP lane reports a piece started when it hands it to the kernel,
+// which takes 512 KiB beyond what is on the wire: several pieces are
+// "sending" at once. They still leave one after another.
+TEST(SchedulerRules, PiecesSendingAtOnceAreProjectedOneAfterAnother) {
+  Rig rig("braid");
+  const LaneId bt = rig.sched->add_lane({"bt", Rate::mbit(1.5), Duration::millis(40)}, at_ms(0));
+  rig.assign(bt, 0);
+  rig.assign(bt, 1);
+  drain(*rig.sched, at_ms(0));
+  rig.sched->on_send_started(bt, 0, at_ms(0));
+  rig.sched->on_send_started(bt, 1, at_ms(1));
+  const Duration piece = Rate::mbit(1.5).transfer_time(Bytes::mib(1));  // 5.6 s
+  const auto& f = rig.sched->flights(bt);
+  EXPECT_EQ(rig.sched->predicted_ack(bt, f[1], at_ms(2)), at_ms(0) + piece * 2.0 + Duration::millis(40));
+  // Half-way through the first piece, a piece and a half is left to send.
+  const Time mid = at_ms(0) + piece / 2.0;
+  EXPECT_NEAR(rig.sched->unsent(bt, mid).as_double(), 1.5 * (1 << 20), 2.0);
+  EXPECT_EQ(rig.sched->free_at(bt, mid), at_ms(0) + piece * 2.0);
+}
+
 }  // namespace braid::core

@@ -138,9 +138,8 @@ std::optional<Pick> best_rescue(const Scheduler& s, LaneId l, Time now, const Wa
 }
 
 bool running_late(const Scheduler& s, LaneId l, Time now) {
-  const Rate r = s.planning_rate(l);
   for (const auto& f : s.flights(l))
-    if (f.state == FlightState::sending && f.started + r.transfer_time(f.length) + s.planning_rtt(l) < now) return true;
+    if (f.state == FlightState::sending && s.predicted_ack(l, f, now) < now) return true;
   return false;
 }
 
@@ -179,7 +178,7 @@ std::optional<Time> next_duplicate_time(const Scheduler& s, Time now, uint32_t m
         // Past its predicted ack p, a piece counts as late by as long again
         // (expected_completion), so at time t it is due at 2t - p; an idle lane
         // delivers it at t + d. The copy pays off once t > p + d + margin.
-        const Time p = f.started + theirs.transfer_time(f.length) + s.planning_rtt(other);
+        const Time p = s.predicted_ack(other, f, now);
         const Duration d = mine.transfer_time(f.length) + s.planning_rtt(l);
         const Duration wait = std::max(d + Duration::millis(2), d / 0.9) + Duration::micros(1);
         const Time t = p + wait;
