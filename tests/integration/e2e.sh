@@ -137,6 +137,31 @@ PY
     grep '"lane_closed"' "$W/send.log" | grep -q 'forged' || fail "sender was not told why the lane closed"
     ;;
 
+  bad-piece)  # a piece whose bytes do not match their hash (the source changed after it was read):
+              # the transfer fails loudly, and no byte of that piece ever reaches the disk
+    mkdir -p "$W/src/t"
+    head -c $((6 << 20)) /dev/urandom > "$W/src/t/big.bin"
+    start_recv --code b --yes
+    BRAID_TEST_FLIP_DATA=0:9 send --code b --streams 1 --max-lanes 1 "$W/src/t" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -eq 9 ] || fail "send exited $SEND_RC, not 9 (verify failed)"
+    grep -q 'did not match' "$W/send.err" || fail "the sender did not say the hash did not match"
+    wait_recv
+    grep -q '"piece_hash_mismatch"' "$W/recv.log" || fail "the receiver did not log the mismatch"
+    [ ! -e "$W/dst/t/big.bin" ] || fail "a file stands under its final name"
+    # Every 4 KiB block kept for a later resume is the source's or was never written.
+    part=$(find "$W/dst" -name '.braid-*.part' | head -1)
+    [ -n "$part" ] || fail "no temporary file kept"
+    python3 - "$W/src/t/big.bin" "$part" <<'PY' || fail "an unverified byte reached the disk"
+import sys
+src, part = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read()
+zero = bytes(4096)
+for at in range(0, len(part), 4096):
+    got = part[at:at + 4096]
+    if got != src[at:at + 4096] and got != zero[:len(got)]:
+        sys.exit(f"block at {at} is neither the source nor empty")
+PY
+    ;;
+
   kill-lane)  # lane 0 (the bootstrap, which carried the offer) dies mid-transfer: the transfer
               # completes over the other lanes, the peer logs the closing with its reason
     small_tree

@@ -19,11 +19,13 @@ struct Hooks {
   long kill_lane = -1;
   unsigned long long kill_after = 0;
   long stale_lane = -1;
+  long flip_lane = -1, flip_frame = -1;
 
   Hooks() {
     if (const char* s = std::getenv("BRAID_TEST_CORRUPT_FRAME")) std::sscanf(s, "%ld:%ld", &corrupt_lane, &corrupt_frame);
     if (const char* s = std::getenv("BRAID_TEST_KILL_LANE")) std::sscanf(s, "%ld:%llu", &kill_lane, &kill_after);
     if (const char* s = std::getenv("BRAID_TEST_STALE_FRAMES")) std::sscanf(s, "%ld", &stale_lane);
+    if (const char* s = std::getenv("BRAID_TEST_FLIP_DATA")) std::sscanf(s, "%ld:%ld", &flip_lane, &flip_frame);
   }
 };
 
@@ -106,6 +108,10 @@ bool LaneLink::send_in_place(wire::FrameType type, std::span<uint8_t> frame, siz
   std::span<uint8_t> sealed = frame.first(total);
   std::lock_guard lock(send_mu_);
   if (shut_) return false;
+  const Hooks& h = hooks();
+  if (h.flip_lane == static_cast<long>(lane_id_) && h.flip_frame == static_cast<long>(data_frames_sent_) &&
+      payload_len > wire::PieceHeader::kSize)
+    sealed[security::kFrameHeaderSize + payload_len - 1] ^= 0x01;  // the data's last byte, after it was hashed
   if (sealer_.seal(static_cast<uint8_t>(type), sealed.subspan(security::kFrameHeaderSize, payload_len), sealed) !=
       FrameStatus::ok)
     return false;

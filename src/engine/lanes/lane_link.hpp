@@ -15,6 +15,8 @@
 // Test hooks (environment variables, read once; for the end-to-end tests):
 //   BRAID_TEST_CORRUPT_FRAME=LANE:N   flip one bit of the N-th data frame sent on lane LANE
 //   BRAID_TEST_KILL_LANE=LANE:BYTES   shut lane LANE's socket down after BYTES sent
+//   BRAID_TEST_FLIP_DATA=LANE:N       flip one bit of the N-th data frame's file bytes on lane LANE
+//                                     before it is sealed (as if the source changed after hashing)
 //   BRAID_TEST_STALE_FRAMES=LANE      after the 4th data frame on lane LANE, also send a
 //                                     replayed frame, one from another session and one
 //                                     for another lane
