@@ -21,6 +21,12 @@ constexpr double kMaxRttsPerUpdate = 2.0;
 // gain), and in slow start 2× (it doubles per RTT).
 constexpr double kHeadroom = 1.25;
 constexpr double kSlowStartHeadroom = 2.0;
+// ...ahead of the largest acked rate of the last 10 RTTs (BBR's bandwidth
+// filter window), not of the last RTT's: when acks pause for an RTT (a
+// receiver or, on netlab, the user-space emulator descheduled; a delay
+// spike) the last RTT's rate is near zero, and the cap fell to its floor
+// with no queue at all — then took a restart and a new start-up to come back.
+constexpr double kHeadroomWindowRtts = 10;
 // The kernel's srtt is already smoothed (1/8 per ack): the current delay is
 // the minimum of the last 2 samples (20 ms at the engine's 10 ms), not
 // RFC 6817's 4 per-ack samples, which would add 30 ms of lag.
@@ -39,6 +45,10 @@ constexpr Duration kMinRtt = Duration::micros(100);
 // pairs (cubic's 2-segment bursts) this underestimates the queue by that
 // gap, which still leaves a competitor's standing queue well above target.
 constexpr Duration kDelayedAckMax = Duration::millis(40);
+// Our choice: a slow start after a restart ends once the acked rate is back
+// at 0.9 of the largest rate acked so far; above that LEDBAT's own growth
+// (fading near that rate) takes over.
+constexpr double kSlowStartExitRate = 0.9;
 }  // namespace
 
 TcpPacingCap::TcpPacingCap(const TcpPacingCapConfig& cfg) : cfg_(cfg), delays_(kCurrentFilter) {}
@@ -48,7 +58,7 @@ Rate TcpPacingCap::floor() const {
 }
 
 void TcpPacingCap::update_acked_rate(const TcpSample& s) {
-  history_[history_next_] = {s.now, s.bytes_acked};
+  history_[history_next_] = {s.now, s.bytes_acked, capped_ ? cap_ : Rate()};
   history_next_ = (history_next_ + 1) % kHistory;
   history_count_ = std::min(history_count_ + 1, kHistory);
   if (history_count_ < 2) return;
@@ -61,6 +71,26 @@ void TcpPacingCap::update_acked_rate(const TcpSample& s) {
     if (p.t <= since) break;
   }
   acked_rate_ = Rate::over(Bytes(s.bytes_acked - std::min(s.bytes_acked, from->acked)), s.now - from->t);
+  rates_[rates_next_] = {s.now, acked_rate_};
+  rates_next_ = (rates_next_ + 1) % kRateHistory;
+  rates_count_ = std::min(rates_count_ + 1, kRateHistory);
+  const Time window_start = s.now - std::max(srtt_, kMinRtt) * kHeadroomWindowRtts;
+  recent_max_acked_ = acked_rate_;
+  for (size_t i = 1; i < rates_count_; ++i) {
+    const RatePoint& p = rates_[(rates_next_ + kRateHistory - 1 - i) % kRateHistory];
+    if (p.t < window_start) break;
+    recent_max_acked_ = std::max(recent_max_acked_, p.rate);
+  }
+}
+
+Rate TcpPacingCap::cap_as_sent(Time now) const {
+  Rate slowest = cap_;
+  for (size_t i = 0; i < history_count_; ++i) {
+    const Point& p = history_[(history_next_ + kHistory - 1 - i) % kHistory];
+    if (p.t < now - srtt_) break;
+    if (!p.cap.is_zero()) slowest = std::min(slowest, p.cap);
+  }
+  return slowest;
 }
 
 TcpPacingDecision TcpPacingCap::on_sample(const TcpSample& s) {
@@ -73,12 +103,19 @@ TcpPacingDecision TcpPacingCap::on_sample(const TcpSample& s) {
   // srtt_old + Δsrtt / (1 − (7/8)^k): at full rate (k large) that is srtt
   // itself, at a few segments per RTT it undoes a smoothing that otherwise
   // took ~2 s to show a drained queue on netlab (and so held the cap at its
-  // floor that long after the competitor left). k is bounded above by the
-  // segments acked (an ACK covers ≥ 1), which under-corrects if anything.
+  // floor that long after the competitor left). k is the ACKs received
+  // (tcpi_segs_in); without that count, the segments acked bound it from
+  // above — but a receiver ACKs every second segment, and counting
+  // segments left half of a drained queue's srtt in the samples (read as
+  // a queue of 20-30 ms, it ended the slow start after a restart).
   Duration latest = s.srtt;
   if (started_ && new_acks && last_.srtt.ns() > 0 && s.srtt.ns() > 0 && mss_.count() > 0) {
-    const double segments = std::max(1.0, static_cast<double>(s.bytes_acked - last_.bytes_acked) / mss_.as_double());
-    const double moved = 1.0 - std::pow(7.0 / 8.0, segments);
+    const double segments = static_cast<double>(s.bytes_acked - last_.bytes_acked) / mss_.as_double();
+    const uint32_t acks = s.segs_in - last_.segs_in;  // wraps as the kernel's counter does
+    const double k = std::max(1.0, s.segs_in != 0 && last_.segs_in != 0 && acks > 0
+                                       ? std::min(static_cast<double>(acks), std::max(segments, 1.0))
+                                       : segments);
+    const double moved = 1.0 - std::pow(7.0 / 8.0, k);
     latest = last_.srtt + (s.srtt - last_.srtt) / moved;
     latest = std::max(latest, kMinRtt);
   }
@@ -97,8 +134,11 @@ TcpPacingDecision TcpPacingCap::on_sample(const TcpSample& s) {
       // is when the gap is long): a smooth value, where the acked rate over
       // a few ACKs of lone segments is noise of ±50 %. If the kernel sends
       // slower than the cap, the gap is longer and the queue reads high:
-      // the safe side for a scavenger.
-      const Duration ack_wait = std::min(kDelayedAckMax, cap_.transfer_time(mss_));
+      // the safe side for a scavenger. It is the cap the acked segments
+      // were sent under, an RTT ago: while the cap grows from its floor the
+      // current one's shorter gap read as a few ms of queue, enough to keep
+      // the path from ever looking quiet for the 8 RTTs a restart needs.
+      const Duration ack_wait = std::min(kDelayedAckMax, cap_as_sent(s.now).transfer_time(mss_));
       sample = std::max(latest - ack_wait, delays_.base());
     }
     delays_.on_sample(s.now, sample);
@@ -137,9 +177,16 @@ TcpPacingDecision TcpPacingCap::on_sample(const TcpSample& s) {
     slow_start_ = false;
   } else {
     if (slow_start_ && q >= kSlowStartExit) slow_start_ = false;
+    // A slow start after a restart ends where the path's rate is known: at
+    // the largest rate acked so far (the link as it was before the
+    // competitor came). The delay signal comes an RTT late, and doubling
+    // past the known rate only fills the queue for the LEDBAT++ decrease to
+    // cut the cap in half again (a 2× overshoot in the segment model).
+    if (slow_start_ && !max_rate_.is_zero() && acked_rate_ >= max_rate_ * kSlowStartExitRate) slow_start_ = false;
     double next = cap_.bytes_per_second();
     if (slow_start_) {
       next *= std::pow(2.0, rtts);
+      if (!max_rate_.is_zero()) next = std::min(next, std::max(max_rate_.bytes_per_second(), cap_.bytes_per_second()));
     } else if (q <= 1.0) {
       // RFC 6817 §2.4.2, in rates: + GAIN · off_target · MSS/RTT per RTT,
       // and up to 1.5× per RTT while the queue is nearly empty (ledbat.hpp)
@@ -171,7 +218,7 @@ TcpPacingDecision TcpPacingCap::on_sample(const TcpSample& s) {
       quiet_since_ = Time::never();
     }
   }
-  cap_ = std::min(cap_, std::max(acked_rate_ * (slow_start_ ? kSlowStartHeadroom : kHeadroom), floor()));
+  cap_ = std::min(cap_, std::max(recent_max_acked_ * (slow_start_ ? kSlowStartHeadroom : kHeadroom), floor()));
   cap_ = std::max(cap_, floor());
   d.cap = cap_;
   return d;

@@ -6,7 +6,7 @@
 // the LEDBAT way (ledbat.hpp, as the UDP lanes' background controller):
 //
 //  - queueing delay = the kernel's smoothed RTT (tcpi_rtt) minus its minimum
-//    over 10 minutes, min of the last 4 samples;
+//    over 10 minutes, min of the last 2 samples (see below);
 //  - no cap while the kernel's own start-up has not met the queue (below
 //    3/4 of the 10 ms target): a `--background` transfer on an idle path
 //    behaves like any other;
@@ -17,14 +17,25 @@
 //    falls to 2 MSS per RTT (near zero); a retransmission while there is a
 //    queue (≥ target/4) halves it, once per RTT — without a queue a loss is
 //    random or a spurious tail-loss probe, and the kernel answers it anyway;
-//  - the cap never runs more than 2× ahead of the acked rate (RFC 6817's
-//    "never beyond flight size + growth"), so it bites at once when the
-//    queue rises;
+//  - the cap never runs more than 1.25× (2× in slow start) ahead of the
+//    largest acked rate of the last 10 RTTs (RFC 6817's "never beyond flight
+//    size + growth"; the maximum as BBR's bandwidth filter, so that acks
+//    that pause for an RTT — a stalled receiver, a delay spike — do not
+//    send the cap to its floor);
 //  - when the queue has stayed below a quarter of the target for 8 RTTs while
 //    the cap is under 1/8 of the largest rate seen, the competitor has left:
 //    the cap doubles per RTT again (slow start) and the decision says
 //    `restart_probe`, so the engine can put the kernel's controller back into
 //    its own start-up (its rate estimate has shrunk to the cap meanwhile).
+//    That slow start stops doubling at the largest rate acked so far and
+//    ends when the acked rate is back at 0.9 of it (or, as any, on a queue
+//    of 3/4 of the target).
+//
+// At a few segments per RTT the kernel's srtt is a poor delay signal: it
+// moves 1/8 per ACK, and the receiver holds the ACK of a lone segment until
+// the next one arrives. So a delay sample is the srtt de-smoothed by the
+// number of ACKs since the last look (tcpi_segs_in), less the gap between
+// segments at the cap they were sent under (≤ 40 ms, the delayed-ACK timer).
 //
 // Pure: time comes in with each sample, the cap goes out as the return value.
 // The engine samples every ~10 ms; any interval works (changes are per RTT).
@@ -44,6 +55,10 @@ struct TcpSample {
   Duration srtt;             // tcpi_rtt: the kernel's smoothed RTT
   uint64_t bytes_acked = 0;  // tcpi_bytes_acked: cumulative
   uint64_t retransmits = 0;  // tcpi_total_retrans: cumulative segments
+  // tcpi_segs_in: segments received, cumulative, wrapping at 2^32 — on a
+  // sending lane nearly all are ACKs, each one srtt update. 0: not known
+  // (the controller then assumes one ACK per segment acked).
+  uint32_t segs_in = 0;
   Bytes mss{1448};           // tcpi_snd_mss
 };
 
@@ -68,12 +83,18 @@ class TcpPacingCap {
   Duration queuing_delay() const { return delays_.queuing_delay(); }
   /// Bytes acked per second over about the last RTT.
   Rate acked_rate() const { return acked_rate_; }
+  /// The largest acked rate of the last ~10 RTTs: the cap stays within a
+  /// factor of it.
+  Rate recent_max_acked_rate() const { return recent_max_acked_; }
   bool in_slow_start() const { return slow_start_; }
   /// 2 MSS per smoothed RTT: the cap's floor (RFC 6817's MIN_CWND).
   Rate floor() const;
 
  private:
   void update_acked_rate(const TcpSample& s);
+  /// The lowest cap in effect over the last smoothed RTT: the pace at which
+  /// the segments now being acked were sent.
+  Rate cap_as_sent(Time now) const;
 
   TcpPacingCapConfig cfg_;
   ledbat::DelayFilter delays_;
@@ -96,11 +117,22 @@ class TcpPacingCap {
   struct Point {
     Time t;
     uint64_t acked = 0;
+    Rate cap;  // the cap in effect until t (zero: none)
   };
   Point history_[kHistory];
   size_t history_count_ = 0;
   size_t history_next_ = 0;
   Rate acked_rate_;
+  // The acked rates of the last ~10 RTTs, for their maximum (the headroom's base).
+  static constexpr size_t kRateHistory = 128;
+  struct RatePoint {
+    Time t;
+    Rate rate;
+  };
+  RatePoint rates_[kRateHistory];
+  size_t rates_count_ = 0;
+  size_t rates_next_ = 0;
+  Rate recent_max_acked_;
 };
 
 }  // namespace braid::transport
