@@ -47,8 +47,7 @@ UdpSendLane::UdpSendLane(UdpSendEvents& events, std::unique_ptr<LaneIo> io,
       io_(std::move(io)),
       sender_(std::move(sender)),
       idle_timeout_(idle_timeout),
-      local_(io_->socket->local_address()),
-      packet_size_(io_->packet_size) {
+      local_(io_->socket->local_address()) {
   inbox_.reserve(64);
   work_.reserve(64);
 }

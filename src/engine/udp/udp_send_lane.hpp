@@ -67,7 +67,7 @@ class UdpSendLane {
   int send_raw_datagram(std::span<const uint8_t> datagram) { return io_->socket->send_raw(datagram); }
   SocketAddress local_address() const { return local_; }
   /// Bytes per datagram: --packet-size, or what the path MTU allows.
-  size_t packet_size() const { return packet_size_; }
+  size_t packet_size() const { return io_->packet_size; }
 
  private:
   struct Command {
@@ -93,7 +93,6 @@ class UdpSendLane {
   PieceLedger ledger_;
   Duration idle_timeout_;
   SocketAddress local_;
-  size_t packet_size_ = 0;
   Time last_heard_;
   uint64_t packets_retransmitted_ = 0;
   uint64_t pieces_acked_ = 0;
