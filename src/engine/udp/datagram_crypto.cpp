@@ -96,9 +96,9 @@ uint64_t DatagramOpener::rejected() const {
   return std::accumulate(stats_.begin(), stats_.end(), uint64_t{0}) - count(FrameStatus::ok);
 }
 
-FrameStatus DatagramOpener::open(std::span<uint8_t> datagram) {
+FrameStatus DatagramOpener::open(std::span<uint8_t> datagram, bool count) {
   const FrameStatus s = open_impl(datagram);
-  ++stats_[static_cast<size_t>(s)];
+  if (count || s == FrameStatus::ok) ++stats_[static_cast<size_t>(s)];
   return s;
 }
 

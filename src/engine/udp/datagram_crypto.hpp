@@ -78,8 +78,10 @@ class DatagramOpener {
   /// datagram.first(datagram.size() - 16) (header + frames). Statuses:
   /// bad_header (too short, not a braid header), wrong_direction (a packet
   /// of our own kind: reflected), foreign_lane, replayed, too_old, forged.
-  /// A rejected datagram changes nothing but the counts.
-  FrameStatus open(std::span<uint8_t> datagram);
+  /// A rejected datagram changes nothing but the counts — and not those
+  /// with `count` false (a shared port trying a datagram on each of several
+  /// lanes that wait for their peer: a refusal there is not news for the lane).
+  FrameStatus open(std::span<uint8_t> datagram, bool count = true);
 
   const std::array<uint64_t, security::kFrameStatusCount>& stats() const { return stats_; }
   uint64_t count(FrameStatus s) const { return stats_[static_cast<size_t>(s)]; }

@@ -31,6 +31,26 @@ std::string socket_error_reason(int err) {
   }
 }
 
+bool make_lane_crypto(const UdpLaneConfig& cfg, transport::PacketKind sends, std::optional<DatagramSealer>& sealer,
+                      std::optional<DatagramOpener>& opener, std::string& error) {
+  auto keys = security::derive_lane_keys(cfg.lane_secret, cfg.session_id, cfg.lane_id);
+  if (!keys) {
+    error = keys.error().message;
+    return false;
+  }
+  auto s = DatagramSealer::create(keys.value().for_direction(security::sending_direction(cfg.role)), cfg.session_id);
+  const auto receives = sends == transport::PacketKind::data ? transport::PacketKind::feedback : transport::PacketKind::data;
+  auto o = DatagramOpener::create(keys.value().for_direction(security::receiving_direction(cfg.role)), cfg.session_id,
+                                  OpenerExpect{receives, cfg.lane_id});
+  if (!s || !o) {
+    error = !s ? s.error().message : o.error().message;
+    return false;
+  }
+  sealer.emplace(std::move(s.value()));
+  opener.emplace(std::move(o.value()));
+  return true;
+}
+
 std::unique_ptr<LaneIo> LaneIo::create(const UdpLaneConfig& cfg, transport::PacketKind sends, std::string& error) {
   if (error = check_config(cfg); !error.empty()) return nullptr;
   auto io = std::make_unique<LaneIo>();
@@ -38,21 +58,7 @@ std::unique_ptr<LaneIo> LaneIo::create(const UdpLaneConfig& cfg, transport::Pack
     error = std::string("cannot create an eventfd: ") + std::strerror(errno);
     return nullptr;
   }
-  auto keys = security::derive_lane_keys(cfg.lane_secret, cfg.session_id, cfg.lane_id);
-  if (!keys) {
-    error = keys.error().message;
-    return nullptr;
-  }
-  auto sealer = DatagramSealer::create(keys.value().for_direction(security::sending_direction(cfg.role)), cfg.session_id);
-  const auto receives = sends == transport::PacketKind::data ? transport::PacketKind::feedback : transport::PacketKind::data;
-  auto opener = DatagramOpener::create(keys.value().for_direction(security::receiving_direction(cfg.role)),
-                                       cfg.session_id, OpenerExpect{receives, cfg.lane_id});
-  if (!sealer || !opener) {
-    error = !sealer ? sealer.error().message : opener.error().message;
-    return nullptr;
-  }
-  io->sealer.emplace(std::move(sealer.value()));
-  io->opener.emplace(std::move(opener.value()));
+  if (!make_lane_crypto(cfg, sends, io->sealer, io->opener, error)) return nullptr;
   io->socket = UdpSocket::open(cfg.local, cfg.remote.valid() ? &cfg.remote : nullptr, cfg.socket, error);
   if (!io->socket) return nullptr;
   io->socket->set_fault_injection(cfg.fault);

@@ -38,6 +38,12 @@ struct LaneIo {
   void fill_counters(UdpLaneCounters& c) const;
 };
 
+/// The sealer for what this end sends (`sends`) and the opener for the other
+/// kind, with the lane's keys (derive_lane_keys of its secret, session and
+/// lane id, per direction). false with `error` set on failure.
+bool make_lane_crypto(const UdpLaneConfig& cfg, transport::PacketKind sends, std::optional<DatagramSealer>& sealer,
+                      std::optional<DatagramOpener>& opener, std::string& error);
+
 /// "packet size 9000 is outside 1200..9000" style check; empty if fine.
 std::string check_config(const UdpLaneConfig& cfg);
 

@@ -1,6 +1,6 @@
 #include "engine/udp/udp_recv_lane.hpp"
 
-#include <cerrno>
+#include "engine/udp/lane_io.hpp"
 
 namespace braid::udp {
 
@@ -22,27 +22,51 @@ class UdpRecvLane::Sink final : public transport::DataSink {
 };
 
 std::unique_ptr<UdpRecvLane> UdpRecvLane::start(const UdpLaneConfig& cfg, UdpRecvEvents& events, std::string& error) {
-  auto io = LaneIo::create(cfg, transport::PacketKind::feedback, error);
-  if (!io) return nullptr;
+  if (error = check_config(cfg); !error.empty()) return nullptr;
+  auto port = UdpRecvPort::open(cfg.local, cfg.socket, error, true, cfg.fault);
+  if (!port) return nullptr;
+  if (cfg.remote.valid() && !port->socket_->connect(cfg.remote, error)) return nullptr;
+  // A receiving lane only sends feedback; without a size given it allows the
+  // largest (feedback packets stay far smaller).
+  return make(std::move(port), cfg, cfg.packet_size ? cfg.packet_size : kMaxPacketSize, events, error);
+}
+
+std::unique_ptr<UdpRecvLane> UdpRecvLane::start_on(std::shared_ptr<UdpRecvPort> port, const UdpLaneConfig& cfg,
+                                                   UdpRecvEvents& events, std::string& error) {
+  UdpLaneConfig c = cfg;
+  c.local = port->local_address();  // check_config wants one, of the remote's family
+  if (error = check_config(c); !error.empty()) return nullptr;
+  return make(std::move(port), cfg, cfg.packet_size ? cfg.packet_size : kMaxPacketSize, events, error);
+}
+
+std::unique_ptr<UdpRecvLane> UdpRecvLane::make(std::shared_ptr<UdpRecvPort> port, const UdpLaneConfig& cfg,
+                                               size_t packet_size, UdpRecvEvents& events, std::string& error) {
   transport::ReceiverConfig rc;
   rc.lane_id = cfg.lane_id;
-  rc.max_datagram_size = Bytes(io->packet_size);
+  rc.max_datagram_size = Bytes(packet_size);
   rc.ack_every = cfg.ack_every;
-  std::unique_ptr<UdpRecvLane> lane(new UdpRecvLane(events, std::move(io), rc));
-  lane->thread_ = std::thread([l = lane.get()] { l->run(); });
+  std::unique_ptr<UdpRecvLane> lane(new UdpRecvLane(events, port, cfg.lane_id, packet_size, rc));
+  if (!make_lane_crypto(cfg, transport::PacketKind::feedback, lane->sealer_, lane->opener_, error)) return nullptr;
+  if (cfg.remote.valid()) lane->set_peer(cfg.remote);
+  port->attach(lane.get());
   return lane;
 }
 
-UdpRecvLane::UdpRecvLane(UdpRecvEvents& events, std::unique_ptr<LaneIo> io, const transport::ReceiverConfig& rc)
+UdpRecvLane::UdpRecvLane(UdpRecvEvents& events, std::shared_ptr<UdpRecvPort> port, uint32_t lane_id,
+                         size_t packet_size, const transport::ReceiverConfig& rc)
     : events_(events),
-      io_(std::move(io)),
+      port_(std::move(port)),
+      lane_id_(lane_id),
+      packet_size_(packet_size),
       receiver_(rc),
-      sink_(std::make_unique<Sink>(events, receiver_)),
-      local_(io_->socket->local_address()) {}
+      sink_(std::make_unique<Sink>(events, receiver_)) {}
 
 UdpRecvLane::~UdpRecvLane() {
   close("lane destroyed");
-  if (thread_.joinable()) thread_.join();
+  // make() attaches only a lane that is complete; a lane that failed before
+  // never reached the port and has nothing to wait for.
+  std::unique_lock lock(mu_);
+  if (sealer_ && opener_) detached_cv_.wait(lock, [&] { return detached_; });
 }
 
 void UdpRecvLane::close(const std::string& reason) {
@@ -52,7 +76,7 @@ void UdpRecvLane::close(const std::string& reason) {
     stop_reason_ = reason;
     stop_ = true;
   }
-  io_->waiter.wake();
+  port_->wake();
 }
 
 UdpLaneCounters UdpRecvLane::counters() const {
@@ -65,58 +89,37 @@ void UdpRecvLane::end(const std::string& reason) {
   stop_ = true;
 }
 
-bool UdpRecvLane::receive(Time now) {
-  // One recvmmsg at a time, then feedback: acks follow each batch, so the
-  // sender's RTT and rate samples stay sharp even under a flood.
-  const int got = io_->socket->receive(*io_->rx);
-  if (got < 0) {
-    // Until the peer is known, an ICMP error belongs to nobody we know: ignore it.
-    if (!io_->socket->connected()) return true;
-    end(socket_error_reason(-got));
-    return false;
-  }
-  if (got == 0) return true;
-  io_->rx->for_each([&](std::span<uint8_t> d, const SocketAddress& from) {
-    if (stop_ || io_->opener->open(d) != FrameStatus::ok) return;  // counted; the lane goes on
-    if (!io_->socket->connected()) {
-      std::string error;
-      if (!io_->socket->connect(from, error)) {
-        end(error);
-        return;
-      }
-    }
-    const auto e = receiver_.on_datagram_received(now, d.first(d.size() - kAeadTagSize), *sink_);
-    if (e != transport::TransportError::ok && e != transport::TransportError::duplicate_packet) ++protocol_errors_;
-  });
-  return !stop_;
+void UdpRecvLane::set_peer(const SocketAddress& from) {
+  peer_ = from;
+  has_peer_ = true;
 }
 
-bool UdpRecvLane::send_feedback(Time now) {
-  if (!io_->socket->connected()) return true;
-  TxBatch& tx = *io_->tx;
+void UdpRecvLane::deliver(Time now, std::span<const uint8_t> packet) {
+  const auto e = receiver_.on_datagram_received(now, packet, *sink_);
+  if (e != transport::TransportError::ok && e != transport::TransportError::duplicate_packet) ++protocol_errors_;
+}
+
+bool UdpRecvLane::poll_feedback(Time now, UdpSocket& socket, TxBatch& tx, uint32_t owner) {
+  if (!has_peer_ || stop_) return !stop_;
+  // A connected (exclusive) socket sends to its peer without an address.
+  const SocketAddress* to = socket.connected() ? nullptr : &peer_;
   for (;;) {
-    const std::span<uint8_t> slot = tx.next_slot();
-    if (slot.empty()) break;
+    std::span<uint8_t> slot = tx.next_slot();
+    if (slot.empty()) {
+      // Full: send what is there (the port sorts out errors) and go on.
+      port_->flush();
+      slot = tx.next_slot();
+      if (slot.empty() || stop_) return !stop_;
+    }
+    slot = slot.first(std::min(slot.size(), packet_size_));
     const auto size = receiver_.poll_transmit(now, slot);
-    if (!size) break;
-    if (io_->sealer->seal(slot, *size) != FrameStatus::ok) {
+    if (!size) return true;
+    if (sealer_->seal(slot, *size) != FrameStatus::ok) {
       end("the lane's key reached its usage limit (a new lane is needed)");
       return false;
     }
-    io_->socket->queue(tx, *size + kAeadTagSize);
+    socket.queue(tx, *size + kAeadTagSize, to, owner);
   }
-  const int rc = io_->socket->flush(tx);
-  // A full buffer drops this feedback; the core sends fresh acks soon (and
-  // MAX_DATA rides on every one), so nothing waits on it.
-  if (rc == EAGAIN) {
-    tx.discard();
-    return true;
-  }
-  if (rc != 0) {
-    end(socket_error_reason(rc));
-    return false;
-  }
-  return true;
 }
 
 void UdpRecvLane::publish_counters() {
@@ -127,24 +130,28 @@ void UdpRecvLane::publish_counters() {
   c.data_bytes_received = s.data_bytes_received;
   c.feedback_packets_sent = s.feedback_packets_sent;
   c.protocol_errors = protocol_errors_;
-  io_->fill_counters(c);
+  using security::FrameStatus;
+  c.rejected_forged = opener_->count(FrameStatus::forged);
+  c.rejected_replayed = opener_->count(FrameStatus::replayed);
+  c.rejected_too_old = opener_->count(FrameStatus::too_old);
+  c.rejected_other = opener_->rejected() - c.rejected_forged - c.rejected_replayed - c.rejected_too_old;
+  if (port_->exclusive()) {
+    // A port of its own: whatever reached it was meant for this lane (as its
+    // own socket's datagrams were before ports were shared).
+    const UdpPortStats p = port_->stats();
+    c.rejected_other += p.malformed + p.unknown_lane + p.foreign_source;
+  }
+  // On a shared port the socket's counts and the thread's CPU time are the
+  // port's (every lane on it), not this lane's alone.
+  c.socket = port_->socket_stats();
+  c.gso = port_->gso();
+  c.gro = port_->gro();
   c.io_thread_cpu_seconds = IoWaiter::thread_cpu_seconds();
   std::lock_guard lock(counters_mu_);
   counters_ = c;
 }
 
-void UdpRecvLane::run() {
-  IoWaiter::tune_thread();
-  uint64_t loops = 0;
-  while (!stop_) {
-    Time now = io_->clock.now();
-    if (!receive(now)) break;
-    now = io_->clock.now();
-    receiver_.on_timeout(now);
-    if (!send_feedback(now)) break;
-    if ((++loops & 15) == 0) publish_counters();
-    io_->waiter.wait(io_->socket->fd(), false, receiver_.poll_timeout(), io_->clock);
-  }
+void UdpRecvLane::finish() {
   publish_counters();
   {
     std::lock_guard lock(mu_);
@@ -152,6 +159,9 @@ void UdpRecvLane::run() {
   }
   stopped_ = true;
   events_.on_closed(close_reason_);
+  std::lock_guard lock(mu_);
+  detached_ = true;
+  detached_cv_.notify_all();
 }
 
 }  // namespace braid::udp

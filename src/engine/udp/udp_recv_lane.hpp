@@ -1,34 +1,46 @@
-// The receiving end of one UDP lane: the I/O shell around the pure
-// transport::LaneReceiver. Datagrams come in with recvmmsg (+ GRO), are
-// opened (tag and replay window) and fed to the core, which hands each DATA
-// frame to UdpRecvEvents::on_data (the engine verifies and pwrites) and says
-// when to send feedback (acks, MAX_DATA); feedback is sealed and sent on
-// the same socket.
+// The receiving end of one UDP lane: the pure transport::LaneReceiver, the
+// lane's opener and sealer, and its peer. Datagrams come in through a
+// UdpRecvPort (udp_recv_port.hpp), which finds the lane, has it open them
+// (tag and replay window) and feeds the core; the core hands each DATA frame
+// to UdpRecvEvents::on_data (the engine verifies and pwrites) and says when
+// to send feedback (acks, MAX_DATA), which the port seals with the lane's
+// key and sends to the lane's peer.
 //
-// If the config has no remote address the socket starts unconnected and
-// connects to the source of the first datagram that authenticates — a
-// forged or stray datagram cannot claim the lane. From then on the kernel
-// filters every other source.
+// The lane listens to the source of the first datagram that authenticates
+// with its keys — a forged or stray datagram cannot claim it — and to
+// nobody else from then on.
 //
-// Threads: as UdpSendLane — one I/O thread owns everything; close() and
-// counters() from any thread; the destructor closes and joins.
+// start() gives the lane a port of its own (cfg.local; an exclusive port,
+// whose socket connects to the peer); start_on() puts it on a shared port,
+// as `braid recv` does with the port its TCP listener has.
+//
+// Threads: one I/O thread (the port's) owns the lane's state and calls its
+// events; close() and counters() from any thread; the destructor closes the
+// lane and waits until the port has let go of it (on_closed has returned).
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <thread>
 
 #include "core/transport/lane_receiver.hpp"
-#include "engine/udp/lane_io.hpp"
+#include "engine/udp/datagram_crypto.hpp"
 #include "engine/udp/udp_lane_types.hpp"
+#include "engine/udp/udp_recv_port.hpp"
 
 namespace braid::udp {
 
 class UdpRecvLane {
  public:
+  /// On a port of its own, bound to cfg.local (port 0: any).
   static std::unique_ptr<UdpRecvLane> start(const UdpLaneConfig& cfg, UdpRecvEvents& events, std::string& error);
+  /// On `port`, shared with other lanes (cfg.local, cfg.socket and cfg.fault
+  /// are the port's business and ignored here).
+  static std::unique_ptr<UdpRecvLane> start_on(std::shared_ptr<UdpRecvPort> port, const UdpLaneConfig& cfg,
+                                               UdpRecvEvents& events, std::string& error);
   ~UdpRecvLane();
   UdpRecvLane(const UdpRecvLane&) = delete;
   UdpRecvLane& operator=(const UdpRecvLane&) = delete;
@@ -37,33 +49,61 @@ class UdpRecvLane {
   void close(const std::string& reason = "closed by the engine");
   bool closed() const { return stopped_.load(); }
   UdpLaneCounters counters() const;
-  /// Where the sender must send (the port, if the config asked for port 0).
-  SocketAddress local_address() const { return local_; }
+  /// Where the sender must send: the port's address (its port, if it was bound to port 0).
+  SocketAddress local_address() const { return port_->local_address(); }
+  uint32_t lane_id() const { return lane_id_; }
+  const UdpRecvPort& port() const { return *port_; }
 
  private:
+  friend class UdpRecvPort;
   class Sink;
-  UdpRecvLane(UdpRecvEvents& events, std::unique_ptr<LaneIo> io, const transport::ReceiverConfig& rc);
-  void run();
-  bool receive(Time now);
-  bool send_feedback(Time now);
+  UdpRecvLane(UdpRecvEvents& events, std::shared_ptr<UdpRecvPort> port, uint32_t lane_id, size_t packet_size,
+              const transport::ReceiverConfig& rc);
+  static std::unique_ptr<UdpRecvLane> make(std::shared_ptr<UdpRecvPort> port, const UdpLaneConfig& cfg,
+                                           size_t packet_size, UdpRecvEvents& events, std::string& error);
+
+  // --- the port's I/O thread ---
+  bool has_peer() const { return has_peer_; }
+  const SocketAddress& peer() const { return peer_; }
+  /// Checks and decrypts in place (a refusal counted by the opener if `count`).
+  FrameStatus open(std::span<uint8_t> datagram, bool count = true) { return opener_->open(datagram, count); }
+  /// An authentic datagram (header + frames, tag cut off) from `from`.
+  void deliver(Time now, std::span<const uint8_t> packet);
+  /// Takes `from` as the lane's peer (its first authentic datagram came from there).
+  void set_peer(const SocketAddress& from);
+  /// The core's feedback, sealed into `tx` for the peer (tagged `owner`);
+  /// flushes through `socket` when the batch fills. false if the lane ended.
+  bool poll_feedback(Time now, UdpSocket& socket, TxBatch& tx, uint32_t owner);
+  Time poll_timeout() const { return receiver_.poll_timeout(); }
+  void on_timeout(Time now) { receiver_.on_timeout(now); }
+  bool stopping() const { return stop_.load(std::memory_order_relaxed); }
+  /// Ends the lane for `reason` (the first reason wins).
   void end(const std::string& reason);
   void publish_counters();
+  /// Last call from the port: counters, on_closed, then the handle may go.
+  void finish();
 
   UdpRecvEvents& events_;
-  std::unique_ptr<LaneIo> io_;
+  std::shared_ptr<UdpRecvPort> port_;
+  uint32_t lane_id_;
+  size_t packet_size_;
+  std::optional<DatagramSealer> sealer_;
+  std::optional<DatagramOpener> opener_;
   transport::LaneReceiver receiver_;
   std::unique_ptr<Sink> sink_;
-  SocketAddress local_;
+  bool has_peer_ = false;
+  SocketAddress peer_;
   uint64_t protocol_errors_ = 0;
   std::string close_reason_;
 
-  std::mutex mu_;
+  std::mutex mu_;  // stop_reason_, detached_
+  std::condition_variable detached_cv_;
+  bool detached_ = false;
   std::atomic<bool> stop_{false};
   std::atomic<bool> stopped_{false};
   std::string stop_reason_;
   mutable std::mutex counters_mu_;
   UdpLaneCounters counters_;
-  std::thread thread_;
 };
 
 }  // namespace braid::udp

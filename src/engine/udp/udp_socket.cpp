@@ -29,7 +29,14 @@ void set_buffer(int fd, int force_opt, int opt, int bytes) {
 
 // --- batches ------------------------------------------------------------------
 
-TxBatch::TxBatch(size_t slots, size_t slot_size) : buf_(slots * slot_size), lens_(slots), slot_size_(slot_size) {}
+TxBatch::TxBatch(size_t slots, size_t slot_size)
+    : buf_(slots * slot_size), lens_(slots), to_(slots), owner_(slots), slot_size_(slot_size) {}
+
+void TxBatch::drop_head_owner() {
+  const uint32_t owner = owner_[head_];
+  while (head_ < count_ && owner_[head_] == owner) ++head_;
+  if (head_ == count_) count_ = head_ = 0;
+}
 
 std::span<uint8_t> TxBatch::next_slot() {
   if (full()) return {};
@@ -123,7 +130,7 @@ void UdpSocket::set_fault_injection(FaultInjection f) {
   rng_.seed(fault_.seed);
 }
 
-void UdpSocket::queue(TxBatch& batch, size_t len) {
+void UdpSocket::queue(TxBatch& batch, size_t len, const SocketAddress* to, uint32_t owner) {
   if (fault_.drop_probability > 0 &&
       std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < fault_.drop_probability) {
     ++stats_.injected_drops;
@@ -131,7 +138,7 @@ void UdpSocket::queue(TxBatch& batch, size_t len) {
     return;  // the slot is reused by the next datagram
   }
   if (fault_.on_sent) fault_.on_sent(std::span<const uint8_t>(batch.slot(batch.count_), len));
-  batch.commit(len);
+  batch.commit(len, to, owner);
 }
 
 int UdpSocket::flush(TxBatch& batch) {
@@ -168,6 +175,7 @@ int UdpSocket::send_messages(TxBatch& batch, bool use_gso) {
     while (j < n && (j == i || use_gso)) {
       const size_t len = batch.lens_[j];
       if (j > i && (len > seg || j - i == kMaxGsoSegments || bytes + len > kMaxGsoBytes)) break;
+      if (j > i && batch.to_[i].len != 0 && !(batch.to_[j] == batch.to_[i])) break;  // one destination per message
       tx_iov_[j] = iovec{batch.slot(j), len};
       bytes += len;
       ++j;
@@ -177,6 +185,10 @@ int UdpSocket::send_messages(TxBatch& batch, bool use_gso) {
     m = mmsghdr{};
     m.msg_hdr.msg_iov = &tx_iov_[i];
     m.msg_hdr.msg_iovlen = j - i;
+    if (batch.to_[i].len != 0) {
+      m.msg_hdr.msg_name = &batch.to_[i].storage;
+      m.msg_hdr.msg_namelen = batch.to_[i].len;
+    }
     if (j - i > 1) {
       uint8_t* ctl = tx_control_.data() + messages * kSegmentCmsgSpace;
       std::memset(ctl, 0, kSegmentCmsgSpace);

@@ -13,6 +13,10 @@
 // route; EINVAL) the socket turns GSO off and resends the same batch without
 // it: a graceful fall-back, counted in stats().
 //
+// An unconnected socket (a receiver's port shared by many lanes) sends each
+// datagram to its own address: a batch slot may carry a destination, and
+// GSO runs never cross destinations.
+//
 // Nothing here knows the protocol. The test hook (FaultInjection) drops
 // datagrams at random (seeded) before they reach the kernel and shows each
 // sent datagram to the test, so tests can lose, replay or forge packets.
@@ -80,13 +84,24 @@ class TxBatch {
   size_t slot_size() const { return slot_size_; }
   /// Forgets what is pending (datagrams the socket could not take).
   void discard() { count_ = head_ = 0; }
+  /// The tag queue() gave the first pending datagram (who sent it).
+  uint32_t head_owner() const { return owner_[head_]; }
+  /// Drops the pending datagrams at the head with the head's tag (after a
+  /// send error that concerns that destination only).
+  void drop_head_owner();
 
  private:
   friend class UdpSocket;
-  void commit(size_t len) { lens_[count_++] = static_cast<uint32_t>(len); }
+  void commit(size_t len, const SocketAddress* to, uint32_t owner) {
+    if (to) to_[count_] = *to; else to_[count_].len = 0;
+    owner_[count_] = owner;
+    lens_[count_++] = static_cast<uint32_t>(len);
+  }
   uint8_t* slot(size_t i) { return buf_.data() + i * slot_size_; }
   std::vector<uint8_t> buf_;
   std::vector<uint32_t> lens_;
+  std::vector<SocketAddress> to_;   // per slot; len 0: the connected peer
+  std::vector<uint32_t> owner_;     // per slot: the caller's tag
   size_t slot_size_;
   size_t count_ = 0;  // slots filled
   size_t head_ = 0;   // slots already sent
@@ -133,8 +148,10 @@ class UdpSocket {
   bool gro() const { return gro_; }
 
   /// Puts the datagram just written into batch.next_slot() (`len` bytes) in
-  /// line to be sent; the fault hook may drop it here.
-  void queue(TxBatch& batch, size_t len);
+  /// line to be sent; the fault hook may drop it here. `to`: its destination
+  /// on an unconnected socket (nullptr: the connected peer); `owner`: a tag
+  /// for the caller (TxBatch::head_owner after an error).
+  void queue(TxBatch& batch, size_t len, const SocketAddress* to = nullptr, uint32_t owner = 0);
   /// Sends what is pending in `batch`. Returns 0 when all went (the batch is
   /// then empty and reset), EAGAIN when the socket buffer is full (the rest
   /// stays pending: wait for POLLOUT), or another errno (e.g. ECONNREFUSED,

@@ -74,11 +74,17 @@ class LoopbackPair : public UdpSendEvents, public UdpRecvEvents {
     for (size_t i = 0; i < bytes / 8; ++i) p[i] = rng();
   }
 
+  // The lanes call back into this object until they are gone.
+  ~LoopbackPair() { stop(); }
+
   /// Starts the receiver first (port 0, peer learnt), then the sender.
-  bool start(UdpLaneConfig send_cfg, UdpLaneConfig recv_cfg) {
+  bool start(UdpLaneConfig send_cfg, UdpLaneConfig recv_cfg) { return start_on(nullptr, send_cfg, recv_cfg); }
+  /// As start(), with the receiving lane on a shared `port` (null: a port of its own).
+  bool start_on(std::shared_ptr<UdpRecvPort> port, UdpLaneConfig send_cfg, UdpLaneConfig recv_cfg) {
     std::string error;
     recv_cfg.role = security::Role::server;
-    recv_ = UdpRecvLane::start(recv_cfg, *this, error);
+    recv_ = port ? UdpRecvLane::start_on(std::move(port), recv_cfg, *this, error)
+                 : UdpRecvLane::start(recv_cfg, *this, error);
     if (!recv_) {
       error_ = "receiver: " + error;
       return false;
