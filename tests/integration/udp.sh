@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # UDP lanes through the real `braid` binary over loopback. One case per run:
-# udp.sh BRAID_BINARY CASE (two-lanes, mixed, rate-limit, kill-lane, kill-control, transport). Each
+# udp.sh BRAID_BINARY CASE (two-lanes, mixed, rate-limit, kill-lane, kill-control, transport, port-taken). Each
 # case starts `braid recv` (127.0.0.1, and ::1 when IPv6 works), runs
 # `braid send` with lanes named by hand, and checks the file's SHA-256, the
 # exit codes, the --json report and the logs.
@@ -47,6 +47,11 @@ wait_recv() {
   wait "$RECV_PID"; RECV_RC=$?; RECV_PID=
 }
 
+# udp_local_count ADDR:PORT N: the receiver logged exactly N UDP lanes open on ADDR:PORT.
+udp_local_count() {
+  [ "$(grep '"lane_open"' "$W/recv.log" | grep '"kind":"udp"' | grep -cF "\"local\":\"$1\"")" = "$2" ]
+}
+
 make_file() { head -c "$1" /dev/urandom > "$W/src/data.bin"; }
 
 check_identical() {
@@ -84,6 +89,10 @@ case "$CASE" in
     check_json 'sum(l["bytes"] for l in s["lanes"]) == 256 << 20'
     # The packet size follows the path MTU: loopback's 65536 → the 9000 cap.
     [ "$(grep -c '"kind":"udp".*"packet_size":9000' "$W/send.log")" = 2 ] || fail "packet size did not follow the path MTU"
+    # Each UDP lane came in on the port number the receiver listens on for TCP.
+    want="127.0.0.1:$PORT"; [ -n "$PORT6" ] && want="[::1]:$PORT6"
+    udp_local_count "127.0.0.1:$PORT" 1 && udp_local_count "$want" 1 ||
+      fail "the UDP lanes are not on the TCP listeners' ports: $(grep '"lane_open"' "$W/recv.log")"
     ;;
   mixed)
     # 1 TCP + 2 UDP data lanes in one session (lane 0 is control only).
@@ -101,6 +110,10 @@ case "$CASE" in
     check_json 'all(l["packets_sent"] > 0 and l["cc_rate_bytes_per_sec"] > 0 for l in s["lanes"] if l["kind"] == "udp")'
     check_json '"packets_sent" not in s["lanes"][0] and sum(l["bytes"] for l in s["lanes"]) == 128 << 20'
     check_json 'sorted(l["kind"] for l in r["transfers"][0]["lanes"]).count("udp") == 2'
+    # Both UDP lanes share the listener's port (one socket, told apart by lane id).
+    [ "$(grep -c '"udp_port_fallback"' "$W/recv.log")" = 0 ] || fail "a UDP lane fell back to a port of its own"
+    udp_local_count "127.0.0.1:$PORT" 2 ||
+      fail "the UDP lanes do not share the TCP listener's port $PORT: $(grep '"lane_open"' "$W/recv.log")"
     ;;
   rate-limit)
     # --rate-limit caps the whole transfer (two UDP lanes share it).
@@ -154,6 +167,22 @@ case "$CASE" in
     check_identical
     grep '"transport"' "$W/send.log" | grep -q '"choice":"tcp"' || fail "auto did not log its choice of tcp"
     check_json 'all(l["kind"] == "tcp" for l in s["lanes"])'
+    ;;
+  port-taken)
+    # Another program holds the listener's port number for UDP: the lane
+    # takes a free port instead, says why, and the transfer still works.
+    make_file $((16 << 20))
+    start_recv
+    python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", int(sys.argv[1])))
+open(sys.argv[2], "w").close(); time.sleep(60)' "$PORT" "$W/holding" &
+    HOLDER=$!
+    for _ in $(seq 100); do [ -f "$W/holding" ] && break; sleep 0.05; done
+    send --lane "udp:127.0.0.1=127.0.0.1:$PORT" "$W/src/data.bin" "127.0.0.1:$PORT"
+    kill $HOLDER 2>/dev/null
+    check_identical
+    grep '"udp_port_fallback"' "$W/recv.log" | grep -q "127.0.0.1:$PORT" || fail "no udp_port_fallback with the reason"
+    udp_local_count "127.0.0.1:$PORT" 0 || fail "a lane claims the taken port"
     ;;
   *) fail "unknown case" ;;
 esac

@@ -200,7 +200,8 @@ void Receiver::run_session(security::UniqueFd fd) {
   std::string error;
   auto link = lanes::LaneLink::create(std::move(fd), sid, 0, session.value().lane_secret(), security::Role::server, error);
   if (!link) return;
-  ReceiverConfig cfg{root_fd_.get(), opts_.yes, opts_.quiet};
+  ReceiverConfig cfg{root_fd_.get(), opts_.yes, opts_.quiet, &udp_ports_, {}};
+  for (const auto& b : bound_) cfg.listen_ports.push_back(b.port());
   const auto& fp = session.value().peer().fingerprint.bytes();
   auto s = std::make_shared<ReceiverSession>(cfg, log_, peer, std::vector<uint8_t>(fp.begin(), fp.end()), sid,
                                              session.value().lane_secret());

@@ -3,7 +3,8 @@
 // handshake (0x16) starts a session; a braid frame (version 1) is a further
 // lane of a running session, found by the session id in its header — a frame
 // naming no running session (e.g. from an older one) is counted and closed
-// without touching any session.
+// without touching any session. UDP lanes (negotiated over a session's TCP
+// lane) come in on the same port numbers the listeners have.
 #pragma once
 
 #include <atomic>
@@ -72,6 +73,9 @@ class Receiver {
   std::vector<security::UniqueFd> listeners_;
   std::vector<lanes::Endpoint> bound_;
   std::vector<std::string> advertised_;
+  /// UDP lanes of every session, on the listeners' port numbers (one shared
+  /// socket per local address, opened on a lane's first use of it).
+  udp::UdpRecvPorts udp_ports_;
   security::UniqueFd wake_;  // eventfd: stop() pokes it
 
   mutable std::mutex mu_;

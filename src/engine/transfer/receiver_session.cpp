@@ -733,10 +733,12 @@ void ReceiverSession::handle_done(const Control& c) {
 
 // ---- UDP lanes -------------------------------------------------------------------
 //
-// udp_open (over a TCP lane) → a UDP socket for that lane alone, bound to the
-// address the sender named (one we advertised) on a free port, answered with
-// udp_ready. The socket connects to the first datagram that authenticates
-// with the lane's keys. Each piece's bytes are gathered in memory
+// udp_open (over a TCP lane) → the lane joins the receiver's shared UDP port
+// on the address the sender named (one we advertised) and the TCP
+// listener's port number (udp_recv_port.hpp; a free port of its own if that
+// one is taken), answered with udp_ready. The lane listens to the first
+// source whose datagram authenticates with the lane's keys. Each piece's
+// bytes are gathered in memory
 // (UdpPieceAssembly), verified against the header's hash, then written with
 // one pwrite. The sender's scheduler learns from the lane's transport acks;
 // only a piece that fails its hash is reported (lane_ack over a TCP lane).
@@ -772,11 +774,31 @@ void ReceiverSession::handle_udp_open(Lane& via, std::span<const uint8_t> payloa
   cfg.session_id = session_id_;
   cfg.lane_secret = secret_;
   cfg.role = security::Role::server;
-  where->set_port(0);
-  cfg.local = *udp::SocketAddress::parse(where->str());
   cfg.packet_size = udp::kMaxPacketSize;  // receives what the sender chose
   std::string error;
-  auto lane = udp::UdpRecvLane::start(cfg, *u->events, error);
+  std::unique_ptr<udp::UdpRecvLane> lane;
+  if (cfg_.udp_ports) {
+    // The port number the sender reached us on for TCP (the one its address
+    // names, if we listen there; else lane `via`'s), shared with every UDP
+    // lane on that address: one port, TCP and UDP, is all a firewall must let in.
+    uint16_t port = lanes::local_endpoint_of(via.link->fd()).port();
+    for (uint16_t p : cfg_.listen_ports)
+      if (p == where->port()) port = p;
+    where->set_port(port);
+    const udp::SocketAddress local = *udp::SocketAddress::parse(where->str());
+    if (auto shared = cfg_.udp_ports->get(local, error)) {
+      lane = udp::UdpRecvLane::start_on(std::move(shared), cfg, *u->events, error);
+    } else {
+      log_.write("udp_port_fallback", {{"lane", m.lane_id}, {"local", local.str()}, {"reason", error}});
+      note("UDP port " + local.str() + " unavailable (" + error + "): lane " + std::to_string(m.lane_id) +
+           " takes a free port");
+    }
+  }
+  if (!lane) {
+    where->set_port(0);
+    cfg.local = *udp::SocketAddress::parse(where->str());
+    lane = udp::UdpRecvLane::start(cfg, *u->events, error);
+  }
   if (!lane) {
     std::lock_guard lock(mu_);
     u->alive = false;

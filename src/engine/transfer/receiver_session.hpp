@@ -19,6 +19,7 @@
 #include "engine/security/session.h"
 #include "engine/transfer/event_log.hpp"
 #include "engine/transfer/report.hpp"
+#include "engine/udp/udp_recv_port.hpp"
 #include "engine/wire/messages.hpp"
 
 namespace braid::transfer {
@@ -27,6 +28,10 @@ struct ReceiverConfig {
   int root_fd = -1;          // the target directory (owned by the Receiver)
   bool yes = false;          // accept every offer without asking
   bool quiet = false;        // no lines on stderr (in-process tests)
+  /// UDP lanes go on these shared ports, on the TCP listener's port number
+  /// (owned by the Receiver); null: a port of its own per lane.
+  udp::UdpRecvPorts* udp_ports = nullptr;
+  std::vector<uint16_t> listen_ports;  // the TCP listeners' port numbers
 };
 
 class ReceiverSession {
