@@ -88,7 +88,7 @@ void add_sim_command(CLI::App& app) {
   cmd->add_option("--policy", args->policy, "braid|ecf|minrtt|roundrobin|queue|seed-old|all");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of a table");
   cmd->add_option("--scenario", args->scenario_file, "Scenario file (see scenarios/)");
-  cmd->add_option("--lane", args->lanes, "NAME:rate=RATE,rtt=TIME[,hint=RATE][,jitter=TIME][,loss=P][,ackloss=P][,sndbuf=SIZE][,iw=SIZE]");
+  cmd->add_option("--lane", args->lanes, "NAME:rate=RATE,rtt=TIME[,hint=RATE][,jitter=TIME][,loss=P][,ackloss=P][,sndbuf=SIZE][,iw=SIZE][,noise=F][,frame=SIZE]");
   cmd->add_option("--event", args->events, "at=TIME,lane=NAME,(rate=RATE|down|up|gone)");
   cmd->callback([args, cmd] { run_sim(*args, *cmd); });
 }
