@@ -21,12 +21,20 @@ constexpr double kMaxRttsPerUpdate = 2.0;
 // gain), and in slow start 2× (it doubles per RTT).
 constexpr double kHeadroom = 1.25;
 constexpr double kSlowStartHeadroom = 2.0;
-// ...ahead of the largest acked rate of the last 10 RTTs (BBR's bandwidth
-// filter window), not of the last RTT's: when acks pause for an RTT (a
-// receiver or, on netlab, the user-space emulator descheduled; a delay
-// spike) the last RTT's rate is near zero, and the cap fell to its floor
-// with no queue at all — then took a restart and a new start-up to come back.
+// ...ahead of the larger of the acked rates over the last RTT and over the
+// last 10 RTTs (BBR's bandwidth-filter window). The last RTT's alone: when
+// acks pause for an RTT (a receiver or, on netlab, the user-space emulator
+// descheduled; a delay spike) it is near zero, and the cap fell to its floor
+// with no queue at all — then took a restart and a new start-up to come
+// back. The largest per-RTT rate of 10 RTTs instead: on netlab acks arrive
+// in bursts (198 segments in one ACK after a 30 ms pause), per-RTT rates
+// of 1.06× the link, and two lanes' caps summed to 1.4× the link.
 constexpr double kHeadroomWindowRtts = 10;
+// The largest rate seen (the path's rate, for the growth that fades near it
+// and the end of a slow start after a restart) is measured over 2 RTTs: one
+// RTT's rate includes bursts of compressed acks (1.06× the link per lane on
+// netlab), 10 RTTs' never reaches the link while the cap saws below it.
+constexpr double kMaxRateRtts = 2;
 // The kernel's srtt is already smoothed (1/8 per ack): the current delay is
 // the minimum of the last 2 samples (20 ms at the engine's 10 ms), not
 // RFC 6817's 4 per-ack samples, which would add 30 ms of lag.
@@ -40,11 +48,15 @@ constexpr Duration kMinRtt = Duration::micros(100);
 // inter-segment gap of ACK delay: at 2 MSS per RTT the srtt doubles and
 // looks like a queue of one base RTT — measured on netlab, 20 ms of phantom
 // queue that kept the cap at its floor long after the competitor had left.
-// The delay sample is therefore the srtt minus min(MSS / cap, 40 ms):
+// The delay sample is therefore the srtt minus min(MSS / cap, 44 ms):
 // nothing at full rate, the gap at the floor. Where segments go out in
 // pairs (cubic's 2-segment bursts) this underestimates the queue by that
 // gap, which still leaves a competitor's standing queue well above target.
-constexpr Duration kDelayedAckMax = Duration::millis(40);
+// 44 ms: the timer fires on the kernel tick after 40 ms, 40-44 ms at
+// HZ=250 (Debian's and netlab's kernels; 40-50 at HZ=100, 40-41 at 1000).
+// With 40 the samples at the floor read 0-4 ms of queue, above target/4 as
+// often as not, and the 8 quiet RTTs a restart needs came late.
+constexpr Duration kDelayedAckMax = Duration::millis(44);
 // Our choice: a slow start after a restart ends once the acked rate is back
 // at 0.9 of the largest rate acked so far; above that LEDBAT's own growth
 // (fading near that rate) takes over.
@@ -57,30 +69,27 @@ Rate TcpPacingCap::floor() const {
   return Rate::over(Bytes(kMinPackets * mss_.count()), std::max(srtt_, kMinRtt));
 }
 
-void TcpPacingCap::update_acked_rate(const TcpSample& s) {
-  history_[history_next_] = {s.now, s.bytes_acked, capped_ ? cap_ : Rate()};
-  history_next_ = (history_next_ + 1) % kHistory;
-  history_count_ = std::min(history_count_ + 1, kHistory);
-  if (history_count_ < 2) return;
-  // The newest point at least one smoothed RTT old (else the oldest kept).
-  const Time since = s.now - std::max(srtt_, kMinRtt);
+Rate TcpPacingCap::rate_since(const TcpSample& s, Time since) const {
+  // The newest point at or before `since` (else the oldest kept).
   const Point* from = nullptr;
   for (size_t i = 1; i < history_count_; ++i) {
     const Point& p = history_[(history_next_ + kHistory - 1 - i) % kHistory];
     from = &p;
     if (p.t <= since) break;
   }
-  acked_rate_ = Rate::over(Bytes(s.bytes_acked - std::min(s.bytes_acked, from->acked)), s.now - from->t);
-  rates_[rates_next_] = {s.now, acked_rate_};
-  rates_next_ = (rates_next_ + 1) % kRateHistory;
-  rates_count_ = std::min(rates_count_ + 1, kRateHistory);
-  const Time window_start = s.now - std::max(srtt_, kMinRtt) * kHeadroomWindowRtts;
-  recent_max_acked_ = acked_rate_;
-  for (size_t i = 1; i < rates_count_; ++i) {
-    const RatePoint& p = rates_[(rates_next_ + kRateHistory - 1 - i) % kRateHistory];
-    if (p.t < window_start) break;
-    recent_max_acked_ = std::max(recent_max_acked_, p.rate);
-  }
+  if (!from) return Rate();
+  return Rate::over(Bytes(s.bytes_acked - std::min(s.bytes_acked, from->acked)), s.now - from->t);
+}
+
+void TcpPacingCap::update_acked_rate(const TcpSample& s) {
+  history_[history_next_] = {s.now, s.bytes_acked, capped_ ? cap_ : Rate()};
+  history_next_ = (history_next_ + 1) % kHistory;
+  history_count_ = std::min(history_count_ + 1, kHistory);
+  if (history_count_ < 2) return;
+  const Duration rtt = std::max(std::min(srtt_, loop_rtt_), kMinRtt);
+  acked_rate_ = rate_since(s, s.now - rtt);
+  two_rtt_acked_rate_ = rate_since(s, s.now - rtt * kMaxRateRtts);
+  long_acked_rate_ = rate_since(s, s.now - rtt * kHeadroomWindowRtts);
 }
 
 Rate TcpPacingCap::cap_as_sent(Time now) const {
@@ -119,6 +128,12 @@ TcpPacingDecision TcpPacingCap::on_sample(const TcpSample& s) {
     latest = last_.srtt + (s.srtt - last_.srtt) / moved;
     latest = std::max(latest, kMinRtt);
   }
+  // The RTT the control loop runs at: the latest sample where the smoothed
+  // srtt still lags (after a competitor's queue has drained, ACKs of lone
+  // segments move the srtt from ~120 ms to the path's 20-60 ms over a
+  // second); a slow start that doubles per srtt took 0.3 s longer to refill
+  // the link on netlab.
+  if (new_acks && s.srtt.ns() > 0) loop_rtt_ = std::max(std::min(srtt_, latest), kMinRtt);
   const bool loss = started_ && s.retransmits > last_.retransmits;
   const Duration dt = started_ ? s.now - last_.now : Duration::zero();
   started_ = true;
@@ -144,7 +159,7 @@ TcpPacingDecision TcpPacingCap::on_sample(const TcpSample& s) {
     delays_.on_sample(s.now, sample);
     path_rtt_ = sample;
   }
-  max_rate_ = std::max(max_rate_, acked_rate_);
+  max_rate_ = std::max(max_rate_, two_rtt_acked_rate_);
   if (!delays_.has_sample()) return {cap(), false};
 
   const double q = delays_.queuing_delay().to_seconds() / cfg_.target.to_seconds();  // delay in targets
@@ -154,8 +169,9 @@ TcpPacingDecision TcpPacingCap::on_sample(const TcpSample& s) {
   // probe fired early; seen on a busy loopback) — halving then would make a
   // background transfer collapse on exactly the paths issue 5 wants it on.
   const bool congested_loss = loss && q >= kQuietFraction;
-  const double rtts = std::min(dt.to_seconds() / srtt_.to_seconds(), kMaxRttsPerUpdate);
-  const double step = kGain * mss_.as_double() / srtt_.to_seconds() * rtts;  // one MSS per RTT, per RTT
+  const double rtt = std::min(srtt_, loop_rtt_).to_seconds();
+  const double rtts = std::min(dt.to_seconds() / rtt, kMaxRttsPerUpdate);
+  const double step = kGain * mss_.as_double() / rtt * rtts;  // one MSS per RTT, per RTT
   TcpPacingDecision d;
 
   if (!capped_) {
@@ -218,7 +234,8 @@ TcpPacingDecision TcpPacingCap::on_sample(const TcpSample& s) {
       quiet_since_ = Time::never();
     }
   }
-  cap_ = std::min(cap_, std::max(recent_max_acked_ * (slow_start_ ? kSlowStartHeadroom : kHeadroom), floor()));
+  cap_ = std::min(cap_, std::max(std::max(acked_rate_, long_acked_rate_) * (slow_start_ ? kSlowStartHeadroom : kHeadroom),
+                                 floor()));
   cap_ = std::max(cap_, floor());
   d.cap = cap_;
   return d;

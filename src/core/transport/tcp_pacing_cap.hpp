@@ -18,10 +18,11 @@
 //    queue (≥ target/4) halves it, once per RTT — without a queue a loss is
 //    random or a spurious tail-loss probe, and the kernel answers it anyway;
 //  - the cap never runs more than 1.25× (2× in slow start) ahead of the
-//    largest acked rate of the last 10 RTTs (RFC 6817's "never beyond flight
-//    size + growth"; the maximum as BBR's bandwidth filter, so that acks
+//    acked rate (RFC 6817's "never beyond flight size + growth"): the larger
+//    of the rates over the last RTT and over the last 10 RTTs, so that acks
 //    that pause for an RTT — a stalled receiver, a delay spike — do not
-//    send the cap to its floor);
+//    send the cap to its floor, and a burst of compressed acks does not let
+//    it run far ahead of the link;
 //  - when the queue has stayed below a quarter of the target for 8 RTTs while
 //    the cap is under 1/8 of the largest rate seen, the competitor has left:
 //    the cap doubles per RTT again (slow start) and the decision says
@@ -35,7 +36,8 @@
 // moves 1/8 per ACK, and the receiver holds the ACK of a lone segment until
 // the next one arrives. So a delay sample is the srtt de-smoothed by the
 // number of ACKs since the last look (tcpi_segs_in), less the gap between
-// segments at the cap they were sent under (≤ 40 ms, the delayed-ACK timer).
+// segments at the cap they were sent under (≤ 44 ms, the delayed-ACK timer
+// of 40 ms on a 4 ms kernel tick).
 //
 // Pure: time comes in with each sample, the cap goes out as the return value.
 // The engine samples every ~10 ms; any interval works (changes are per RTT).
@@ -83,9 +85,10 @@ class TcpPacingCap {
   Duration queuing_delay() const { return delays_.queuing_delay(); }
   /// Bytes acked per second over about the last RTT.
   Rate acked_rate() const { return acked_rate_; }
-  /// The largest acked rate of the last ~10 RTTs: the cap stays within a
-  /// factor of it.
-  Rate recent_max_acked_rate() const { return recent_max_acked_; }
+  /// Bytes acked per second over about the last 10 RTTs (as far as the
+  /// history of 64 samples reaches): the cap stays within a factor of the
+  /// larger of the two rates.
+  Rate long_acked_rate() const { return long_acked_rate_; }
   bool in_slow_start() const { return slow_start_; }
   /// 2 MSS per smoothed RTT: the cap's floor (RFC 6817's MIN_CWND).
   Rate floor() const;
@@ -103,11 +106,12 @@ class TcpPacingCap {
   Bytes mss_{1448};
   Duration srtt_;
   Duration path_rtt_ = Duration::infinite();  // the last delay sample (srtt without delayed-ACK time)
+  Duration loop_rtt_ = Duration::infinite();  // min(srtt, the last de-smoothed sample): per-RTT steps
 
   bool capped_ = false;   // false until the first start-up meets the queue
   bool slow_start_ = true;
   Rate cap_;
-  Rate max_rate_;         // the largest cap or acked rate seen
+  Rate max_rate_;         // the largest acked rate over 2 RTTs seen
   Time last_decrease_ = Time::zero();
   bool decreased_ever_ = false;
   Time quiet_since_ = Time::never();
@@ -123,16 +127,9 @@ class TcpPacingCap {
   size_t history_count_ = 0;
   size_t history_next_ = 0;
   Rate acked_rate_;
-  // The acked rates of the last ~10 RTTs, for their maximum (the headroom's base).
-  static constexpr size_t kRateHistory = 128;
-  struct RatePoint {
-    Time t;
-    Rate rate;
-  };
-  RatePoint rates_[kRateHistory];
-  size_t rates_count_ = 0;
-  size_t rates_next_ = 0;
-  Rate recent_max_acked_;
+  Rate two_rtt_acked_rate_;
+  Rate long_acked_rate_;
+  Rate rate_since(const TcpSample& s, Time since) const;
 };
 
 }  // namespace braid::transport

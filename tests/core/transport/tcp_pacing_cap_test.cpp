@@ -272,7 +272,8 @@ TEST(TcpPacingCapFluid, YieldsOnALongPathToo) {
 // carry exactly the gap the controller allows for, and there the take-back
 // was quick. On a real path at a few segments per RTT three things differ,
 // and together they are what held the take-back on netlab to ~4 s:
-//  - the receiver ACKs every second segment, a lone one after 40 ms, and the
+//  - the receiver ACKs every second segment, a lone one after 40 ms (on the
+//    next 4 ms kernel tick: HZ=250, as netlab's and Debian's kernels), and the
 //    kernel's RTT sample is taken from the first segment an ACK covers, so a
 //    sample carries the gap to the next segment *as sent*, not as capped;
 //  - the kernel's srtt moves 1/8 towards each sample, per ACK, and each
@@ -289,7 +290,7 @@ struct SegmentRun {
   double jitter_ms = 2;  // per-ACK RTT noise, uniform in [0, jitter_ms]
   bool count_acks = true;  // the sample carries tcpi_segs_in (else: one ACK per segment assumed)
   double spike_at_s = -1, spike_ms = 0, spike_len_ms = 0;
-  static constexpr double kMss = 1448, kDelack = 0.040;
+  static constexpr double kMss = 1448, kDelack = 0.040, kJiffy = 0.004;
 
   struct Point {
     double t, ours_mbit, other_mbit, queue_ms, cap_mbit, srtt_ms, q_ms, kernel_mbit;
@@ -404,7 +405,8 @@ struct SegmentRun {
           pending.reset();
         } else {
           pending = seg;
-          pending_timer = seg.arrive + kDelack;
+          // The delayed-ACK timer fires on a kernel tick after 40 ms: jiffies of 4 ms (HZ=250).
+          pending_timer = std::ceil((seg.arrive + kDelack) / kJiffy) * kJiffy;
         }
       }
       if (pending && pending_timer <= t) {
@@ -509,7 +511,7 @@ TEST(TcpPacingCapSegments, AloneOneDelaySpikeDoesNotSendTheCapToTheFloor) {
   // the acks pause for 40 ms, then the srtt jumps. A scavenger may step back
   // for a moment, but must not fall to the floor and crawl back for seconds
   // (seen once on netlab: near zero from 4 s, no competitor yet). Before
-  // the headroom took the largest acked rate of 10 RTTs, the pause alone
+  // the headroom counted from the acked rate over 10 RTTs too, the pause alone
   // (the queue still at 2 ms) sent the cap to 1 Mbit/s: 0.86 s below a
   // tenth of the link, 72 Mbit/s over the next 2.5 s. (+20 ms for one RTT
   // it survived already.)
