@@ -4,12 +4,14 @@
 # Loopback has no queue, so these check the plumbing, not the yielding (that
 # is bench/netlab/udp/run yielding-tcp):
 #   idle        64 MiB over two TCP lanes completes identical; every sample
-#               line has each lane's `tcp` pacing state (an idle path should
-#               get no cap: reported, not asserted, as a loaded machine can
-#               delay loopback acks by milliseconds).
+#               line has each lane's `tcp` pacing state, and the --json
+#               report each lane's `pacing_cap_bytes_per_sec` (an idle path
+#               should get no cap: reported, not asserted, as a loaded
+#               machine can delay loopback acks by milliseconds).
 #   rate-limit  with --rate-limit the pacing thread keeps each lane's cap at its
 #               share, and the kernel's own pacing rate (tcpi_pacing_rate)
-#               stays under it: SO_MAX_PACING_RATE reached the socket.
+#               stays under it: SO_MAX_PACING_RATE reached the socket; the
+#               report's `pacing_cap_bytes_per_sec` is that share.
 # One case per run: tcp_background.sh BRAID_BINARY CASE.
 set -uo pipefail
 BRAID=$1
@@ -78,6 +80,16 @@ for lane, t in tcp:
 capped = [t for _, t in tcp if t['cap'] is not None]
 assert all(t['cap'] > 0 for t in capped), capped
 assert max(t['acked'] for _, t in tcp) > 16 << 20, 'acked bytes do not grow'
+# The --json report: each lane's pacing cap at the end (null: none) and its restarts.
+paced = [l for l in rep['lanes'] if 'pacing_cap_bytes_per_sec' in l]
+assert {l['lane_id'] for l in paced} == lanes, ('lanes with a pacing report', [l['lane_id'] for l in paced])
+for l in paced:
+    assert l['kind'] == 'tcp', l
+    for k in ('pacing_cap_mbit_per_sec', 'pacing_restarts', 'queuing_delay_ms', 'srtt_ms', 'min_rtt_ms',
+              'kernel_pacing_bytes_per_sec', 'segments_retransmitted'):
+        assert k in l, (k, l)
+    assert l['pacing_cap_bytes_per_sec'] is None or l['pacing_cap_bytes_per_sec'] > 0, l
+    assert l['srtt_ms'] > 0, l
 print('%d samples, %d lane states (%d with a cap), %.0f MB/s'
       % (len(samples), len(tcp), len(capped), rep['rate_bytes_per_sec'] / 1e6))
 PY
@@ -107,6 +119,8 @@ over = [t['kernel_pacing'] for t in tcp if t['kernel_pacing'] > share * 1.001]
 assert not over, ('kernel pacing above the cap', over[:5])
 rate = rep['rate_bytes_per_sec']
 assert rate <= 200e6 / 8 * 1.05, rate
+paced = [l for l in rep['lanes'] if 'pacing_cap_bytes_per_sec' in l]
+assert paced and all(abs(l['pacing_cap_bytes_per_sec'] - share) < 1 for l in paced), paced
 print('cap %.1f MB/s per lane, kernel pacing max %.1f MB/s, transfer %.1f MB/s'
       % (share / 1e6, max(t['kernel_pacing'] for t in tcp) / 1e6, rate / 1e6))
 PY

@@ -64,6 +64,7 @@ struct TcpKernelInfo {
   uint32_t snd_cwnd = 0;        // segments
   uint64_t pacing_rate = 0;     // bytes/s: the kernel's own pacing rate, under any cap
   uint64_t delivery_rate = 0;   // bytes/s: the latest delivery-rate sample
+  uint32_t segs_in = 0;         // segments received, cumulative (wraps); 0 before Linux 4.2
 };
 /// Reads TCP_INFO (tcp_info.cpp); false if the socket has none.
 bool tcp_kernel_info(int fd, TcpKernelInfo& out);

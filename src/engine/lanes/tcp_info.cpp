@@ -24,6 +24,7 @@ bool tcp_kernel_info(int fd, TcpKernelInfo& out) {
   out.bytes_acked = len > offsetof(struct tcp_info, tcpi_bytes_acked) ? info.tcpi_bytes_acked : 0;
   out.min_rtt_us = len > offsetof(struct tcp_info, tcpi_min_rtt) ? info.tcpi_min_rtt : 0;
   out.delivery_rate = len > offsetof(struct tcp_info, tcpi_delivery_rate) ? info.tcpi_delivery_rate : 0;
+  out.segs_in = len > offsetof(struct tcp_info, tcpi_segs_in) ? info.tcpi_segs_in : 0;
   return true;
 }
 

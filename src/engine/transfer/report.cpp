@@ -34,6 +34,18 @@ nlohmann::json to_json(const LaneReport& l) {
     j["cc_rate_mbit_per_sec"] = l.udp->cc_rate_bytes_per_sec * 8 / 1e6;
     j["cwnd_bytes"] = l.udp->cwnd_bytes;
   }
+  if (l.tcp_pacing) {
+    const auto& p = *l.tcp_pacing;
+    j["pacing_cap_bytes_per_sec"] = p.cap_bytes_per_sec ? nlohmann::json(*p.cap_bytes_per_sec) : nlohmann::json(nullptr);
+    j["pacing_cap_mbit_per_sec"] =
+        p.cap_bytes_per_sec ? nlohmann::json(*p.cap_bytes_per_sec * 8 / 1e6) : nlohmann::json(nullptr);
+    j["pacing_restarts"] = p.restarts;
+    j["queuing_delay_ms"] = p.queuing_delay_ms;
+    j["srtt_ms"] = p.srtt_ms;
+    j["min_rtt_ms"] = p.min_rtt_ms;
+    j["kernel_pacing_bytes_per_sec"] = p.kernel_pacing_bytes_per_sec;
+    j["segments_retransmitted"] = p.segments_retransmitted;
+  }
   return j;
 }
 

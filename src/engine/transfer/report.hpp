@@ -25,10 +25,23 @@ struct UdpLaneReport {
   uint64_t cwnd_bytes = 0;
 };
 
+/// A TCP lane's pacing cap under `--background` (TcpPacingCap; sending
+/// end; its state at the last 10 ms look, and restarts over the session).
+struct TcpPacingReport {
+  std::optional<double> cap_bytes_per_sec;  // SO_MAX_PACING_RATE; nullopt: no cap (the kernel's own rate)
+  double queuing_delay_ms = 0;              // the cap's queueing-delay estimate
+  double srtt_ms = 0;                       // the kernel's (tcpi_rtt)
+  double min_rtt_ms = 0;                    // the kernel's (tcpi_min_rtt)
+  uint64_t kernel_pacing_bytes_per_sec = 0; // tcpi_pacing_rate: the kernel's rate, under the cap
+  uint32_t segments_retransmitted = 0;      // tcpi_total_retrans
+  uint32_t restarts = 0;                    // times the kernel's controller was put back into start-up
+};
+
 struct LaneReport {
   uint32_t lane_id = 0;
   std::string kind = "tcp";  // "tcp" or "udp"
   std::optional<UdpLaneReport> udp;
+  std::optional<TcpPacingReport> tcp_pacing;  // TCP lanes under --background
   std::string name;
   std::string local;
   std::string remote;

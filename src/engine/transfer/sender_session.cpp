@@ -797,6 +797,7 @@ void SenderSession::pace_tcp_lane(Lane& lane) {
   s.srtt = Duration::micros(k.rtt_us);
   s.bytes_acked = k.bytes_acked;
   s.retransmits = k.total_retrans;
+  s.segs_in = k.segs_in;
   if (k.snd_mss) s.mss = Bytes(k.snd_mss);
   const transport::TcpPacingDecision d = lane.tcp_cap->on_sample(s);
   std::optional<Rate> want = d.cap;
@@ -1380,6 +1381,18 @@ TransferReport SenderSession::build_report_locked(const files::SourceTree& tree)
     } else {
       l.wire_bytes = lane.link->bytes_sent() - lane.wire_at_start;
       l.rejected_frames = lane.link->rejected_total() - lane.rejected_at_start;
+      if (lane.tcp_pacing.active) {  // --background: the pacing cap's last state
+        const auto& p = lane.tcp_pacing;
+        TcpPacingReport tp;
+        if (p.cap >= 0) tp.cap_bytes_per_sec = p.cap;
+        tp.queuing_delay_ms = p.queue_ms;
+        tp.srtt_ms = p.srtt_ms;
+        tp.min_rtt_ms = p.min_rtt_ms;
+        tp.kernel_pacing_bytes_per_sec = p.kernel_pacing;
+        tp.segments_retransmitted = p.retrans;
+        tp.restarts = p.restarts;
+        l.tcp_pacing = tp;
+      }
     }
     l.chunks = st.pieces;
     l.share = static_cast<double>(l.bytes) / total;
