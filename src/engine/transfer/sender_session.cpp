@@ -436,6 +436,14 @@ void SenderSession::attach_lane_locked(Lane& lane) {
   cfg.name = lane.name;
   // UDP lanes resend lost packets themselves; their pieces finish out of order.
   cfg.in_order = !lane.is_udp();
+  // The path's round trip as the transport has seen it (handshake, control
+  // frames): a slow lane's first probe, a single sealed frame the receiver
+  // times as ~0 ms, would otherwise read as a fast lane and take megabytes.
+  if (lane.is_udp()) {
+    if (const double ms = lane.udp->counters().srtt_ms; ms > 0) cfg.rtt_hint = Duration::seconds_f(ms / 1000.0);
+  } else if (uint32_t rtt_us = 0, retrans = 0; lanes::tcp_path_info(lane.link->fd(), rtt_us, retrans) && rtt_us > 0) {
+    cfg.rtt_hint = Duration::micros(rtt_us);
+  }
   const core::LaneId id = active_->sched.add_lane(cfg, now());
   lane.sched = id;
   if (active_->sched_to_lane.size() <= id) active_->sched_to_lane.resize(id + 1);
