@@ -529,11 +529,17 @@ class Run:
                 log(f"braid logs kept in {self.keep_logs(d)}")
             keys = ("kind", "bytes", "packets_sent", "packets_lost", "packets_retransmitted", "bytes_retransmitted",
                     "wire_bytes", "srtt_ms", "min_rtt_ms", "cc_rate_mbit_per_sec", "rate_mbit_per_sec", "cwnd_bytes",
-                    "close_reason")
-            return {"seconds": rep["seconds"], "mbit": h["size"] * 8 / rep["seconds"] / 1e6, "identical": True,
-                    "stalls": rep.get("stalls"), "cc": lg["cc"], "background": h["background"],
-                    "lane": {k: lanes[0].get(k) for k in keys}, f"lanes_{kind}": len(lanes),
-                    "log": lg, "start_wall": t0}
+                    "close_reason",
+                    # TCP lanes under --background: the pacing cap at the end (null: none) and its restarts
+                    "pacing_cap_mbit_per_sec", "pacing_restarts", "queuing_delay_ms", "kernel_pacing_bytes_per_sec",
+                    "segments_retransmitted")
+            out = {"seconds": rep["seconds"], "mbit": h["size"] * 8 / rep["seconds"] / 1e6, "identical": True,
+                   "stalls": rep.get("stalls"), "cc": lg["cc"], "background": h["background"],
+                   "lane": {k: lanes[0].get(k) for k in keys}, f"lanes_{kind}": len(lanes),
+                   "log": lg, "start_wall": t0}
+            if len(lanes) > 1:
+                out["lanes"] = [{"lane_id": l.get("lane_id"), **{k: l.get(k) for k in keys if k in l}} for l in lanes]
+            return out
         finally:
             self.lab.stop(h["send"])
             self.lab.stop(h["recv"])
