@@ -6,7 +6,11 @@
 //
 //   udp_lane_bench [--bytes N_MiB] [--packet-size 1200..9000] [--cc NAME]
 //                  [--no-gso] [--no-gro] [--rate-limit MBIT] [--io-reaction-us N]
-//                  [--burst-us N] [--v6]
+//                  [--burst-us N] [--v6] [--shared-port]
+//
+// --shared-port: the receiving lane on a shared UdpRecvPort (unconnected
+// socket, demultiplexed, feedback with a destination per message) as
+// `braid recv` runs it, instead of a port of its own.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -32,6 +36,7 @@ double cpu_seconds() {
 
 int main(int argc, char** argv) {
   size_t mib = 1024;
+  bool shared = false;
   UdpLaneConfig s = test::base_config("127.0.0.1:0");
   UdpLaneConfig r = test::base_config("127.0.0.1:0");
   for (int i = 1; i < argc; ++i) {
@@ -45,6 +50,7 @@ int main(int argc, char** argv) {
     else if (a == "--rate-limit") s.rate_limit = Rate::mbit(std::stod(next()));
     else if (a == "--io-reaction-us") s.io_reaction = Duration::micros(std::stol(next()));
     else if (a == "--burst-us") s.pacer_burst = Duration::micros(std::stol(next()));
+    else if (a == "--shared-port") shared = true;
     else if (a == "--v6") {
       s.local = *SocketAddress::parse("[::1]:0");
       r.local = s.local;
@@ -54,7 +60,16 @@ int main(int argc, char** argv) {
     }
   }
   test::LoopbackPair pair(mib << 20, 1 << 20);
-  if (!pair.start(s, r)) {
+  std::shared_ptr<UdpRecvPort> port;
+  if (shared) {
+    std::string error;
+    port = UdpRecvPort::open(r.local, r.socket, error);
+    if (!port) {
+      std::fprintf(stderr, "cannot open the shared port: %s\n", error.c_str());
+      return 1;
+    }
+  }
+  if (!pair.start_on(port, s, r)) {
     std::fprintf(stderr, "cannot start: %s\n", pair.error().c_str());
     return 1;
   }
@@ -81,7 +96,7 @@ int main(int argc, char** argv) {
       "\"cc\": \"%s\", \"identical\": %s, \"gso\": %s, \"gro\": %s, \"packets_sent\": %llu, \"packets_lost\": %llu, "
       "\"packets_retransmitted\": %llu, \"srtt_ms\": %.3f, \"min_rtt_ms\": %.3f, \"send_calls\": %llu, "
       "\"gso_messages\": %llu, \"recv_calls\": %llu, \"gro_messages\": %llu, \"feedback_packets\": %llu, "
-      "\"sender_cpu_s\": %.3f, \"receiver_cpu_s\": %.3f, \"gbit_per_busiest_core_s\": %.3f}\n",
+      "\"sender_cpu_s\": %.3f, \"receiver_cpu_s\": %.3f, \"gbit_per_busiest_core_s\": %.3f, \"shared_port\": %s}\n",
       gbit, secs, cpu, mib, s.packet_size, s.cc.c_str(), same ? "true" : "false", c.send.gso ? "true" : "false",
       c.recv.gro ? "true" : "false", static_cast<unsigned long long>(c.send.packets_sent),
       static_cast<unsigned long long>(c.send.packets_lost), static_cast<unsigned long long>(c.send.packets_retransmitted),
@@ -89,6 +104,6 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(c.send.socket.gso_messages), static_cast<unsigned long long>(c.recv.socket.recv_calls),
       static_cast<unsigned long long>(c.recv.socket.gro_messages),
       static_cast<unsigned long long>(c.recv.feedback_packets_sent), c.send.io_thread_cpu_seconds,
-      c.recv.io_thread_cpu_seconds, per_core);
+      c.recv.io_thread_cpu_seconds, per_core, shared ? "true" : "false");
   return same ? 0 : 1;
 }
