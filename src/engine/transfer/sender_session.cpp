@@ -491,8 +491,10 @@ SenderSession::Lane* SenderSession::control_lane_locked() {
     if (!l->alive || l->is_udp()) continue;  // UDP lanes carry piece data only
     double rtt = 1e299;
     if (active_ && l->sched) {
-      const auto srtt = active_->sched.estimator(*l->sched).srtt();
-      if (srtt.ns() > 0) rtt = srtt.to_seconds();
+      // Only an RTT the lane's acks measured: the handshake's hint would make
+      // the choice a coin toss between lanes of equal paths.
+      const auto& est = active_->sched.estimator(*l->sched);
+      if (est.measured() && est.srtt().ns() > 0) rtt = est.srtt().to_seconds();
     }
     if (!best || rtt < best_rtt) {
       best = l.get();
