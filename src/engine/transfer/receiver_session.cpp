@@ -443,17 +443,11 @@ void ReceiverSession::handle_piece(Lane& lane, const lanes::Incoming& in) {
   if (lane.next != lane.piece_offset + lane.piece_length) return;  // "last" before the end: this copy is lost
   Incoming& t = *lane.t;
   const wire::Digest got = lane.hasher->finish();
-  if (got == h.hash && lane.write) {
-    const std::span<const uint8_t> bytes(lane.piece_bytes.data(), lane.piece_length);
-    if (const int err = t.tree->write(lane.piece_offset, bytes); err != 0) {
-      wire::Ack nack{h.transfer_id, h.piece, 0, wire::AckStatus::write_failed};
-      (void)lane.link->send_message(nack);
-      const bool full = err == ENOSPC || err == EDQUOT;
-      fail_transfer(t, full ? wire::ResultStatus::no_space : wire::ResultStatus::write_failed,
-                    std::string(full ? "the target disk is full: " : "cannot write to the target: ") +
-                        std::strerror(err) + " (the temporary files are kept for a later resume)");
-      return;
-    }
+  if (got == h.hash && lane.write &&
+      !write_verified(t, lane.piece_offset, std::span<const uint8_t>(lane.piece_bytes.data(), lane.piece_length))) {
+    wire::Ack nack{h.transfer_id, h.piece, 0, wire::AckStatus::write_failed};
+    (void)lane.link->send_message(nack);
+    return;
   }
   const auto duration = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - lane.first_byte);
   wire::Ack ack{h.transfer_id, h.piece, static_cast<uint64_t>(duration.count()), wire::AckStatus::ok};
@@ -461,15 +455,28 @@ void ReceiverSession::handle_piece(Lane& lane, const lanes::Incoming& in) {
     ack.status = wire::AckStatus::hash_mismatch;
     log_.write("piece_hash_mismatch", {{"lane", lane.id}, {"piece", h.piece}});
   } else {
-    std::lock_guard lock(t.mu);
-    const files::PieceRecord record{h.piece_offset, h.piece_length, got};
-    if (t.pieces.emplace(h.piece, record).second) {
-      t.lane_bytes[lane.id] += h.piece_length;
-      t.lane_pieces[lane.id] += 1;
-      if (t.resume) t.resume->verified(record);
-    }
+    count_verified(t, lane.id, h.piece, files::PieceRecord{h.piece_offset, h.piece_length, got});
   }
   if (!lane.link->send_message(ack)) close_lane(lane, "write failed: " + lane.link->send_error(), true);
+}
+
+// Both lane kinds end a piece here: verified bytes to disk, then counted.
+bool ReceiverSession::write_verified(Incoming& t, uint64_t offset, std::span<const uint8_t> bytes) {
+  const int err = t.tree->write(offset, bytes);
+  if (err == 0) return true;
+  const bool full = err == ENOSPC || err == EDQUOT;
+  fail_transfer(t, full ? wire::ResultStatus::no_space : wire::ResultStatus::write_failed,
+                std::string(full ? "the target disk is full: " : "cannot write to the target: ") + std::strerror(err) +
+                    " (the temporary files are kept for a later resume)");
+  return false;
+}
+
+void ReceiverSession::count_verified(Incoming& t, uint32_t lane_id, uint32_t piece, const files::PieceRecord& record) {
+  std::lock_guard lock(t.mu);
+  if (!t.pieces.emplace(piece, record).second) return;  // another lane's copy was counted first
+  t.lane_bytes[lane_id] += record.length;
+  t.lane_pieces[lane_id] += 1;
+  if (t.resume) t.resume->verified(record);
 }
 
 // ---- control -------------------------------------------------------------------
@@ -520,8 +527,10 @@ void ReceiverSession::handle_offer(const Control& c) {
   }
   // The chunk size bounds each piece's receive buffer (one per lane).
   if (offer.chunk_size < core::ChunkPlan::kMinChunk.count() || offer.chunk_size > core::ChunkPlan::kMaxChunk.count())
-    return refuse(wire::RefuseReason::bad_offer, "the offer's chunk size " + std::to_string(offer.chunk_size) +
-                                                     " is outside 64 KiB..64 MiB");
+    return refuse(wire::RefuseReason::bad_offer,
+                  "the offer's chunk size " + std::to_string(offer.chunk_size) + " is outside " +
+                      std::to_string(core::ChunkPlan::kMinChunk.count()) + ".." +
+                      std::to_string(core::ChunkPlan::kMaxChunk.count()) + " bytes");
   log_.write("offer", {{"transfer", offer.transfer_id}, {"entries", offer.entries.size()},
                        {"bytes", offer.total_bytes()}, {"peer", peer_}});
   if (!ask_user(offer))
@@ -894,20 +903,8 @@ void ReceiverSession::finish_udp_piece(UdpLane& u, uint64_t key) {
     if (t.finished || t.failed || t.pieces.count(la.ack.piece)) return;  // another lane brought it first
   }
   if (!may_write(t, p->assembly.offset(), p->assembly.length())) return;
-  if (const int err = t.tree->write(p->assembly.offset(), p->assembly.bytes()); err != 0) {
-    const bool full = err == ENOSPC || err == EDQUOT;
-    fail_transfer(t, full ? wire::ResultStatus::no_space : wire::ResultStatus::write_failed,
-                  std::string(full ? "the target disk is full: " : "cannot write to the target: ") + std::strerror(err) +
-                      " (the temporary files are kept for a later resume)");
-    return;
-  }
-  std::lock_guard lock(t.mu);
-  const files::PieceRecord record{p->assembly.offset(), p->assembly.length(), p->assembly.digest()};
-  if (t.pieces.emplace(la.ack.piece, record).second) {
-    t.lane_bytes[u.id] += p->assembly.length();
-    t.lane_pieces[u.id] += 1;
-    if (t.resume) t.resume->verified(record);
-  }
+  if (!write_verified(t, p->assembly.offset(), p->assembly.bytes())) return;
+  count_verified(t, u.id, la.ack.piece, files::PieceRecord{p->assembly.offset(), p->assembly.length(), p->assembly.digest()});
   // No ack for a good piece: the lane's own transport ack already told the
   // sender's scheduler (so a lossy TCP control lane never holds a UDP lane
   // back), and the root hash at the end confirms every piece.

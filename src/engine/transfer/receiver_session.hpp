@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/files/piece_hasher.hpp"
 #include "engine/files/receive_tree.hpp"
 #include "engine/lanes/lane_link.hpp"
 #include "engine/security/session.h"
@@ -77,6 +78,10 @@ class ReceiverSession {
   void on_udp_closed(UdpLane& lane, const std::string& reason);
   void finish_udp_piece(UdpLane& lane, uint64_t key);
   void drop_udp_pieces(uint32_t transfer_id);
+  /// A verified piece's bytes to disk; false (and the transfer failed with the reason) if the write failed.
+  bool write_verified(Incoming& t, uint64_t offset, std::span<const uint8_t> bytes);
+  /// A verified, written piece counted once for the report and the resume journal.
+  void count_verified(Incoming& t, uint32_t lane_id, uint32_t piece, const files::PieceRecord& record);
   void close_lane(Lane& lane, const std::string& reason, bool announce);
   template <class M>
   bool reply(uint32_t preferred_lane, const M& m);
