@@ -19,7 +19,7 @@ Scheduler::Scheduler(ChunkPlan plan, std::unique_ptr<Policy> policy)
 LaneId Scheduler::add_lane(const LaneConfig& cfg, Time) {
   std::optional<Rate> hint = cfg.rate_hint;
   if (!hint && rules_.default_hint) hint = rules_.default_hint;
-  Lane lane{cfg, LaneEstimator(rules_.estimator, hint), {}, {}, true, 0, Time::never(), Time::zero()};
+  Lane lane{cfg, LaneEstimator(rules_.estimator, hint), {}, {}, true, 0, Time::never(), Time::zero(), Rate{}, Time::never()};
   if (cfg.rtt_hint) lane.est.set_rtt_hint(*cfg.rtt_hint);
   lanes_.push_back(std::move(lane));
   return static_cast<LaneId>(lanes_.size() - 1);

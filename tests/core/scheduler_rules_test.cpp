@@ -14,7 +14,7 @@ struct Rig {
     script = policy->script();
     sched = std::make_unique<Scheduler>(ChunkPlan(total, Bytes::mib(1)), std::move(policy));
   }
-  void assign(LaneId lane, PieceId piece) { script->push_back(Pick{lane, piece, std::nullopt, false}); }
+  void assign(LaneId lane, PieceId piece) { script->push_back(Pick{lane, piece, std::nullopt, false, std::nullopt}); }
   std::shared_ptr<std::deque<Pick>> script;
   std::unique_ptr<Scheduler> sched;
 };
@@ -66,7 +66,7 @@ TEST(SchedulerRules, StallCancelsOnlyOnTheStalledLaneAndKeepsThePieceOverdue) {
   const LaneId a = rig.sched->add_lane({"a", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
   const LaneId b = rig.sched->add_lane({"b", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
   rig.assign(a, 0);
-  rig.script->push_back(Pick{b, 0, std::nullopt, true});  // a second copy on b
+  rig.script->push_back(Pick{b, 0, std::nullopt, true, std::nullopt});  // a second copy on b
   drain(*rig.sched, at_ms(0));
   rig.sched->on_send_started(a, 0, at_ms(0));
   rig.sched->on_send_started(b, 0, at_ms(500));
@@ -103,7 +103,7 @@ TEST(SchedulerRules, FirstDeliveryCancelsEveryOtherCopy) {
   const LaneId a = rig.sched->add_lane({"a", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
   const LaneId b = rig.sched->add_lane({"b", Rate::mbit(10), Duration::millis(10)}, at_ms(0));
   rig.assign(b, 0);
-  rig.script->push_back(Pick{a, 0, std::nullopt, true});
+  rig.script->push_back(Pick{a, 0, std::nullopt, true, std::nullopt});
   drain(*rig.sched, at_ms(0));
   rig.sched->on_send_started(b, 0, at_ms(0));
   rig.sched->on_send_started(a, 0, at_ms(0));

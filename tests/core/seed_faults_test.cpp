@@ -44,14 +44,14 @@ TEST(SeedFaults, IgnoredLateAcksLeaveTheEstimateLow) {
     Time t = at_ms(0);
     const Duration piece_time = Rate::mbit(19).transfer_time(Bytes::mib(1));
     for (PieceId p = 0; p < 4; ++p) {
-      script->push_back(Pick{l, p, std::nullopt, false});
+      script->push_back(Pick{l, p, std::nullopt, false, std::nullopt});
       drain(s, t);
       s.on_send_started(l, p, t);
       s.on_written(l, p, t);
       t += piece_time + Duration::millis(8);
       s.on_ack(l, p, t, piece_time);
     }
-    script->push_back(Pick{l, 4, std::nullopt, false});
+    script->push_back(Pick{l, 4, std::nullopt, false, std::nullopt});
     drain(s, t);
     s.on_send_started(l, 4, t);
     s.on_written(l, 4, t);
@@ -86,11 +86,11 @@ TEST(SeedFaults, StallDropsTheReplacementToo) {
     Scheduler s(ChunkPlan(Bytes::mib(4), Bytes::mib(1)), std::move(policy));
     const LaneId a = s.add_lane({"a", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
     const LaneId b = s.add_lane({"b", Rate::mbit(100), Duration::millis(10)}, at_ms(0));
-    script->push_back(Pick{a, 0, std::nullopt, false});
+    script->push_back(Pick{a, 0, std::nullopt, false, std::nullopt});
     drain(s, at_ms(0));
     s.on_send_started(a, 0, at_ms(0));
     // The replacement copy goes out on b just before a's copy is declared stalled.
-    script->push_back(Pick{b, 0, std::nullopt, true});
+    script->push_back(Pick{b, 0, std::nullopt, true, std::nullopt});
     drain(s, at_ms(1000));
     s.on_send_started(b, 0, at_ms(1000));
     s.on_timeout(at_ms(1100));
@@ -116,7 +116,7 @@ TEST(SeedFaults, WriteCompletionTimesInflateTheEstimate) {
     const Duration piece_time = Rate::mbit(370).transfer_time(Bytes::mib(1));
     Time t = at_ms(0);
     for (PieceId p = 0; p < 4; ++p) {
-      script->push_back(Pick{l, p, std::nullopt, false});
+      script->push_back(Pick{l, p, std::nullopt, false, std::nullopt});
       drain(s, t);
       s.on_send_started(l, p, t);
       const Time acked = t + piece_time + Duration::millis(4);

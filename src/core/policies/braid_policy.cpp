@@ -70,7 +70,7 @@ std::optional<Pick> BraidPolicy::pick_new_work(const Scheduler& s, Time now) {
       // Nothing known yet: one small piece measures the lane (MISSION.md §1:
       // a lane holds one piece until an ack has measured it).
       if (s.active_flights(l) == 0 && s.consecutive_stalls(l) == 0 && cuttable)
-        return Pick{l, *next, std::min(kMinPiece, piece.length), false};
+        return Pick{l, *next, std::min(kMinPiece, piece.length), false, std::nullopt};
       continue;
     }
     if (s.consecutive_stalls(l) > 0) continue;  // only probes until it delivers again
@@ -85,11 +85,11 @@ std::optional<Pick> BraidPolicy::pick_new_work(const Scheduler& s, Time now) {
 
     if (!cuttable) {
       // Whole pieces go where they fit the plan, or to the lane that completes them first.
-      if (in_time(piece.length) || earliest) return Pick{l, *next, std::nullopt, false};
+      if (in_time(piece.length) || earliest) return Pick{l, *next, std::nullopt, false, std::nullopt};
       continue;
     }
     const Bytes share = wf.share[l];
-    if (share >= piece.length) return Pick{l, *next, std::nullopt, false};
+    if (share >= piece.length) return Pick{l, *next, std::nullopt, false, std::nullopt};
     Bytes cut = round_down_to_granule(share, kGranule);
     if (cut < kMinPiece) {
       // Less than the smallest piece fits: take one only if it still ends
@@ -97,8 +97,8 @@ std::optional<Pick> BraidPolicy::pick_new_work(const Scheduler& s, Time now) {
       if (!earliest && !in_time(std::min(kMinPiece, piece.length))) continue;
       cut = kMinPiece;
     }
-    if (cut >= piece.length) return Pick{l, *next, std::nullopt, false};
-    return Pick{l, *next, cut, false};
+    if (cut >= piece.length) return Pick{l, *next, std::nullopt, false, std::nullopt};
+    return Pick{l, *next, cut, false, std::nullopt};
   }
   return std::nullopt;
 }
@@ -125,11 +125,11 @@ std::optional<Pick> BraidPolicy::pick_probe(const Scheduler& s, Time now) {
   // whatever piece waits first (a piece already handed out keeps its size).
   std::optional<Pick> probe;
   if (auto p = plan.next_pending(); p && !plan.piece(*p).ever_assigned) {
-    probe = Pick{0, *p, std::min(kMinPiece, plan.piece(*p).length), false};
+    probe = Pick{0, *p, std::min(kMinPiece, plan.piece(*p).length), false, std::nullopt};
   } else if (auto od = plan.next_overdue()) {
-    probe = Pick{0, *od, std::nullopt, false};
+    probe = Pick{0, *od, std::nullopt, false, std::nullopt};
   } else if (p) {
-    probe = Pick{0, *p, std::nullopt, false};
+    probe = Pick{0, *p, std::nullopt, false, std::nullopt};
   }
   if (!probe) return std::nullopt;
   const planning::WaterFill wf = planning::water_fill(s, now, plan.unassigned_bytes());

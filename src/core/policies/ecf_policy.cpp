@@ -31,12 +31,12 @@ std::optional<Pick> EcfPolicy::pick(const Scheduler& s, Time now) {
   }
   for (LaneId l : lanes) {
     if (s.active_flights(l) > 0) continue;  // one piece in flight per lane
-    if (s.planning_rate(l).is_zero()) return Pick{l, *next, std::nullopt, false};  // measure it
-    if (l == *fastest) return Pick{l, *next, std::nullopt, false};
+    if (s.planning_rate(l).is_zero()) return Pick{l, *next, std::nullopt, false, std::nullopt};  // measure it
+    if (l == *fastest) return Pick{l, *next, std::nullopt, false, std::nullopt};
     const Rate rf = s.planning_rate(*fastest);
     const Time fastest_does_all =
         s.free_at(*fastest, now) + rf.transfer_time(plan.unassigned_bytes()) + s.planning_rtt(*fastest);
-    if (s.completion_if_assigned(l, len, now) <= fastest_does_all) return Pick{l, *next, std::nullopt, false};
+    if (s.completion_if_assigned(l, len, now) <= fastest_does_all) return Pick{l, *next, std::nullopt, false, std::nullopt};
   }
   return std::nullopt;
 }

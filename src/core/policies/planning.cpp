@@ -99,7 +99,7 @@ std::optional<Pick> best_duplicate(const Scheduler& s, LaneId l, Time now, uint3
       const Duration gain = theirs - mine;
       if (gain > best_gain) {
         best_gain = gain;
-        best = Pick{l, f.piece, std::nullopt, true};
+        best = Pick{l, f.piece, std::nullopt, true, std::nullopt};
       }
     }
   }

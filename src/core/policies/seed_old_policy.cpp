@@ -31,7 +31,7 @@ std::optional<Pick> SeedOldPolicy::pick(const Scheduler& s, Time now) {
     if (!best || s.completion_if_assigned(l, len, now) < s.completion_if_assigned(*best, len, now)) best = l;
   }
   if (!best) return std::nullopt;
-  return Pick{*best, *next, std::nullopt, false};
+  return Pick{*best, *next, std::nullopt, false, std::nullopt};
 }
 
 }  // namespace braid::core

@@ -19,7 +19,7 @@ std::optional<Pick> QueuePolicy::pick(const Scheduler& s, Time) {
   auto p = next_piece(s.plan());
   if (!p) return std::nullopt;
   for (LaneId l : planning::live_lanes(s))
-    if (s.active_flights(l) == 0) return Pick{l, *p, std::nullopt, false};
+    if (s.active_flights(l) == 0) return Pick{l, *p, std::nullopt, false, std::nullopt};
   return std::nullopt;
 }
 
@@ -31,7 +31,7 @@ std::optional<Pick> RoundRobinPolicy::pick(const Scheduler& s, Time) {
     const LaneId l = static_cast<LaneId>((next_ + i) % s.lane_count());
     if (!s.lane_alive(l) || !planning::has_pipelined_room(s, l, chunk)) continue;
     next_ = static_cast<LaneId>((l + 1) % s.lane_count());
-    return Pick{l, *p, std::nullopt, false};
+    return Pick{l, *p, std::nullopt, false, std::nullopt};
   }
   return std::nullopt;
 }
@@ -45,7 +45,7 @@ std::optional<Pick> MinRttPolicy::pick(const Scheduler& s, Time) {
                    [&](LaneId a, LaneId b) { return s.planning_rtt(a) < s.planning_rtt(b); });
   const Bytes chunk = s.plan().chunk_size();
   for (LaneId l : lanes)
-    if (planning::has_pipelined_room(s, l, chunk)) return Pick{l, *p, std::nullopt, false};
+    if (planning::has_pipelined_room(s, l, chunk)) return Pick{l, *p, std::nullopt, false, std::nullopt};
   return std::nullopt;
 }
 
