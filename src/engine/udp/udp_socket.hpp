@@ -24,6 +24,7 @@
 
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -173,7 +174,9 @@ class UdpSocket {
   int send_messages(TxBatch& batch, bool use_gso);
 
   security::UniqueFd fd_;
-  bool connected_ = false;
+  // Set by connect() on the caller's thread while the I/O thread may already
+  // be reading it in receive().
+  std::atomic<bool> connected_{false};
   bool gso_ = false;
   bool gro_ = false;
   SocketStats stats_;
