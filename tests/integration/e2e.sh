@@ -126,10 +126,12 @@ PY
     [ "$(json "$W/send.json" "d['files']")" -ge 1000 ] || fail "fewer than 1000 files reported"
     ;;
 
-  corrupt)  # one flipped bit in one frame on lane 1: detected, lane closed with a reason, transfer completes
+  corrupt)  # one flipped bit in one frame on lane 0: detected, lane closed with a reason, transfer completes
     small_tree
     start_recv --code c --yes
-    BRAID_TEST_CORRUPT_FRAME=1:5 send --code c --streams 3 "$W/src/t" "127.0.0.1:$PORT"
+    # Lane 0 (open before the others join) surely carries a second data frame;
+    # how much a later lane carries depends on the scheduler and the load.
+    BRAID_TEST_CORRUPT_FRAME=0:1 send --code c --streams 3 "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
     same_trees
@@ -166,7 +168,8 @@ PY
               # completes over the other lanes, the peer logs the closing with its reason
     small_tree
     start_recv --code k --yes
-    BRAID_TEST_KILL_LANE=0:2000000 send --code k --streams 3 "$W/src/t" "127.0.0.1:$PORT"
+    # After its first piece's frames (a loaded run gave lane 0 only 1.1 MiB of 41).
+    BRAID_TEST_KILL_LANE=0:300000 send --code k --streams 3 "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
     same_trees

@@ -56,7 +56,9 @@ same_file() {
 
 case "$CASE" in
   idle)
-    random_file "$W/src/bg.bin" $((64 << 20)) bg
+    # Long enough (≥ 0.25 s even on a fast machine) for sample events after
+    # the pacer's first look at each lane; 64 MiB could end within the first.
+    random_file "$W/src/bg.bin" $((256 << 20)) bg
     start_recv bg
     send --code bg --background --lane "tcp:127.0.0.1=127.0.0.1:$PORT" "$W/src/bg.bin" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
