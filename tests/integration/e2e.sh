@@ -8,16 +8,8 @@
 set -uo pipefail
 BRAID=$1
 CASE=$2
-BASE=/tmp; [ -d /dev/shm ] && [ -w /dev/shm ] && BASE=/dev/shm
-W=$(mktemp -d "$BASE/braid-e2e.XXXXXX")
-RECV_PID=
-cleanup() {
-  [ -n "$RECV_PID" ] && kill "$RECV_PID" 2>/dev/null
-  rm -rf "$W"
-}
-trap cleanup EXIT
-fail() { echo "FAIL [$CASE]: $*" >&2; for f in "$W"/*.err "$W"/*.out; do [ -f "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }; done; exit 1; }
-mkdir -p "$W/src" "$W/dst" "$W/rcfg" "$W/scfg"
+. "$(dirname "$0")/lib.sh"
+workspace e2e
 
 ipv6_ok() { python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0))' 2>/dev/null; }
 
@@ -37,12 +29,6 @@ start_recv() {
 send() {
   XDG_CONFIG_HOME=$W/scfg "$BRAID" send --json "$W/send.json" --log "$W/send.log" "$@" > "$W/send.out" 2> "$W/send.err"
   SEND_RC=$?
-}
-
-wait_recv() {
-  local i
-  for i in $(seq 600); do kill -0 "$RECV_PID" 2>/dev/null || break; sleep 0.1; done
-  wait "$RECV_PID"; RECV_RC=$?; RECV_PID=
 }
 
 # Fingerprint of a tree: path, type, mode, mtime (s), size, sha256 (files) or target (links).
@@ -69,11 +55,6 @@ for root, dirs, files in os.walk(b'.'):
 sys.stdout.buffer.write(b'\n'.join(sorted(out)) + b'\n')
 PY
   )
-}
-
-# A seeded pseudo-random file of $2 bytes (AES-CTR keystream: fast, not sparse).
-random_file() {
-  head -c "$2" /dev/zero | openssl enc -aes-128-ctr -nosalt -pass "pass:$3" -pbkdf2 2>/dev/null > "$1"
 }
 
 same_trees() {

@@ -15,16 +15,8 @@
 set -uo pipefail
 BRAID=$1
 CASE=$2
-BASE=/tmp; [ -d /dev/shm ] && [ -w /dev/shm ] && BASE=/dev/shm
-W=$(mktemp -d "$BASE/braid-resume.XXXXXX")
-RECV_PID=
-cleanup() {
-  [ -n "$RECV_PID" ] && kill "$RECV_PID" 2>/dev/null
-  rm -rf "$W"
-}
-trap cleanup EXIT
-fail() { echo "FAIL [$CASE]: $*" >&2; for f in "$W"/*.err "$W"/*.out "$W"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }; done; exit 1; }
-mkdir -p "$W/src" "$W/dst" "$W/rcfg" "$W/scfg"
+. "$(dirname "$0")/lib.sh"
+workspace resume
 MiB=$((1 << 20))
 
 ipv6_ok() { python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0))' 2>/dev/null; }
@@ -45,16 +37,6 @@ send() {
   XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code resume-test --json "$W/send.json" --log "$W/send.log" "$@" \
     "127.0.0.1:$PORT" > "$W/send.out" 2> "$W/send.err"
   SEND_RC=$?
-}
-
-wait_recv() {
-  for _ in $(seq 300); do kill -0 "$RECV_PID" 2>/dev/null || break; sleep 0.1; done
-  wait "$RECV_PID"; RECV_RC=$?; RECV_PID=
-}
-
-# A seeded pseudo-random file of $2 bytes (AES-CTR keystream: fast, not sparse).
-random_file() {
-  head -c "$2" /dev/zero | openssl enc -aes-128-ctr -nosalt -pass "pass:$3" -pbkdf2 2>/dev/null > "$1"
 }
 
 # Path, mode, mtime, size and SHA-256 of every entry under $1.

@@ -16,16 +16,8 @@
 set -uo pipefail
 BRAID=$1
 CASE=$2
-BASE=/tmp; [ -d /dev/shm ] && [ -w /dev/shm ] && BASE=/dev/shm
-W=$(mktemp -d "$BASE/braid-tcpbg.XXXXXX")
-RECV_PID=
-cleanup() {
-  [ -n "$RECV_PID" ] && kill "$RECV_PID" 2>/dev/null
-  rm -rf "$W"
-}
-trap cleanup EXIT
-fail() { echo "FAIL [$CASE]: $*" >&2; for f in "$W"/*.err "$W"/*.out; do [ -f "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }; done; exit 1; }
-mkdir -p "$W/src" "$W/dst" "$W/rcfg" "$W/scfg"
+. "$(dirname "$0")/lib.sh"
+workspace tcpbg
 
 start_recv() {
   XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 --once --yes --code "$1" \
@@ -39,15 +31,6 @@ start_recv() {
 send() {
   XDG_CONFIG_HOME=$W/scfg "$BRAID" send --json "$W/send.json" --log "$W/send.log" "$@" > "$W/send.out" 2> "$W/send.err"
   SEND_RC=$?
-}
-
-wait_recv() {
-  for _ in $(seq 600); do kill -0 "$RECV_PID" 2>/dev/null || break; sleep 0.1; done
-  wait "$RECV_PID"; RECV_RC=$?; RECV_PID=
-}
-
-random_file() {
-  head -c "$2" /dev/zero | openssl enc -aes-128-ctr -nosalt -pass "pass:$3" -pbkdf2 2>/dev/null > "$1"
 }
 
 same_file() {

@@ -7,16 +7,8 @@
 set -uo pipefail
 BRAID=$1
 CASE=$2
-BASE=/tmp; [ -d /dev/shm ] && [ -w /dev/shm ] && BASE=/dev/shm
-W=$(mktemp -d "$BASE/braid-udp.XXXXXX")
-RECV_PID=
-cleanup() {
-  [ -n "$RECV_PID" ] && kill "$RECV_PID" 2>/dev/null
-  rm -rf "$W"
-}
-trap cleanup EXIT
-fail() { echo "FAIL [$CASE]: $*" >&2; for f in "$W"/*.err "$W"/*.out "$W"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }; done; exit 1; }
-mkdir -p "$W/src" "$W/dst" "$W/rcfg" "$W/scfg"
+. "$(dirname "$0")/lib.sh"
+workspace udp
 
 ipv6_ok() { python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0))' 2>/dev/null; }
 
@@ -40,11 +32,6 @@ send() {
   SEND_RC=$?
   end=$(date +%s.%N)
   ELAPSED=$(python3 -c "print($end - $start)")
-}
-
-wait_recv() {
-  for _ in $(seq 300); do kill -0 "$RECV_PID" 2>/dev/null || break; sleep 0.1; done
-  wait "$RECV_PID"; RECV_RC=$?; RECV_PID=
 }
 
 # udp_local_count ADDR:PORT N: the receiver logged exactly N UDP lanes open on ADDR:PORT.

@@ -1,0 +1,38 @@
+# What every integration script of the real binary shares: a scratch
+# workspace (tmpfs when there is one) with its own XDG_CONFIG_HOME per side,
+# removed at exit together with a receiver still running; `fail` with the
+# tails of what the run printed; waiting for the receiver; seeded data.
+# Sourced after BRAID and CASE are set: `. "$(dirname "$0")/lib.sh"; workspace NAME`.
+
+# workspace NAME: sets W (src, dst, rcfg, scfg inside) and the cleanup trap.
+workspace() {
+  local base=/tmp
+  [ -d /dev/shm ] && [ -w /dev/shm ] && base=/dev/shm
+  W=$(mktemp -d "$base/braid-$1.XXXXXX")
+  RECV_PID=
+  trap cleanup EXIT
+  mkdir -p "$W/src" "$W/dst" "$W/rcfg" "$W/scfg"
+}
+
+cleanup() {
+  [ -n "$RECV_PID" ] && kill "$RECV_PID" 2>/dev/null
+  rm -rf "$W"
+}
+
+fail() {
+  echo "FAIL [$CASE]: $*" >&2
+  for f in "$W"/*.err "$W"/*.out "$W"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }; done
+  exit 1
+}
+
+# Waits (up to 60 s) for the receiver started in the background; sets RECV_RC.
+wait_recv() {
+  local i
+  for i in $(seq 600); do kill -0 "$RECV_PID" 2>/dev/null || break; sleep 0.1; done
+  wait "$RECV_PID"; RECV_RC=$?; RECV_PID=
+}
+
+# A seeded pseudo-random file of $2 bytes (AES-CTR keystream: fast, not sparse).
+random_file() {
+  head -c "$2" /dev/zero | openssl enc -aes-128-ctr -nosalt -pass "pass:$3" -pbkdf2 2>/dev/null > "$1"
+}
