@@ -140,15 +140,45 @@ TEST(TcpPacingCap, IgnoresSamplesThatGoBackInTime) {
 // kernel's srtt follows R + queue/C + the receiver's delayed ACK (one
 // segment gap, ≤ 40 ms: what kept the cap at its floor on netlab before the
 // controller allowed for it) with a lag (EWMA), acks return after R.
-struct FluidRun {
+// A run's samples every 10 ms, and what the tests ask of them.
+template <class P>
+struct Trace {
+  std::vector<P> points;
+  double mean(double a, double b, double P::*field) const {
+    double sum = 0;
+    int n = 0;
+    for (const auto& p : points)
+      if (p.t >= a && p.t < b) sum += p.*field, ++n;
+    return n ? sum / n : 0;
+  }
+  double max(double a, double b, double P::*field) const {
+    double m = 0;
+    for (const auto& p : points)
+      if (p.t >= a && p.t < b) m = std::max(m, p.*field);
+    return m;
+  }
+  int restarts(double a, double b) const {
+    int n = 0;
+    for (const auto& p : points) n += p.t >= a && p.t < b && p.restart;
+    return n;
+  }
+  // The first time from `from` on at which the mean of `field` over the next `span` s reaches `level`.
+  double first_reaching(double from, double span, double level, double P::*field) const {
+    for (const auto& p : points)
+      if (p.t >= from && mean(p.t, p.t + span, field) >= level) return p.t + span;
+    return 1e9;
+  }
+};
+
+struct FluidPoint {
+  double t, ours_mbit, other_mbit, queue_ms, cap_mbit;
+  bool capped, restart;
+};
+
+struct FluidRun : Trace<FluidPoint> {
+  using Point = FluidPoint;
   double link_mbit = 100, base_rtt_ms = 20, queue_limit_ms = 80;
   double other_from_s = 3, other_to_s = 8, end_s = 11;
-
-  struct Point {
-    double t, ours_mbit, other_mbit, queue_ms, cap_mbit;
-    bool capped, restart;
-  };
-  std::vector<Point> points;  // every 10 ms
 
   void run() {
     TcpPacingCap cap;
@@ -208,24 +238,6 @@ struct FluidRun {
       std::printf("%6.2f ours %7.2f other %7.2f queue %6.1f ms cap %8.3f%s%s\n", p.t, p.ours_mbit, p.other_mbit,
                   p.queue_ms, p.cap_mbit, p.capped ? "" : " (none)", p.restart ? " RESTART" : "");
   }
-  double mean(double a, double b, double Point::*field) const {
-    double sum = 0;
-    int n = 0;
-    for (const auto& p : points)
-      if (p.t >= a && p.t < b) sum += p.*field, ++n;
-    return n ? sum / n : 0;
-  }
-  double max(double a, double b, double Point::*field) const {
-    double m = 0;
-    for (const auto& p : points)
-      if (p.t >= a && p.t < b) m = std::max(m, p.*field);
-    return m;
-  }
-  int restarts(double a, double b) const {
-    int n = 0;
-    for (const auto& p : points) n += p.t >= a && p.t < b && p.restart;
-    return n;
-  }
 };
 
 TEST(TcpPacingCapFluid, AloneItFillsTheLinkAndHoldsTheQueueNearTheTarget) {
@@ -284,7 +296,13 @@ TEST(TcpPacingCapFluid, YieldsOnALongPathToo) {
 //    only a restart (STARTUP, 2.89×) lets it follow a cap that doubles.
 // The competing flow and the queue are fluid as above; our segments are
 // discrete: each leaves the queue (Q + MSS) / C after it entered, FIFO.
-struct SegmentRun {
+struct SegmentPoint {
+  double t, ours_mbit, other_mbit, queue_ms, cap_mbit, srtt_ms, q_ms, kernel_mbit;
+  bool capped, restart, slow_start;
+};
+
+struct SegmentRun : Trace<SegmentPoint> {
+  using Point = SegmentPoint;
   double link_mbit = 100, base_rtt_ms = 20, queue_limit_ms = 80;
   double other_from_s = 3, other_to_s = 8, end_s = 11;
   double jitter_ms = 2;  // per-ACK RTT noise, uniform in [0, jitter_ms]
@@ -292,11 +310,6 @@ struct SegmentRun {
   double spike_at_s = -1, spike_ms = 0, spike_len_ms = 0;
   static constexpr double kMss = 1448, kDelack = 0.040, kJiffy = 0.004;
 
-  struct Point {
-    double t, ours_mbit, other_mbit, queue_ms, cap_mbit, srtt_ms, q_ms, kernel_mbit;
-    bool capped, restart, slow_start;
-  };
-  std::vector<Point> points;  // every 10 ms
 
   void run() {
     TcpPacingCap cap;
@@ -458,19 +471,6 @@ struct SegmentRun {
       std::printf("%6.2f ours %7.2f other %7.2f queue %6.1f srtt %6.1f q %6.1f kernel %8.2f cap %8.3f%s%s%s\n", p.t,
                   p.ours_mbit, p.other_mbit, p.queue_ms, p.srtt_ms, p.q_ms, p.kernel_mbit, p.cap_mbit,
                   p.capped ? "" : " (none)", p.slow_start ? " ss" : "", p.restart ? " RESTART" : "");
-  }
-  double mean(double a, double b, double Point::*field) const {
-    double sum = 0;
-    int n = 0;
-    for (const auto& p : points)
-      if (p.t >= a && p.t < b) sum += p.*field, ++n;
-    return n ? sum / n : 0;
-  }
-  // The first time from `from` on at which the mean of `field` over the next `span` s reaches `level`.
-  double first_reaching(double from, double span, double level, double Point::*field) const {
-    for (const auto& p : points)
-      if (p.t >= from && mean(p.t, p.t + span, field) >= level) return p.t + span;
-    return 1e9;
   }
 };
 
