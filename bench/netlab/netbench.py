@@ -57,6 +57,13 @@ def parse_size(text):
     return int(float(m.group(1)) * SIZE_UNITS[m.group(2).lower()])
 
 
+def size_label(n):
+    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n % div == 0:
+            return f"{n // div}{unit}"
+    return f"{n}B"
+
+
 def parse_unit(text, table, what):
     m = re.fullmatch(r"([0-9.]+)([a-zA-Z%]*)", text.strip())
     if not m or m.group(2).lower() not in table:
@@ -524,7 +531,9 @@ class Bench:
 
     def run(self):
         sc, n = self.sc, len(self.sc["links"])
-        res = {"scenario": sc["name"], "description": sc["description"], "scenario_file": sc["file"],
+        # A run at another size than the scenario's own keeps its own files (twins-256MiB next to twins).
+        name = sc["name"] if self.size == sc["size"] else f"{sc['name']}-{size_label(self.size)}"
+        res = {"scenario": sc["name"], "name": name, "description": sc["description"], "scenario_file": sc["file"],
                "links": sc["links"], "tcp_congestion_control": sc["cc"], "size_bytes": self.size, "runs": self.runs,
                "started": datetime.datetime.now().isoformat(timespec="seconds"),
                "host": os.uname().nodename, "kernel": os.uname().release,
@@ -735,7 +744,7 @@ def plot(res, key, path, title):
 
 def write_outputs(res, outdir):
     os.makedirs(outdir, exist_ok=True)
-    name = res["scenario"]
+    name = res.get("name", res["scenario"])
     res["plots"] = {}
     for key, who in (("braid:all", "braid"), ("mptcp:all", "mptcp")):
         p = plot(res, key, os.path.join(outdir, f"netlab-{name}-{who}.png"),
