@@ -18,6 +18,7 @@ struct RecvArgs {
   std::optional<std::string> code;
   bool yes = false;
   bool once = false;
+  size_t max_lanes = 64;
   std::string json_file;
   std::string log_file;
 };
@@ -40,6 +41,7 @@ void run_recv(const RecvArgs& a) {
   o.code = a.code;
   o.yes = a.yes;
   o.once = a.once;
+  o.max_lanes = a.max_lanes;
   auto started = Receiver::start(o, log);
   if (auto* f = std::get_if<Failure>(&started)) finish(f->exit_code, f->message);
   auto receiver = std::move(std::get<0>(started));
@@ -78,6 +80,8 @@ void add_recv_command(CLI::App& app) {
   cmd->add_option("--code", args->code, "Use this pairing code instead of a fresh one (for scripts)");
   cmd->add_flag("--yes", args->yes, "Accept every offer without asking");
   cmd->add_flag("--once", args->once, "Exit after one session");
+  cmd->add_option("--max-lanes", args->max_lanes, "Most lanes one session may have open at once (default 64)")
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--json", args->json_file, "Write the final report as JSON to FILE");
   cmd->add_option("--log", args->log_file, "Write the activity log as JSON lines to FILE");
   cmd->callback([args] { run_recv(*args); });

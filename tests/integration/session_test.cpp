@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "engine/files/source_tree.hpp"
@@ -35,8 +36,10 @@ bool ipv6_loopback_usable() {
 
 class RunningReceiver {
  public:
-  RunningReceiver(const fs::path& dir, const fs::path& config, const std::string& code, bool two_families = false) {
+  RunningReceiver(const fs::path& dir, const fs::path& config, const std::string& code, bool two_families = false,
+                  size_t max_lanes = 64) {
     ReceiveOptions o;
+    o.max_lanes = max_lanes;
     o.dir = dir.string();
     o.listen = {"127.0.0.1:0"};
     if (two_families && ipv6_loopback_usable()) o.listen.push_back("[::1]:0");
@@ -260,6 +263,30 @@ TEST_F(SessionFixture, ReportTellsEachLanesTruth) {
   EXPECT_TRUE(json["lanes"][0].contains("duplicates"));
   EXPECT_TRUE(json["lanes"][0].contains("abandoned"));
   EXPECT_EQ(testing::read_file(dst / "data.bin"), testing::read_file(tmp / "src/data.bin"));
+}
+
+TEST_F(SessionFixture, LanesBeyondTheReceiversCapAreRefusedWithTheReasonAndTheTransferGoesOn) {
+  testing::write_random_file(tmp / "src/data.bin", 4 << 20, 9);
+  RunningReceiver r(dst, recv_cfg, "pair-me", false, /*max_lanes=*/2);
+  EventLog send_log;
+  std::string error;
+  ASSERT_TRUE(send_log.open((tmp / "send.log").string(), error)) << error;
+  auto s = connect_ok(r.address(), send_cfg, "pair-me", send_log, /*streams=*/5);
+  ASSERT_TRUE(s);
+  EXPECT_LE(s->live_lanes(), 2u);  // lanes may still be joining: the log below is complete after close()
+  auto out = s->send(scan({tmp / "src/data.bin"}), TransferOptions{});
+  s->close();
+  ASSERT_EQ(out.exit_code, 0) << out.message;
+  EXPECT_EQ(testing::read_file(dst / "data.bin"), testing::read_file(tmp / "src/data.bin"));
+  size_t refused = 0, opened = 0;
+  std::istringstream lines(testing::read_file(tmp / "send.log"));
+  for (std::string line; std::getline(lines, line);) {
+    opened += line.find("\"lane_open\"") != std::string::npos;
+    refused += line.find("lane_failed") != std::string::npos &&
+               line.find("refused by the receiver: the receiver takes at most 2 lanes per session") != std::string::npos;
+  }
+  EXPECT_EQ(opened, 2u);   // 5 lanes asked, 2 taken
+  EXPECT_EQ(refused, 3u);  // and the sender was told why for each of the others
 }
 
 }  // namespace

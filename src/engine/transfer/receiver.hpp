@@ -35,6 +35,7 @@ struct ReceiveOptions {
   std::optional<std::string> code;  // fixed pairing code (scripts); default: a fresh one
   bool yes = false;
   bool once = false;
+  size_t max_lanes = 64;  // lanes open at once per session (ReceiverConfig::max_lanes)
   bool quiet = false;  // in-process tests: no lines on stderr
   std::optional<std::filesystem::path> config_dir;
 };

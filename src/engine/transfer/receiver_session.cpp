@@ -64,6 +64,7 @@ struct ReceiverSession::Lane {
   std::unique_ptr<lanes::LaneLink> link;
   std::string local, remote;
   bool alive = true;
+  bool joined = false;  // counted against the session's lane cap
   std::string close_reason;
   std::thread reader;
   // The piece this lane is receiving (pieces arrive whole, in order, per
@@ -162,6 +163,7 @@ void ReceiverSession::start_lane(std::unique_ptr<lanes::LaneLink> link, bool nee
   lane->local = lanes::local_endpoint_of(link->fd()).str();
   lane->remote = lanes::peer_endpoint_of(link->fd()).str();
   lane->link = std::move(link);
+  lane->joined = !needs_join;  // lane 0 came with the session
   Lane& l = *lane;
   std::lock_guard lock(mu_);
   lanes_.push_back(std::move(lane));
@@ -291,6 +293,14 @@ void ReceiverSession::close_lane(Lane& lane, const std::string& reason, bool ann
   lane.link->shutdown();
 }
 
+std::string ReceiverSession::lane_limit_locked(uint32_t joining) const {
+  size_t open = 0;
+  for (const auto& l : lanes_) open += l->alive && l->joined && l->id != joining;
+  for (const auto& u : udp_lanes_) open += u->alive && u->id != joining;
+  if (open < cfg_.max_lanes) return {};
+  return "the receiver takes at most " + std::to_string(cfg_.max_lanes) + " lanes per session";
+}
+
 template <class M>
 bool ReceiverSession::reply(uint32_t preferred_lane, const M& m) {
   for (int attempt = 0; attempt < 64; ++attempt) {
@@ -320,6 +330,23 @@ void ReceiverSession::reader_loop(Lane& lane, bool needs_join) {
       std::lock_guard lock(mu_);
       lane.alive = false;
       lane.close_reason = "join refused";
+      lane.link->shutdown();
+      return;
+    }
+    std::string over;
+    {
+      std::lock_guard lock(mu_);
+      over = lane_limit_locked(lane.id);
+      if (!over.empty()) {
+        lane.alive = false;
+        lane.close_reason = over;
+      } else {
+        lane.joined = true;
+      }
+    }
+    if (!over.empty()) {  // told on the lane itself: the sender is waiting there for its welcome
+      log_.write("lane_refused", {{"lane", lane.id}, {"remote", lane.remote}, {"reason", over}});
+      (void)lane.link->send_message(wire::LaneClosed{lane.id, over});
       lane.link->shutdown();
       return;
     }
@@ -772,6 +799,7 @@ void ReceiverSession::handle_udp_open(Lane& via, std::span<const uint8_t> payloa
     for (const auto& a : advertised_)
       if (auto e = lanes::parse_numeric_endpoint(a, 0); e && e->same_host(*where)) ours = true;
     if (!ours) return refuse("not an address of this receiver: " + where->host());
+    if (auto over = lane_limit_locked(m.lane_id); !over.empty()) return refuse(over);
     auto lane = std::make_unique<UdpLane>();
     lane->id = m.lane_id;
     lane->events = std::make_unique<UdpEvents>(*this, *lane);

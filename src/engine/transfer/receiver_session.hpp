@@ -33,6 +33,10 @@ struct ReceiverConfig {
   /// (owned by the Receiver); null: a port of its own per lane.
   udp::UdpRecvPorts* udp_ports = nullptr;
   std::vector<uint16_t> listen_ports;  // the TCP listeners' port numbers
+  /// Most lanes (TCP and UDP) open at once in one session: each TCP lane may
+  /// hold a chunk-sized piece buffer (up to 64 MiB), so a peer cannot make
+  /// the receiver hold more than this many of them.
+  size_t max_lanes = 64;
 };
 
 class ReceiverSession {
@@ -83,6 +87,8 @@ class ReceiverSession {
   /// A verified, written piece counted once for the report and the resume journal.
   void count_verified(Incoming& t, uint32_t lane_id, uint32_t piece, const files::PieceRecord& record);
   void close_lane(Lane& lane, const std::string& reason, bool announce);
+  /// Why one more lane cannot join now (empty: it can). Under mu_.
+  std::string lane_limit_locked(uint32_t joining) const;
   template <class M>
   bool reply(uint32_t preferred_lane, const M& m);
   void handle_offer(const Control& c);

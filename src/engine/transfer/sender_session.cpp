@@ -410,6 +410,12 @@ void SenderSession::open_tcp_lane(const LanePath& p, uint32_t lane_id, int timeo
   join.lane_id = lane_id;
   if (!link->send_message(join)) return;
   lanes::Incoming in = link->read();
+  if (wire::LaneClosed refused; in.status == lanes::ReadStatus::frame && in.type == wire::FrameType::lane_closed &&
+                                wire::decode(in.payload, refused)) {
+    log_.write("lane_failed", {{"lane", lane_id}, {"remote", p.remote.str()},
+                               {"reason", "refused by the receiver: " + refused.reason}});
+    return;
+  }
   wire::LaneWelcome welcome;
   if (in.status != lanes::ReadStatus::frame || in.type != wire::FrameType::lane_welcome ||
       !wire::decode(in.payload, welcome) || welcome.lane_id != lane_id) {
