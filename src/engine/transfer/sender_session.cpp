@@ -1302,6 +1302,7 @@ void SenderSession::log_progress_locked() {
 // What each lane's scheduler state and (UDP) transport look like right now:
 // a line per kSampleEvery, so rate collapses and stalls can be seen in time.
 void SenderSession::log_sample_locked() {
+  if (!log_.enabled()) return;
   Active& t = *active_;
   const Time n = now();
   if (n < t.next_sample) return;
@@ -1324,7 +1325,17 @@ void SenderSession::log_sample_locked() {
                   {"cwnd", c.cwnd_bytes},           {"in_flight", c.bytes_in_flight},
                   {"queued", c.queued_bytes},       {"srtt_ms", c.srtt_ms},
                   {"acked", c.data_bytes_acked},    {"lost", c.packets_lost}};
-    } else if (l.tcp_pacing.active) {
+    } else if (!l.is_udp() && l.link) {
+      // What the kernel's TCP holds for this lane: whether braid gives it enough to send.
+      if (lanes::TcpKernelInfo k; lanes::tcp_kernel_info(l.link->fd(), k))
+        j["kernel"] = {{"cwnd", uint64_t{k.snd_cwnd} * k.snd_mss},
+                       {"in_flight", uint64_t{k.unacked} * k.snd_mss},
+                       {"notsent", k.notsent_bytes},
+                       {"delivery_rate", k.delivery_rate},
+                       {"app_limited", k.delivery_rate_app_limited},
+                       {"srtt_ms", k.rtt_us / 1000.0}};
+    }
+    if (!l.is_udp() && l.tcp_pacing.active) {
       // --background on a TCP lane: the pacing cap (bytes/s, null: none) and what the kernel reports.
       const auto& p = l.tcp_pacing;
       j["tcp"] = {{"cap", p.cap >= 0 ? nlohmann::json(p.cap) : nlohmann::json(nullptr)},
