@@ -63,6 +63,16 @@ void run_recv(const RecvArgs& a) {
     doc["all_verified"] = all && code == 0;
     doc["rejected_frames"] = receiver->rejected_frames();
     doc["refused_connections"] = receiver->refused_connections();
+    // Datagrams on the shared UDP ports that no lane took: stray, foreign or forged.
+    nlohmann::json ports = nlohmann::json::array();
+    for (const auto& [address, st] : receiver->udp_port_stats())
+      ports.push_back({{"address", address},
+                       {"dropped", st.dropped()},
+                       {"malformed", st.malformed},
+                       {"unknown_lane", st.unknown_lane},
+                       {"foreign_source", st.foreign_source},
+                       {"unauthenticated", st.unauthenticated}});
+    doc["udp_ports"] = ports;
     if (auto e = write_json_file(a.json_file, doc); !e.empty()) std::cerr << "braid recv: " << e << "\n";
   }
   receiver.reset();

@@ -113,6 +113,12 @@ uint64_t Receiver::rejected_frames() const {
   return n;
 }
 
+std::vector<std::pair<std::string, udp::UdpPortStats>> Receiver::udp_port_stats() const {
+  std::vector<std::pair<std::string, udp::UdpPortStats>> out;
+  for (const auto& p : udp_ports_.all()) out.emplace_back(p->local_address().str(), p->stats());
+  return out;
+}
+
 int Receiver::run() {
   std::vector<pollfd> fds;
   for (const auto& l : listeners_) fds.push_back({l.get(), POLLIN, 0});

@@ -60,6 +60,8 @@ class Receiver {
   /// Connections refused before reaching a session (unknown session id, bad first bytes).
   uint64_t refused_connections() const { return refused_.load(); }
   uint64_t rejected_frames() const;
+  /// What reached the shared UDP ports and no lane took (by local address).
+  std::vector<std::pair<std::string, udp::UdpPortStats>> udp_port_stats() const;
 
  private:
   Receiver(EventLog& log, security::PairingCode code) : log_(log), code_(std::move(code)) {}
