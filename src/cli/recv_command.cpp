@@ -71,7 +71,8 @@ void run_recv(const RecvArgs& a) {
                        {"malformed", st.malformed},
                        {"unknown_lane", st.unknown_lane},
                        {"foreign_source", st.foreign_source},
-                       {"unauthenticated", st.unauthenticated}});
+                       {"unauthenticated", st.unauthenticated},
+                       {"migrated", st.migrated}});
     doc["udp_ports"] = ports;
     if (auto e = write_json_file(a.json_file, doc); !e.empty()) std::cerr << "braid recv: " << e << "\n";
   }

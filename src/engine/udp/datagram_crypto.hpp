@@ -87,6 +87,8 @@ class DatagramOpener {
   uint64_t count(FrameStatus s) const { return stats_[static_cast<size_t>(s)]; }
   /// Datagrams rejected for any reason.
   uint64_t rejected() const;
+  /// The highest packet number accepted so far (0 before any).
+  uint64_t highest_accepted() const { return window_.highest(); }
 
  private:
   DatagramOpener() = default;

@@ -69,8 +69,10 @@ class UdpRecvLane {
   FrameStatus open(std::span<uint8_t> datagram, bool count = true) { return opener_->open(datagram, count); }
   /// An authentic datagram (header + frames, tag cut off) from `from`.
   void deliver(Time now, std::span<const uint8_t> packet);
-  /// Takes `from` as the lane's peer (its first authentic datagram came from there).
+  /// Takes `from` as the lane's peer (its first authentic datagram came
+  /// from there, or its newest: the peer moved).
   void set_peer(const SocketAddress& from);
+  uint64_t highest_accepted() const { return opener_->highest_accepted(); }
   /// The core's feedback, sealed into `tx` for the peer (tagged `owner`);
   /// flushes through `socket` when the batch fills. false if the lane ended.
   bool poll_feedback(Time now, UdpSocket& socket, TxBatch& tx, uint32_t owner);

@@ -60,6 +60,7 @@ UdpRecvPort::~UdpRecvPort() {
 
 UdpPortStats UdpRecvPort::stats() const {
   UdpPortStats s;
+  s.migrated = migrated_.load(std::memory_order_relaxed);
   s.malformed = malformed_.load(std::memory_order_relaxed);
   s.unknown_lane = unknown_lane_.load(std::memory_order_relaxed);
   s.foreign_source = foreign_source_.load(std::memory_order_relaxed);
@@ -131,6 +132,7 @@ void UdpRecvPort::dispatch(Time now, std::span<uint8_t> d, const SocketAddress& 
     if (!l->has_peer() && !l->stopping()) candidates_.push_back(l);
   }
   if (candidates_.empty()) {
+    if (known && follow_peer(now, d, id, from)) return;
     (known ? foreign_source_ : unknown_lane_).fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -159,6 +161,35 @@ void UdpRecvPort::dispatch(Time now, std::span<uint8_t> d, const SocketAddress& 
     return;
   }
   unauthenticated_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool UdpRecvPort::follow_peer(Time now, std::span<uint8_t> d, uint32_t id, const SocketAddress& from) {
+  // A connected (exclusive) socket hears its peer only.
+  if (exclusive_) return false;
+  candidates_.clear();
+  for (UdpRecvLane* l : lanes_)
+    if (l->lane_id() == id && l->has_peer() && !l->stopping()) candidates_.push_back(l);
+  const bool several = candidates_.size() > 1;
+  for (UdpRecvLane* l : candidates_) {
+    std::span<uint8_t> try_on = d;
+    if (several) {
+      std::memcpy(scratch_.data(), d.data(), d.size());
+      try_on = std::span<uint8_t>(scratch_.data(), d.size());
+    }
+    // Not counted against the lane if it fails: the lane listens elsewhere.
+    // A replay (of a datagram the lane has) fails here, so only a datagram
+    // its sender sealed and the lane never saw can move it.
+    const uint64_t before = l->highest_accepted();
+    if (l->open(try_on, false) != FrameStatus::ok) continue;
+    if (l->highest_accepted() > before) {  // the newest: the peer is there now
+      l->set_peer(from);
+      last_ = l;
+      migrated_.fetch_add(1, std::memory_order_relaxed);
+    }
+    l->deliver(now, try_on.first(try_on.size() - kAeadTagSize));
+    return true;
+  }
+  return false;
 }
 
 void UdpRecvPort::flush() {

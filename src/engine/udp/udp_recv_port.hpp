@@ -56,6 +56,9 @@ struct UdpPortStats {
   /// Offered to the lanes of its id that wait for their peer; none
   /// authenticated it (with one such lane, its opener counts why too).
   uint64_t unauthenticated = 0;
+  /// Not drops: a claimed lane's newest authentic datagram came from a new
+  /// source, and the lane followed it (NAT rebinding, a changed route).
+  uint64_t migrated = 0;
   uint64_t dropped() const { return malformed + unknown_lane + foreign_source + unauthenticated; }
 };
 
@@ -90,6 +93,10 @@ class UdpRecvPort {
   void take_new_lanes();
   void receive(Time now);
   void dispatch(Time now, std::span<uint8_t> datagram, const SocketAddress& from);
+  /// Datagram `d` for lane `id` from a source none of its lanes listens to:
+  /// one of them takes it if it authenticates there, and moves to that
+  /// source if it is the newest it has seen. false if none took it.
+  bool follow_peer(Time now, std::span<uint8_t> d, uint32_t id, const SocketAddress& from);
   void send_feedback(Time now);
   void flush();
   void detach_stopped();
@@ -107,7 +114,7 @@ class UdpRecvPort {
   std::vector<UdpRecvLane*> lanes_;
   std::vector<UdpRecvLane*> candidates_;  // reused
   UdpRecvLane* last_ = nullptr;           // the last lane a datagram went to: most datagrams follow it
-  std::atomic<uint64_t> malformed_{0}, unknown_lane_{0}, foreign_source_{0}, unauthenticated_{0};
+  std::atomic<uint64_t> malformed_{0}, unknown_lane_{0}, foreign_source_{0}, unauthenticated_{0}, migrated_{0};
 
   std::mutex mu_;  // pending_
   std::vector<UdpRecvLane*> pending_;

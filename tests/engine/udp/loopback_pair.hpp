@@ -12,6 +12,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -80,7 +81,9 @@ class LoopbackPair : public UdpSendEvents, public UdpRecvEvents {
   /// Starts the receiver first (port 0, peer learnt), then the sender.
   bool start(UdpLaneConfig send_cfg, UdpLaneConfig recv_cfg) { return start_on(nullptr, send_cfg, recv_cfg); }
   /// As start(), with the receiving lane on a shared `port` (null: a port of its own).
-  bool start_on(std::shared_ptr<UdpRecvPort> port, UdpLaneConfig send_cfg, UdpLaneConfig recv_cfg) {
+  /// `via`: the sender sends there instead (a relay in front of the receiver).
+  bool start_on(std::shared_ptr<UdpRecvPort> port, UdpLaneConfig send_cfg, UdpLaneConfig recv_cfg,
+                std::optional<SocketAddress> via = std::nullopt) {
     std::string error;
     recv_cfg.role = security::Role::server;
     recv_ = port ? UdpRecvLane::start_on(std::move(port), recv_cfg, *this, error)
@@ -90,7 +93,7 @@ class LoopbackPair : public UdpSendEvents, public UdpRecvEvents {
       return false;
     }
     send_cfg.role = security::Role::client;
-    send_cfg.remote = recv_->local_address();
+    send_cfg.remote = via ? *via : recv_->local_address();
     send_ = UdpSendLane::start(send_cfg, *this, error);
     if (!send_) {
       error_ = "sender: " + error;

@@ -6,8 +6,12 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "engine/udp/udp_recv_port.hpp"
@@ -152,6 +156,108 @@ TEST(SharedPort, ALaneWaitingForItsPeerIsClaimedOnlyByAnAuthenticDatagram) {
   ASSERT_TRUE(b.wait_acked(b.piece_count()));
   EXPECT_TRUE(a.identical());
   EXPECT_TRUE(b.identical());
+}
+
+// A NAT in front of the receiver's port: the sender talks to `front`; the
+// relay forwards its datagrams to the port from one of two outside sockets
+// (the NAT's mapping) and the answers that come back to *that* socket to
+// the sender. switch_mapping() is a rebinding: a new outside port, and the
+// old mapping forgotten — what arrives on it is dropped.
+class Relay {
+ public:
+  explicit Relay(const SocketAddress& port) {
+    front_ = bound_socket(nullptr);
+    for (auto& b : outside_) b = bound_socket(&port);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Relay() {
+    stop_ = true;
+    thread_.join();
+    ::close(front_);
+    for (int b : outside_) ::close(b);
+  }
+  SocketAddress front() const { return local_of(front_); }
+  void switch_mapping() { active_ = 1; }
+
+ private:
+  static int bound_socket(const SocketAddress* connect_to) {
+    const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+    const auto any = *SocketAddress::parse("127.0.0.1:0");
+    EXPECT_EQ(::bind(fd, any.sa(), any.len), 0);
+    if (connect_to) {
+      EXPECT_EQ(::connect(fd, connect_to->sa(), connect_to->len), 0);
+    }
+    return fd;
+  }
+  static SocketAddress local_of(int fd) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+    return SocketAddress::from(reinterpret_cast<sockaddr*>(&ss), len);
+  }
+  void run() {
+    std::vector<uint8_t> buf(65536);
+    sockaddr_storage sender{};
+    socklen_t sender_len = 0;
+    while (!stop_) {
+      pollfd p[3] = {{front_, POLLIN, 0}, {outside_[0], POLLIN, 0}, {outside_[1], POLLIN, 0}};
+      if (::poll(p, 3, 20) <= 0) continue;
+      if (p[0].revents & POLLIN) {
+        socklen_t len = sizeof sender;
+        const ssize_t n = ::recvfrom(front_, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&sender), &len);
+        sender_len = len;
+        if (n > 0) (void)::send(outside_[active_], buf.data(), static_cast<size_t>(n), 0);
+      }
+      for (int i = 0; i < 2; ++i) {
+        if (!(p[1 + i].revents & POLLIN)) continue;
+        const ssize_t n = ::recv(outside_[i], buf.data(), buf.size(), 0);
+        if (n > 0 && i == active_ && sender_len > 0)
+          (void)::sendto(front_, buf.data(), static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&sender),
+                         sender_len);
+      }
+    }
+  }
+
+  int front_ = -1;
+  int outside_[2] = {-1, -1};
+  std::atomic<int> active_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST(SharedPort, ALaneFollowsItsPeerToANewSourceButNotAReplay) {
+  std::string error;
+  auto port = UdpRecvPort::open(*SocketAddress::parse("127.0.0.1:0"), SocketOptions{}, error);
+  ASSERT_TRUE(port) << error;
+  Relay nat(port->local_address());
+  LoopbackPair pair(32 * kMiB, kMiB, 6);
+  auto first = std::make_shared<FirstDatagram>();
+  UdpLaneConfig s = session_config(0xc, 5, 2);
+  s.rate_limit = Rate::mbit(800);  // the rebinding lands mid-transfer
+  s.fault.on_sent = [first](std::span<const uint8_t> d) { (*first)(d); };
+  ASSERT_TRUE(pair.start_on(port, s, session_config(0xc, 5, 2), nat.front())) << pair.error();
+  pair.send_all();
+  ASSERT_TRUE(pair.wait_acked(4));
+  nat.switch_mapping();
+  // Without following, every datagram from the new mapping would be
+  // foreign and every answer to the old one lost: the lane would starve.
+  ASSERT_TRUE(pair.wait_acked(pair.piece_count())) << "acked " << pair.acked().size();
+  EXPECT_TRUE(pair.identical());
+  EXPECT_EQ(port->stats().migrated, 1u);
+
+  // A genuine but old datagram from a third source moves nothing and is never answered.
+  Stray replay(port->local_address());
+  const auto old = first->get();
+  ASSERT_FALSE(old.empty());
+  const uint64_t foreign_before = port->stats().foreign_source;
+  replay.send(old);
+  for (int i = 0; i < 200 && port->stats().foreign_source == foreign_before; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(port->stats().foreign_source, foreign_before + 1);
+  EXPECT_EQ(port->stats().migrated, 1u);
+  EXPECT_FALSE(replay.heard_anything(100));
+  const auto c = pair.stop();
+  EXPECT_EQ(c.recv.rejected_total(), 0u);  // trials on a lane that listens elsewhere are not its refusals
 }
 
 TEST(SharedPort, TheRegistryGivesOnePortPerAddressAndSaysWhyABindFails) {
