@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # UDP lanes through the real `braid` binary over loopback. One case per run:
-# udp.sh BRAID_BINARY CASE (two-lanes, mixed, rate-limit, kill-lane, kill-control, transport, port-taken). Each
+# udp.sh BRAID_BINARY CASE (two-lanes, mixed, rate-limit, kill-lane, kill-control, transport, port-taken,
+# slow-disk). Each
 # case starts `braid recv` (127.0.0.1, and ::1 when IPv6 works), runs
 # `braid send` with lanes named by hand, and checks the file's SHA-256, the
 # exit codes, the --json report and the logs.
@@ -68,25 +69,12 @@ case "$CASE" in
     start_recv
     second="udp:127.0.0.1=127.0.0.1:$PORT"
     [ -n "$PORT6" ] && second="udp:[::1]=[::1]:$PORT6"
-    # Stray datagrams at the shared port meanwhile: dropped, counted in recv's --json, harmless.
-    python3 -c '
-import socket, sys, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-for _ in range(2000):
-    try:
-        s.sendto(b"not braid", ("127.0.0.1", int(sys.argv[1])))
-    except OSError:
-        pass  # the port refused (ICMP) before its first UDP lane opened it
-    time.sleep(0.005)' "$PORT" 2>/dev/null &
-    JUNK_PID=$!
     send --lane "udp:127.0.0.1=127.0.0.1:$PORT" --lane "$second" "$W/src/data.bin" "127.0.0.1:$PORT"
-    kill "$JUNK_PID" 2>/dev/null; wait "$JUNK_PID" 2>/dev/null
     check_identical
     echo "256 MiB over 2 UDP lanes ($second) in ${ELAPSED}s"
     check_json 's["all_verified"] and [l["kind"] for l in s["lanes"]] == ["udp", "udp"]'
     check_json 'all(l["bytes"] > 0 and l["packets_sent"] > 0 and l["min_rtt_ms"] > 0 for l in s["lanes"])'
     check_json 'sum(l["bytes"] for l in s["lanes"]) == 256 << 20'
-    check_json "any(p['address'] == '127.0.0.1:$PORT' and p['malformed'] > 0 and p['dropped'] >= p['malformed'] for p in r['udp_ports'])"
     # The packet size follows the path MTU: loopback's 65536 → the 9000 cap.
     [ "$(grep -c '"kind":"udp".*"packet_size":9000' "$W/send.log")" = 2 ] || fail "packet size did not follow the path MTU"
     # Each UDP lane came in on the port number the receiver listens on for TCP.
@@ -119,9 +107,23 @@ for _ in range(2000):
     # --rate-limit caps the whole transfer (two UDP lanes share it).
     make_file $((48 << 20))
     start_recv
+    # Stray datagrams at the shared port meanwhile (the capped lanes leave
+    # its socket room for them): dropped, counted in recv's --json, harmless.
+    python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(2000):
+    try:
+        s.sendto(b"not braid", ("127.0.0.1", int(sys.argv[1])))
+    except OSError:
+        pass  # the port refused (ICMP) before its first UDP lane opened it
+    time.sleep(0.005)' "$PORT" 2>/dev/null &
+    JUNK_PID=$!
     send --rate-limit 200Mbit/s --lane "udp:127.0.0.1=127.0.0.1:$PORT" --lane "udp:127.0.0.1=127.0.0.1:$PORT" \
       "$W/src/data.bin" "127.0.0.1:$PORT"
+    kill "$JUNK_PID" 2>/dev/null; wait "$JUNK_PID" 2>/dev/null
     check_identical
+    check_json "any(p['address'] == '127.0.0.1:$PORT' and p['malformed'] > 0 and p['dropped'] >= p['malformed'] for p in r['udp_ports'])"
     floor=$(python3 -c "print(0.9 * (48 << 20) * 8 / 200e6)")
     echo "48 MiB at --rate-limit 200Mbit/s: ${ELAPSED}s wall (floor ${floor}s)"
     python3 -c "import sys; sys.exit(0 if $ELAPSED >= $floor else 1)" || fail "took ${ELAPSED}s < ${floor}s: above the cap"
@@ -183,6 +185,33 @@ open(sys.argv[2], "w").close(); time.sleep(60)' "$PORT" "$W/holding" &
     check_identical
     grep '"udp_port_fallback"' "$W/recv.log" | grep -q "127.0.0.1:$PORT" || fail "no udp_port_fallback with the reason"
     udp_local_count "127.0.0.1:$PORT" 0 || fail "a lane claims the taken port"
+    ;;
+  slow-disk)
+    # A disk slower than the network (every piece's write 20 ms late: at
+    # most 50 MiB/s): the receiver's UDP lanes stop crediting the senders'
+    # windows while its writer is behind, so its memory stays bounded by the
+    # write backlog (64 MiB) and the lanes' windows instead of growing with
+    # everything the network could bring; the file still arrives whole.
+    make_file $((256 << 20))
+    BRAID_TEST_WRITE_DELAY_MS=20 start_recv
+    ( peak=0
+      while kill -0 "$RECV_PID" 2>/dev/null; do
+        hwm=$(awk '/VmHWM/ {print $2}' "/proc/$RECV_PID/status" 2>/dev/null)
+        [ -n "$hwm" ] && [ "$hwm" -gt "$peak" ] && peak=$hwm && echo "$peak" > "$W/peak_kib"
+        sleep 0.05
+      done ) &
+    SAMPLER=$!
+    second="udp:127.0.0.1=127.0.0.1:$PORT"
+    [ -n "$PORT6" ] && second="udp:[::1]=[::1]:$PORT6"
+    send --lane "udp:127.0.0.1=127.0.0.1:$PORT" --lane "$second" "$W/src/data.bin" "127.0.0.1:$PORT"
+    check_identical
+    wait "$SAMPLER"
+    peak=$(cat "$W/peak_kib")
+    echo "256 MiB at most 50 MiB/s to disk, over 2 UDP lanes, in ${ELAPSED}s; receiver peak RSS $((peak / 1024)) MiB"
+    # 64 MiB of backlog, 2 × 16 MiB of window, pieces being gathered and the
+    # process itself: ~125 MiB. Without the held credit: ~230 MiB.
+    max=${MAX_PEAK_MIB:-160}
+    [ "$peak" -lt $((max * 1024)) ] || fail "the receiver held $((peak / 1024)) MiB (more than $max)"
     ;;
   *) fail "unknown case" ;;
 esac

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <optional>
@@ -21,6 +23,12 @@
 namespace braid::transfer {
 
 using Clock = std::chrono::steady_clock;
+
+// How far UDP lanes' finished pieces may queue for the writer before the
+// lanes stop counting new bytes as consumed (their senders' windows stop
+// sliding: a disk slower than the network slows the senders down, and
+// memory stays bounded by this plus each lane's window).
+constexpr uint64_t kUdpWriteBacklog = 64ull << 20;
 
 namespace {
 
@@ -98,6 +106,9 @@ struct ReceiverSession::UdpLane {
   std::mutex mu;             // pieces, done
   std::map<uint64_t, Piece> pieces;  // by lane piece id: transfer << 32 | piece
   std::set<uint64_t> done;           // acked; late duplicates of these are dropped
+  /// Bytes taken in while the writer was behind, not yet counted as
+  /// consumed: the sender's window stops sliding until the writer catches up.
+  std::atomic<uint64_t> held_credit{0};
 
   /// A piece of chunk `chunk` of transfer `t`, before anything is known of it.
   static Piece new_piece(const std::shared_ptr<Incoming>& t, uint64_t chunk);
@@ -106,8 +117,8 @@ struct ReceiverSession::UdpLane {
 class ReceiverSession::UdpEvents : public udp::UdpRecvEvents {
  public:
   UdpEvents(ReceiverSession& s, UdpLane& lane) : s_(s), lane_(lane) {}
-  void on_data(uint64_t piece, uint64_t offset, std::span<const uint8_t> bytes) override {
-    s_.on_udp_data(lane_, piece, offset, bytes);
+  size_t on_data(uint64_t piece, uint64_t offset, std::span<const uint8_t> bytes) override {
+    return s_.on_udp_data(lane_, piece, offset, bytes);
   }
   void on_closed(const std::string& reason) override { s_.on_udp_closed(lane_, reason); }
 
@@ -123,15 +134,18 @@ ReceiverSession::ReceiverSession(const ReceiverConfig& cfg, EventLog& log, std::
       peer_(std::move(peer)),
       peer_key_(std::move(peer_key)),
       session_id_(session_id),
-      secret_(secret) {}
+      secret_(secret),
+      udp_writer_(std::make_unique<SerialWorker>([this](uint64_t queued) {
+        if (queued <= kUdpWriteBacklog) release_udp_credit();
+      })) {}
 
 ReceiverSession::~ReceiverSession() {
-  // UDP lanes first: their destructors join I/O threads whose events use the TCP lanes.
+  // UDP lanes first: they post to the writer, whose jobs use the TCP lanes.
   for (auto& u : udp_lanes_) u->lane.reset();
-  for (auto& l : lanes_) {
-    l->link->shutdown();
+  for (auto& l : lanes_) l->link->shutdown();  // a reply the writer is blocked in fails now
+  udp_writer_.reset();
+  for (auto& l : lanes_)
     if (l->reader.joinable()) l->reader.join();
-  }
 }
 
 void ReceiverSession::note(const std::string& line) const {
@@ -489,6 +503,13 @@ void ReceiverSession::handle_piece(Lane& lane, const lanes::Incoming& in) {
 
 // Both lane kinds end a piece here: verified bytes to disk, then counted.
 bool ReceiverSession::write_verified(Incoming& t, uint64_t offset, std::span<const uint8_t> bytes) {
+  // BRAID_TEST_WRITE_DELAY_MS=N: every piece's write takes N ms longer — a
+  // disk slower than the network, for the tests of the receiver's backpressure.
+  static const long delay_ms = [] {
+    const char* v = std::getenv("BRAID_TEST_WRITE_DELAY_MS");
+    return v ? std::strtol(v, nullptr, 10) : 0L;
+  }();
+  if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
   const int err = t.tree->write(offset, bytes);
   if (err == 0) return true;
   const bool full = err == ENOSPC || err == EDQUOT;
@@ -677,6 +698,9 @@ void ReceiverSession::handle_done(const Control& c) {
     if (auto it = transfers_.find(done.transfer_id); it != transfers_.end()) t = it->second;
   }
   if (!t) return;
+  // UDP lanes' last pieces may still be on their way to the disk: the
+  // transport acked them on arrival, before they were verified and written.
+  udp_writer_->drain();
   std::vector<files::PieceRecord> records;
   {
     std::lock_guard lock(t->mu);
@@ -881,61 +905,84 @@ void ReceiverSession::handle_udp_piece(std::span<const uint8_t> payload) {
   if (complete) finish_udp_piece(*u, key);
 }
 
-void ReceiverSession::on_udp_data(UdpLane& u, uint64_t piece, uint64_t offset, std::span<const uint8_t> bytes) {
+size_t ReceiverSession::on_udp_data(UdpLane& u, uint64_t piece, uint64_t offset, std::span<const uint8_t> bytes) {
   std::shared_ptr<Incoming> t;
   {
     std::lock_guard lock(mu_);
     if (auto it = transfers_.find(static_cast<uint32_t>(piece >> 32)); it != transfers_.end()) t = it->second;
   }
-  if (!t) return;  // not accepted (or a stray range): drop it
+  if (!t) return bytes.size();  // not accepted (or a stray range): dropped, consumed
   {
     std::lock_guard lock(t->mu);
-    if (t->finished || t->failed) return;
+    if (t->finished || t->failed) return bytes.size();
   }
   const uint64_t total = t->tree->layout().total();
-  if (offset >= total || bytes.size() > total - offset) return;
+  if (offset >= total || bytes.size() > total - offset) return bytes.size();
   bool complete = false;
   {
     std::lock_guard lock(u.mu);
-    if (u.done.count(piece)) return;  // a late duplicate of an acked piece
+    if (u.done.count(piece)) return bytes.size();  // a late duplicate of an acked piece
     auto it = u.pieces.find(piece);
     if (it == u.pieces.end()) it = u.pieces.emplace(piece, UdpLane::new_piece(t, offset / t->offer.chunk_size)).first;
     it->second.assembly.add(offset, bytes);
     complete = it->second.assembly.complete();
   }
   if (complete) finish_udp_piece(u, piece);
+  if (udp_writer_->queued_bytes() <= kUdpWriteBacklog) return bytes.size();
+  // The writer is behind: hold the credit. Checked again after holding, so
+  // a writer that caught up in between cannot leave it held with nothing
+  // left to release it.
+  u.held_credit.fetch_add(bytes.size());
+  if (udp_writer_->queued_bytes() > kUdpWriteBacklog) return 0;
+  return static_cast<size_t>(u.held_credit.exchange(0));  // may include bytes held before: all consumed now
+}
+
+void ReceiverSession::release_udp_credit() {
+  std::lock_guard lock(mu_);
+  for (auto& u : udp_lanes_)
+    if (u->lane)
+      if (const uint64_t held = u->held_credit.exchange(0); held > 0) u->lane->consume(static_cast<size_t>(held));
 }
 
 void ReceiverSession::finish_udp_piece(UdpLane& u, uint64_t key) {
-  std::optional<UdpLane::Piece> p;
+  std::shared_ptr<UdpLane::Piece> p;
   {
     std::lock_guard lock(u.mu);
     auto it = u.pieces.find(key);
     if (it == u.pieces.end() || !it->second.assembly.complete()) return;
-    p.emplace(std::move(it->second));
+    p = std::make_shared<UdpLane::Piece>(std::move(it->second));
     u.pieces.erase(it);
     u.done.insert(key);
   }
-  Incoming& t = *p->t;
   const auto duration = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - p->first_byte);
-  wire::LaneAck la{u.id, wire::Ack{static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key & 0xffffffffu),
-                                   static_cast<uint64_t>(duration.count()), wire::AckStatus::ok}};
-  if (!p->assembly.hash_ok()) {
-    la.ack.status = wire::AckStatus::hash_mismatch;
-    log_.write("piece_hash_mismatch", {{"lane", u.id}, {"piece", la.ack.piece}});
-    (void)reply(0, la);
-    return;
-  }
-  {
-    std::lock_guard lock(t.mu);
-    if (t.finished || t.failed || t.pieces.count(la.ack.piece)) return;  // another lane brought it first
-  }
-  if (!may_write(t, p->assembly.offset(), p->assembly.length())) return;
-  if (!write_verified(t, p->assembly.offset(), p->assembly.bytes())) return;
-  count_verified(t, u.id, la.ack.piece, files::PieceRecord{p->assembly.offset(), p->assembly.length(), p->assembly.digest()});
-  // No ack for a good piece: the lane's own transport ack already told the
-  // sender's scheduler (so a lossy TCP control lane never holds a UDP lane
-  // back), and the root hash at the end confirms every piece.
+  const uint64_t bytes = p->assembly.length();
+  // Verify, write and count on the writer: pwrite, the resume journal and a
+  // reply over a TCP lane may block, and the port's thread serves every
+  // session's lanes on its address.
+  udp_writer_->post(
+      [this, &u, key, p, duration] {
+        Incoming& t = *p->t;
+        wire::LaneAck la{u.id, wire::Ack{static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key & 0xffffffffu),
+                                         static_cast<uint64_t>(duration.count()), wire::AckStatus::ok}};
+        if (!p->assembly.hash_ok()) {
+          la.ack.status = wire::AckStatus::hash_mismatch;
+          log_.write("piece_hash_mismatch", {{"lane", u.id}, {"piece", la.ack.piece}});
+          (void)reply(0, la);
+          return;
+        }
+        {
+          std::lock_guard lock(t.mu);
+          if (t.finished || t.failed || t.pieces.count(la.ack.piece)) return;  // another lane brought it first
+        }
+        if (!may_write(t, p->assembly.offset(), p->assembly.length())) return;
+        if (!write_verified(t, p->assembly.offset(), p->assembly.bytes())) return;
+        count_verified(t, u.id, la.ack.piece,
+                       files::PieceRecord{p->assembly.offset(), p->assembly.length(), p->assembly.digest()});
+        // No ack for a good piece: the lane's own transport ack already told
+        // the sender's scheduler (so a lossy TCP control lane never holds a
+        // UDP lane back), and the root hash at the end confirms every piece.
+      },
+      bytes);
 }
 
 ReceiverSession::UdpLane::Piece ReceiverSession::UdpLane::new_piece(const std::shared_ptr<Incoming>& t, uint64_t chunk) {
@@ -956,7 +1003,8 @@ void ReceiverSession::on_udp_closed(UdpLane& u, const std::string& reason) {
   }
   log_.write("lane_closed", {{"lane", u.id}, {"kind", "udp"}, {"reason", reason}});
   note("lane " + std::to_string(u.id) + " (udp " + u.local + ") closed: " + reason);
-  if (announce) (void)reply(0, wire::LaneClosed{u.id, reason});
+  // Over a TCP lane, which can block: not on the port's thread.
+  if (announce) udp_writer_->post([this, id = u.id, reason] { (void)reply(0, wire::LaneClosed{id, reason}); });
 }
 
 }  // namespace braid::transfer

@@ -20,6 +20,7 @@
 #include "engine/security/session.h"
 #include "engine/transfer/event_log.hpp"
 #include "engine/transfer/report.hpp"
+#include "engine/transfer/serial_worker.hpp"
 #include "engine/udp/udp_recv_port.hpp"
 #include "engine/wire/messages.hpp"
 
@@ -78,9 +79,13 @@ class ReceiverSession {
   // UDP lanes (receiver_session.cpp, "UDP lanes").
   void handle_udp_open(Lane& via, std::span<const uint8_t> payload);
   void handle_udp_piece(std::span<const uint8_t> payload);
-  void on_udp_data(UdpLane& lane, uint64_t piece, uint64_t offset, std::span<const uint8_t> bytes);
+  /// Bytes of `bytes` consumed now for the lane's flow control (UdpRecvEvents::on_data).
+  size_t on_udp_data(UdpLane& lane, uint64_t piece, uint64_t offset, std::span<const uint8_t> bytes);
   void on_udp_closed(UdpLane& lane, const std::string& reason);
+  /// Hands a completed piece to udp_writer_ (verify, write, count).
   void finish_udp_piece(UdpLane& lane, uint64_t key);
+  /// The bytes UDP lanes held back (udp_writer_ was behind) now count as consumed.
+  void release_udp_credit();
   void drop_udp_pieces(uint32_t transfer_id);
   /// A verified piece's bytes to disk; false (and the transfer failed with the reason) if the write failed.
   bool write_verified(Incoming& t, uint64_t offset, std::span<const uint8_t> bytes);
@@ -118,6 +123,10 @@ class ReceiverSession {
   std::vector<TransferReport> reports_;
   int outcome_ = 0;
   bool ending_ = false;
+  // Last: it runs jobs that use everything above. UDP lanes' finished
+  // pieces and their replies run here, off the shared port's I/O thread,
+  // which serves other sessions' lanes too.
+  std::unique_ptr<SerialWorker> udp_writer_;
 };
 
 }  // namespace braid::transfer

@@ -131,9 +131,11 @@ class UdpRecvEvents {
   /// `bytes` of piece `piece` at `offset` (the offset the sender gave for
   /// the piece, plus the position within it). A range may come twice (a
   /// resend crossing a late original): writes must be idempotent. The bytes
-  /// are valid during the call only; returning counts them as consumed for
-  /// flow control.
-  virtual void on_data(uint64_t piece, uint64_t offset, std::span<const uint8_t> bytes) = 0;
+  /// are valid during the call only. Returns how many of them count as
+  /// consumed for flow control now; the engine hands in the rest later
+  /// (UdpRecvLane::consume) — its way to slow the sender when it cannot
+  /// keep up with writing.
+  virtual size_t on_data(uint64_t piece, uint64_t offset, std::span<const uint8_t> bytes) = 0;
   virtual void on_closed(const std::string& reason) = 0;
 };
 

@@ -6,14 +6,14 @@ namespace braid::udp {
 
 using transport::kAeadTagSize;
 
-// Passes each DATA frame to the engine, then tells the core the bytes are
-// consumed (the engine's on_data is synchronous), so the window slides.
+// Passes each DATA frame to the engine, then tells the core how many of
+// the bytes are consumed, so the window slides (the rest: consume()).
 class UdpRecvLane::Sink final : public transport::DataSink {
  public:
   Sink(UdpRecvEvents& events, transport::LaneReceiver& receiver) : events_(events), receiver_(receiver) {}
   void on_data(const transport::DataRange& range, std::span<const uint8_t> payload) override {
-    events_.on_data(range.piece, range.offset, payload);
-    receiver_.on_data_consumed(Bytes(payload.size()));
+    const size_t now = events_.on_data(range.piece, range.offset, payload);
+    if (now > 0) receiver_.on_data_consumed(Bytes(now));
   }
 
  private:
@@ -99,7 +99,15 @@ void UdpRecvLane::deliver(Time now, std::span<const uint8_t> packet) {
   if (e != transport::TransportError::ok && e != transport::TransportError::duplicate_packet) ++protocol_errors_;
 }
 
+void UdpRecvLane::consume(size_t n) {
+  if (n == 0) return;
+  consumed_later_.fetch_add(n, std::memory_order_relaxed);
+  port_->wake();
+}
+
 bool UdpRecvLane::poll_feedback(Time now, UdpSocket& socket, TxBatch& tx, uint32_t owner) {
+  if (const uint64_t later = consumed_later_.exchange(0, std::memory_order_relaxed); later > 0)
+    receiver_.on_data_consumed(Bytes(later));
   if (!has_peer_ || stop_) return !stop_;
   // A connected (exclusive) socket sends to its peer without an address.
   const SocketAddress* to = socket.connected() ? nullptr : &peer_;

@@ -48,6 +48,9 @@ class UdpRecvLane {
   /// Ends the lane; on_closed(reason) follows on the I/O thread. Idempotent.
   void close(const std::string& reason = "closed by the engine");
   bool closed() const { return stopped_.load(); }
+  /// Any thread: `n` more bytes that on_data did not count as consumed
+  /// are consumed now; the sender's window slides with the next feedback.
+  void consume(size_t n);
   UdpLaneCounters counters() const;
   /// Where the sender must send: the port's address (its port, if it was bound to port 0).
   SocketAddress local_address() const { return port_->local_address(); }
@@ -102,6 +105,7 @@ class UdpRecvLane {
   std::condition_variable detached_cv_;
   bool detached_ = false;
   std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> consumed_later_{0};  // consume(): taken in by the I/O thread
   std::atomic<bool> stopped_{false};
   std::string stop_reason_;
   mutable std::mutex counters_mu_;

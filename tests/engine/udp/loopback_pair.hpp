@@ -143,13 +143,14 @@ class LoopbackPair : public UdpSendEvents, public UdpRecvEvents {
     cv_.notify_all();
   }
   // UdpRecvEvents
-  void on_data(uint64_t piece, uint64_t offset, std::span<const uint8_t> bytes) override {
+  size_t on_data(uint64_t piece, uint64_t offset, std::span<const uint8_t> bytes) override {
     (void)piece;
     if (offset + bytes.size() > dest_.size()) {
       ++out_of_range_;
-      return;
+      return bytes.size();
     }
     std::memcpy(dest_.data() + offset, bytes.data(), bytes.size());
+    return bytes.size();
   }
 
   UdpSendLane& sender() { return *send_; }
