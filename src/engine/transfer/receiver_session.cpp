@@ -141,11 +141,18 @@ ReceiverSession::ReceiverSession(const ReceiverConfig& cfg, EventLog& log, std::
 
 ReceiverSession::~ReceiverSession() {
   // UDP lanes first: they post to the writer, whose jobs use the TCP lanes.
-  for (auto& u : udp_lanes_) u->lane.reset();
+  // Taken out under mu_ (the writer's release_udp_credit reads them there),
+  // ended outside it (their on_closed takes mu_).
+  std::vector<std::unique_ptr<udp::UdpRecvLane>> ending;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& u : udp_lanes_) ending.push_back(std::move(u->lane));
+  }
+  ending.clear();
   for (auto& l : lanes_) l->link->shutdown();  // a reply the writer is blocked in fails now
-  udp_writer_.reset();
-  for (auto& l : lanes_)
+  for (auto& l : lanes_)  // readers may still post a UDP piece whose header they read
     if (l->reader.joinable()) l->reader.join();
+  udp_writer_.reset();
 }
 
 void ReceiverSession::note(const std::string& line) const {
@@ -181,7 +188,13 @@ void ReceiverSession::start_lane(std::unique_ptr<lanes::LaneLink> link, bool nee
   Lane& l = *lane;
   std::lock_guard lock(mu_);
   lanes_.push_back(std::move(lane));
-  l.reader = std::thread([this, &l, needs_join] { reader_loop(l, needs_join); });
+  l.reader = std::thread([this, &l, needs_join] {
+    reader_loop(l, needs_join);
+    // A closed lane stays listed until the session ends; its piece buffer
+    // (up to a chunk, 64 MiB) goes now, or lanes opened and closed over and
+    // over would add up.
+    std::vector<uint8_t>().swap(l.piece_bytes);
+  });
 }
 
 bool ReceiverSession::adopt_lane(security::UniqueFd fd, uint32_t lane_id) {
@@ -813,23 +826,31 @@ void ReceiverSession::handle_udp_open(Lane& via, std::span<const uint8_t> payloa
   auto where = lanes::parse_numeric_endpoint(m.address, 0);
   if (!where || where->is_wildcard()) return refuse("not an address: " + m.address);
   UdpLane* u = nullptr;
+  std::string refusal;  // decided under mu_, sent after it: a TCP send may block
   {
     std::lock_guard lock(mu_);
-    if (ending_) return refuse("the session is ending");
-    if (find_lane_by_id(lanes_, m.lane_id) || find_lane_by_id(udp_lanes_, m.lane_id))
-      return refuse("lane id in use");
     // Only an address we offered (or lane 0 reached): the sender cannot make us bind elsewhere.
     bool ours = where->same_host(lanes::local_endpoint_of(via.link->fd()));
     for (const auto& a : advertised_)
       if (auto e = lanes::parse_numeric_endpoint(a, 0); e && e->same_host(*where)) ours = true;
-    if (!ours) return refuse("not an address of this receiver: " + where->host());
-    if (auto over = lane_limit_locked(m.lane_id); !over.empty()) return refuse(over);
-    auto lane = std::make_unique<UdpLane>();
-    lane->id = m.lane_id;
-    lane->events = std::make_unique<UdpEvents>(*this, *lane);
-    u = lane.get();
-    udp_lanes_.push_back(std::move(lane));
+    if (ending_) {
+      refusal = "the session is ending";
+    } else if (find_lane_by_id(lanes_, m.lane_id) || find_lane_by_id(udp_lanes_, m.lane_id)) {
+      refusal = "lane id in use";
+    } else if (!ours) {
+      refusal = "not an address of this receiver: " + where->host();
+    } else {
+      refusal = lane_limit_locked(m.lane_id);
+    }
+    if (refusal.empty()) {
+      auto lane = std::make_unique<UdpLane>();
+      lane->id = m.lane_id;
+      lane->events = std::make_unique<UdpEvents>(*this, *lane);
+      u = lane.get();
+      udp_lanes_.push_back(std::move(lane));
+    }
   }
+  if (!refusal.empty()) return refuse(refusal);
   udp::UdpLaneConfig cfg;
   cfg.lane_id = m.lane_id;
   cfg.session_id = session_id_;
@@ -861,9 +882,11 @@ void ReceiverSession::handle_udp_open(Lane& via, std::span<const uint8_t> payloa
     lane = udp::UdpRecvLane::start(cfg, *u->events, error);
   }
   if (!lane) {
-    std::lock_guard lock(mu_);
-    u->alive = false;
-    u->close_reason = error;
+    {
+      std::lock_guard lock(mu_);
+      u->alive = false;
+      u->close_reason = error;
+    }
     return refuse(error);
   }
   u->local = lane->local_address().str();

@@ -24,11 +24,6 @@ void SerialWorker::post(std::function<void()> job, uint64_t bytes) {
   cv_.notify_all();
 }
 
-uint64_t SerialWorker::queued_bytes() const {
-  std::lock_guard lock(mu_);
-  return bytes_;
-}
-
 void SerialWorker::drain() {
   std::unique_lock lock(mu_);
   const uint64_t target = posted_;
@@ -45,9 +40,10 @@ void SerialWorker::run() {
     lock.unlock();
     job.fn();
     lock.lock();
-    bytes_ -= job.bytes;
+    // seq_cst, as the read in queued_bytes(): the receiver holds credit, then
+    // reads this; this drops, then releases what is held — one of the two sees the other.
+    const uint64_t left = bytes_.fetch_sub(job.bytes) - job.bytes;
     ++done_;
-    const uint64_t left = bytes_;
     cv_.notify_all();
     if (after_each_) {
       lock.unlock();

@@ -4,6 +4,7 @@
 // lane's finished pieces, and replies over TCP lanes, which can block.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -25,8 +26,8 @@ class SerialWorker {
 
   /// Queues `job`, which holds `bytes` of memory until it has run.
   void post(std::function<void()> job, uint64_t bytes = 0);
-  /// Bytes held by jobs posted and not yet finished.
-  uint64_t queued_bytes() const;
+  /// Bytes held by jobs posted and not yet finished (lock-free: asked per datagram).
+  uint64_t queued_bytes() const { return bytes_.load(); }
   /// Blocks until every job posted before this call has run.
   void drain();
 
@@ -41,7 +42,7 @@ class SerialWorker {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> jobs_;
-  uint64_t bytes_ = 0;
+  std::atomic<uint64_t> bytes_{0};
   uint64_t posted_ = 0, done_ = 0;
   bool stop_ = false;
   std::thread thread_;

@@ -126,23 +126,28 @@ void UdpRecvPort::dispatch(Time now, std::span<uint8_t> d, const SocketAddress& 
   // 2. The lanes with this id that wait for their peer.
   candidates_.clear();
   bool known = false;
+  size_t peered = 0;  // lanes with this id that listen to another source (step 3)
   for (UdpRecvLane* l : lanes_) {
     if (l->lane_id() != id) continue;
     known = true;
-    if (!l->has_peer() && !l->stopping()) candidates_.push_back(l);
+    if (l->has_peer()) {
+      ++peered;
+    } else if (!l->stopping()) {
+      candidates_.push_back(l);
+    }
   }
   if (candidates_.empty()) {
     if (known && follow_peer(now, d, id, from)) return;
     (known ? foreign_source_ : unknown_lane_).fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  // A failed tag check leaves the buffer half decrypted: with more than one
+  // lane to try (here, or a peered one after), each tries a fresh copy. A
+  // refusal is the lane's news only if it is the one lane to try.
+  const bool several = candidates_.size() > 1 || peered > 0;
   for (size_t i = 0; i < candidates_.size(); ++i) {
     UdpRecvLane* l = candidates_[i];
-    // A failed tag check leaves the buffer half decrypted: with more than
-    // one lane to try, each tries a fresh copy.
-    // A refusal is the lane's news only if it is the one lane to try.
     std::span<uint8_t> try_on = d;
-    const bool several = candidates_.size() > 1;
     if (several) {
       std::memcpy(scratch_.data(), d.data(), d.size());
       try_on = std::span<uint8_t>(scratch_.data(), d.size());
@@ -160,6 +165,9 @@ void UdpRecvPort::dispatch(Time now, std::span<uint8_t> d, const SocketAddress& 
     l->deliver(now, try_on.first(try_on.size() - kAeadTagSize));
     return;
   }
+  // Another session's lane with the same id may have moved (a lane that
+  // waits forever for its peer must not keep it from following).
+  if (peered > 0 && follow_peer(now, d, id, from)) return;
   unauthenticated_.fetch_add(1, std::memory_order_relaxed);
 }
 
