@@ -15,6 +15,7 @@ nlohmann::json to_json(const LaneReport& l) {
           {"share", l.share},
           {"rate_bytes_per_sec", l.rate_bytes_per_sec},
           {"rate_mbit_per_sec", l.rate_bytes_per_sec * 8 / 1e6},
+          {"active_seconds", l.active_seconds},
           {"estimate_bytes_per_sec", l.estimate_bytes_per_sec},
           {"rtt_ms", l.rtt_ms},
           {"stalls", l.stalls},

@@ -50,7 +50,8 @@ struct LaneReport {
   uint64_t wire_bytes = 0;   // bytes written to its socket in this transfer (frames, headers, tags)
   uint32_t chunks = 0;       // pieces it delivered first
   double share = 0;          // bytes / total
-  double rate_bytes_per_sec = 0;      // delivered rate from acks
+  double rate_bytes_per_sec = 0;      // delivered rate from acks: acked_bytes / active_seconds
+  double active_seconds = 0;          // from its first piece sent to its last ack in this transfer
   double estimate_bytes_per_sec = 0;  // the scheduler's final estimate
   double rtt_ms = 0;                  // smoothed RTT from acks
   uint32_t stalls = 0;

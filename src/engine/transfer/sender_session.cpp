@@ -1423,8 +1423,10 @@ TransferReport SenderSession::build_report_locked(const files::SourceTree& tree)
     }
     l.chunks = st.pieces;
     l.share = static_cast<double>(l.bytes) / total;
-    if (lane.first_send != Time::never() && st.acked_bytes.count() > 0 && st.last_ack > lane.first_send)
-      l.rate_bytes_per_sec = st.acked_bytes.as_double() / (st.last_ack - lane.first_send).to_seconds();
+    if (lane.first_send != Time::never() && st.acked_bytes.count() > 0 && st.last_ack > lane.first_send) {
+      l.active_seconds = (st.last_ack - lane.first_send).to_seconds();
+      l.rate_bytes_per_sec = st.acked_bytes.as_double() / l.active_seconds;
+    }
     l.estimate_bytes_per_sec = t.sched.estimator(id).rate().bytes_per_second();
     l.rtt_ms = t.sched.estimator(id).srtt().to_millis();
     l.stalls = st.stalls;
