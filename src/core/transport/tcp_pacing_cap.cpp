@@ -61,6 +61,15 @@ constexpr Duration kDelayedAckMax = Duration::millis(44);
 // at 0.9 of the largest rate acked so far; above that LEDBAT's own growth
 // (fading near that rate) takes over.
 constexpr double kSlowStartExitRate = 0.9;
+// Near or past the largest rate acked so far the quiet-queue growth fades,
+// but not below this share of it (1.05× per RTT while the queue stays
+// nearly empty): that rate is only as good as the start-up that measured
+// it, and a start-up that met the queue before two RTTs at full rate (40 ms
+// paths at 500 Mbit/s) left it at ~0.75 of the link — the cap then crept up
+// by LEDBAT's one packet per RTT per RTT, 0.7 Mbit/s per 100 ms there. An
+// empty queue says the link has room; the delay signal stops the probe an
+// RTT or two after it fills (5 % of a BDP at most).
+constexpr double kMaxProbeRoom = 0.1;
 }  // namespace
 
 TcpPacingCap::TcpPacingCap(const TcpPacingCapConfig& cfg) : cfg_(cfg), delays_(kCurrentFilter) {}
@@ -211,7 +220,9 @@ TcpPacingDecision TcpPacingCap::on_sample(const TcpSample& s) {
       // the known rate only LEDBAT's small step probes (as BIC/CUBIC slow
       // down near their last maximum).
       if (q < kQuietFraction) {
-        const double room = max_rate_.is_zero() ? 1.0 : std::clamp(1.0 - next / max_rate_.bytes_per_second(), 0.0, 1.0);
+        const double room = max_rate_.is_zero()
+                                ? 1.0
+                                : std::clamp(1.0 - next / max_rate_.bytes_per_second(), kMaxProbeRoom, 1.0);
         next *= std::pow(1.0 + kQuietGrowthPerRtt * (1.0 - q / kQuietFraction) * room, rtts);
       }
       next += (1.0 - std::max(q, 0.0)) * step;

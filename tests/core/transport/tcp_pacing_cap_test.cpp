@@ -371,7 +371,10 @@ struct SegmentRun : Trace<SegmentPoint> {
       kernel_now = kernel_rate();
       const double ours_rate = limit ? std::min(limit->bytes_per_second(), kernel_now) : kernel_now;
       // Our segments, paced.
-      credit = std::min(credit + ours_rate * dt, 2 * kMss);
+      // At most a step's worth (and two segments) of saved-up credit: no
+      // burst after a pause — but no ceiling either (two segments per step
+      // alone would hold the sender under 232 Mbit/s).
+      credit = std::min(credit + ours_rate * dt, std::max(2 * kMss, 2 * ours_rate * dt));
       double ours_in = 0;
       while (credit >= kMss) {
         credit -= kMss;
@@ -529,6 +532,36 @@ TEST(TcpPacingCapSegments, AloneOneDelaySpikeDoesNotSendTheCapToTheFloor) {
     if (p.t >= 2 && p.capped && p.cap_mbit < 0.1 * C) low += 0.01;
   EXPECT_LE(low, 0.1);
   EXPECT_GE(r.mean(2.5, 5, &SegmentRun::Point::ours_mbit), 0.9 * C);  // all but a moment
+}
+
+TEST(TcpPacingCapSegments, OnFatLongPathsTooItFillsTheLinkAndTakesItBack) {
+  // Past the largest rate acked so far the quiet-queue growth used to fade
+  // to nothing, and that rate is only what the first start-up saw before it
+  // met the queue: alone the cap then crept up at one packet per RTT per
+  // RTT — 0.71 of a 500 Mbit/s, 40 ms link over [1 s, 3 s], and after a
+  // competitor left not back to 0.9 within 3 s on 40 or 60 ms paths.
+  struct Path {
+    double mbit, rtt_ms;
+  };
+  for (const Path path : {Path{500, 40}, Path{200, 60}}) {
+    SCOPED_TRACE(std::to_string(path.mbit) + " Mbit/s, " + std::to_string(path.rtt_ms) + " ms");
+    const double C = path.mbit;
+    SegmentRun alone;
+    alone.link_mbit = C;
+    alone.base_rtt_ms = path.rtt_ms;
+    alone.other_from_s = alone.other_to_s = 100;
+    alone.end_s = 6;
+    alone.run();
+    EXPECT_GE(alone.mean(3, 6, &SegmentRun::Point::ours_mbit), 0.9 * C);
+    SegmentRun r;
+    r.link_mbit = C;
+    r.base_rtt_ms = path.rtt_ms;
+    r.run();
+    EXPECT_GE(r.mean(4, 5, &SegmentRun::Point::other_mbit), 0.8 * C);
+    EXPECT_LE(r.mean(4.5, 8, &SegmentRun::Point::ours_mbit), 0.03 * C);
+    const double t90 = r.first_reaching(8, 0.5, 0.9 * C, &SegmentRun::Point::ours_mbit) - 8;
+    EXPECT_LE(t90, 2.5) << "0.9 of the link " << t90 << " s after the flow left";
+  }
 }
 
 }  // namespace
