@@ -36,6 +36,30 @@ TEST(BraidPolicy, UnmeasuredLaneGetsOneSmallProbeUntilItsFirstAck) {
   EXPECT_GT(assigned_to(d, known), Bytes::mib(1));
 }
 
+TEST(BraidPolicy, WhenEveryMeasuredLaneDiedANewLaneTakesTheirPiecesWhole) {
+  // The UDP lanes of a path that drops UDP each sent their probe, heard
+  // nothing and closed: the probes are overdue (sent, so never cut again).
+  // The TCP lanes that replace them are unmeasured; they must take the
+  // overdue pieces as their probes — before, nobody took anything again.
+  Scheduler s = make(Bytes::mib(32));
+  const LaneId a = s.add_lane({"udp-a", std::nullopt, std::nullopt}, at_ms(0));
+  const LaneId b = s.add_lane({"udp-b", std::nullopt, std::nullopt}, at_ms(0));
+  for (const auto& as : drain(s, at_ms(0)).assigns) s.on_send_started(as.lane, as.piece, at_ms(0));
+  s.on_lane_closed(a, at_ms(2000));
+  s.on_lane_closed(b, at_ms(2000));
+  ASSERT_TRUE(s.plan().next_overdue());
+  const LaneId c = s.add_lane({"tcp-c", std::nullopt, Duration::millis(1)}, at_ms(2001));
+  const LaneId d = s.add_lane({"tcp-d", std::nullopt, Duration::millis(1)}, at_ms(2001));
+  const Drained got = drain(s, at_ms(2001));
+  ASSERT_EQ(got.assigns.size(), 2u);
+  EXPECT_NE(got.assigns[0].lane, got.assigns[1].lane);
+  for (const auto& as : got.assigns) {
+    EXPECT_TRUE(as.lane == c || as.lane == d);
+    EXPECT_EQ(as.length, Bytes::kib(64));  // the probes, whole
+  }
+  EXPECT_FALSE(s.plan().next_overdue());
+}
+
 TEST(BraidPolicy, KeepsMoreThanOnePieceInFlightWhenThePathHoldsIt) {
   Scheduler s = make(Bytes::mib(64));
   // 100 Mbit/s x 100 ms holds 1.25 MB: one chunk in flight would idle the lane.

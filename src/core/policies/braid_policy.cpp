@@ -69,8 +69,14 @@ std::optional<Pick> BraidPolicy::pick_new_work(const Scheduler& s, Time now) {
     if (s.planning_rate(l).is_zero()) {
       // Nothing known yet: one small piece measures the lane (MISSION.md §1:
       // a lane holds one piece until an ack has measured it).
-      if (s.active_flights(l) == 0 && s.consecutive_stalls(l) == 0 && cuttable)
-        return Pick{l, *next, std::min(kMinPiece, piece.length), false, std::nullopt};
+      if (s.active_flights(l) == 0 && s.consecutive_stalls(l) == 0) {
+        if (cuttable) return Pick{l, *next, std::min(kMinPiece, piece.length), false, std::nullopt};
+        // A whole piece (back from a stall or a lane that died) measures it
+        // as well if it is probe-sized — and must go somewhere when no
+        // measured lane is left to take it (every UDP lane dead, only new
+        // TCP lanes: nothing was handed out again, for ever).
+        if (piece.length <= kMinPiece || !best) return Pick{l, *next, std::nullopt, false, std::nullopt};
+      }
       continue;
     }
     if (s.consecutive_stalls(l) > 0) continue;  // only probes until it delivers again
