@@ -48,6 +48,13 @@ struct SenderSession::Lane {
   uint64_t udp_acked_seen = 0;  // the transport's acked data bytes at the last report
   uint64_t kill_after = UINT64_MAX;
   std::string close_reason;
+  // UDP lanes: the path a TCP lane takes instead if UDP never gets through.
+  struct TcpFallback {
+    std::optional<lanes::Endpoint> local;
+    lanes::Endpoint remote;
+    std::optional<Rate> per_lane;
+  };
+  std::optional<TcpFallback> tcp_fallback;
   // TCP lanes under --background: the pacing thread's controller, and what
   // it last saw and set (published under mu_ for the log).
   std::unique_ptr<transport::TcpPacingCap> tcp_cap;  // the pacing thread's alone
@@ -115,7 +122,10 @@ class SenderSession::UdpEvents : public udp::UdpSendEvents {
   UdpEvents(SenderSession& s, Lane& lane) : s_(s), lane_(lane) {}
   void on_piece_started(uint64_t piece) override { s_.on_udp_started(lane_, piece); }
   void on_piece_acked(uint64_t piece) override { s_.on_udp_acked(lane_, piece); }
-  void on_closed(const std::string& reason) override { s_.close_lane(lane_, reason, true); }
+  void on_closed(const std::string& reason) override {
+    s_.close_lane(lane_, reason, true);
+    s_.fall_back_to_tcp(lane_);
+  }
 
  private:
   SenderSession& s_;
@@ -362,6 +372,11 @@ void SenderSession::open_extra_lanes(const ConnectOptions& opts, const lanes::En
   // whether lane 0 carries data depends on them.
   std::vector<std::thread> udp_connectors;
   const int timeout_ms = std::min(opts.connect_timeout_ms, 3000);
+  {
+    std::lock_guard lock(mu_);
+    next_lane_id_ = static_cast<uint32_t>(paths.size() + 1);
+    lane_timeout_ms_ = timeout_ms;
+  }
   for (size_t i = 0; i < paths.size(); ++i) {
     const auto lane_id = static_cast<uint32_t>(i + 1);
     if (paths[i].udp) {
@@ -907,6 +922,9 @@ void SenderSession::open_udp_lane(const ConnectOptions& opts, const LanePath& p,
   if (!cfg.local.valid()) cfg.local = *udp::SocketAddress::parse(remote->family() == AF_INET6 ? "[::]:0" : "0.0.0.0:0");
   cfg.packet_size = opts.packet_size;
   cfg.cc = opts.cc;
+  // BRAID_TEST_UDP_BLOCKED=1: every datagram the lanes send is lost, as
+  // behind a firewall that drops UDP (the tests of the TCP fall-back).
+  if (std::getenv("BRAID_TEST_UDP_BLOCKED")) cfg.fault.drop_probability = 1.0;
   cfg.rate_limit = per_lane;
   cfg.cc_seed = lane_id;
   // The lane object must exist before its thread can call events on it:
@@ -922,6 +940,7 @@ void SenderSession::open_udp_lane(const ConnectOptions& opts, const LanePath& p,
   lane->local = lane->udp->local_address().str();
   lane->remote = ready.address;
   lane->name = "lane" + std::to_string(lane_id) + " udp " + lane->local + "->" + lane->remote;
+  lane->tcp_fallback = Lane::TcpFallback{p.local, p.remote, per_lane};
   if (const char* k = std::getenv("BRAID_TEST_KILL_LANE")) {
     long id = -1;
     unsigned long long after = 0;
@@ -937,6 +956,29 @@ void SenderSession::open_udp_lane(const ConnectOptions& opts, const LanePath& p,
   log_.write("lane_open", {{"lane", l.id}, {"kind", "udp"}, {"local", l.local}, {"remote", l.remote},
                            {"packet_size", l.udp->packet_size()}, {"cc", cfg.cc}});
   l.writer = std::thread([this, &l] { udp_feeder_loop(l); });
+}
+
+// A UDP lane that closed without ever hearing its peer: UDP does not get
+// through on that path (a firewall, a middlebox), though TCP did (lane 0,
+// udp_open). A TCP lane takes the path instead, joining the running
+// transfer like any late lane — after first_contact_timeout (2 s), not the
+// 10 s of silence that ends a lane that once worked.
+void SenderSession::fall_back_to_tcp(Lane& lane) {
+  if (!lane.udp || lane.udp->heard_peer() || !lane.tcp_fallback) return;
+  std::lock_guard lock(mu_);
+  if (closing_) return;
+  const uint32_t id = next_lane_id_++;
+  const Lane::TcpFallback f = *lane.tcp_fallback;
+  lane.tcp_fallback.reset();  // once
+  log_.write("udp_fallback", {{"lane", lane.id}, {"tcp_lane", id}, {"remote", f.remote.str()},
+                              {"reason", "no answer over UDP: a TCP lane takes the path"}});
+  ++connecting_;
+  connectors_.emplace_back([this, p = LanePath{f.local, f.remote, false}, id, per_lane = f.per_lane] {
+    open_tcp_lane(p, id, lane_timeout_ms_, per_lane);
+    std::lock_guard done(mu_);
+    --connecting_;
+    cv_.notify_all();
+  });
 }
 
 bool SenderSession::read_range(Active& t, uint64_t off, uint64_t n, uint8_t* dst, std::string& error) {

@@ -146,6 +146,8 @@ class SenderSession {
   bool take_next_locked(Lane& lane, std::unique_lock<std::mutex>& lock, core::Assign& a);
   // UDP lanes (sender_session.cpp, "UDP lanes").
   void open_udp_lane(const ConnectOptions& opts, const LanePath& p, uint32_t lane_id, std::optional<Rate> per_lane);
+  /// A UDP lane that closed without ever hearing its peer: a TCP lane on its path instead.
+  void fall_back_to_tcp(Lane& lane);
   void udp_feeder_loop(Lane& lane);
   bool read_range(Active& t, uint64_t off, uint64_t n, uint8_t* dst, std::string& error);
   void on_udp_started(Lane& lane, uint64_t piece);
@@ -195,6 +197,8 @@ class SenderSession {
   std::optional<wire::ErrorMessage> peer_error_;
   std::map<uint32_t, wire::UdpReady> udp_ready_;  // answers to udp_open, by lane id
   uint32_t next_transfer_id_ = 1;
+  uint32_t next_lane_id_ = 1;    // for lanes opened after connect (a UDP lane's TCP fall-back)
+  int lane_timeout_ms_ = 3000;
   bool closing_ = false;
   std::vector<std::thread> connectors_;  // TCP lanes still connecting (joined by close)
   size_t connecting_ = 0;                // of them, not done yet

@@ -67,6 +67,10 @@ struct UdpLaneConfig {
   /// the peer for this long closes ("peer silent"); the transport's own
   /// probe timer keeps probing with backoff until then.
   Duration idle_timeout = Duration::seconds(10);
+  /// The same for a lane that has never heard its peer at all: UDP may be
+  /// blocked on the path (a firewall), and the sender can put a TCP lane
+  /// there instead (UdpSendLane::heard_peer).
+  Duration first_contact_timeout = Duration::seconds(2);
   uint64_t cc_seed = 1;               // randomised controller phases stay reproducible
   SocketOptions socket;
   FaultInjection fault;               // tests only

@@ -1,6 +1,7 @@
 #include "engine/udp/udp_send_lane.hpp"
 
 #include <cerrno>
+#include <cstdio>
 
 #include "core/transport/cc_registry.hpp"
 #include "engine/udp/lane_limits_controller.hpp"
@@ -36,17 +37,20 @@ std::unique_ptr<UdpSendLane> UdpSendLane::start(const UdpLaneConfig& cfg, UdpSen
   }
   cc = std::make_unique<LaneLimitsController>(std::move(cc), LaneLimits{cfg.rate_limit, cfg.io_reaction});
   auto sender = std::make_unique<transport::LaneSender>(sc, std::move(cc));
-  std::unique_ptr<UdpSendLane> lane(new UdpSendLane(events, std::move(io), std::move(sender), cfg.idle_timeout));
+  std::unique_ptr<UdpSendLane> lane(
+      new UdpSendLane(events, std::move(io), std::move(sender), cfg.idle_timeout, cfg.first_contact_timeout));
   lane->thread_ = std::thread([l = lane.get()] { l->run(); });
   return lane;
 }
 
 UdpSendLane::UdpSendLane(UdpSendEvents& events, std::unique_ptr<LaneIo> io,
-                         std::unique_ptr<transport::LaneSender> sender, Duration idle_timeout)
+                         std::unique_ptr<transport::LaneSender> sender, Duration idle_timeout,
+                         Duration first_contact_timeout)
     : events_(events),
       io_(std::move(io)),
       sender_(std::move(sender)),
       idle_timeout_(idle_timeout),
+      first_contact_timeout_(first_contact_timeout),
       local_(io_->socket->local_address()) {
   inbox_.reserve(64);
   work_.reserve(64);
@@ -133,6 +137,7 @@ bool UdpSendLane::receive() {
     io_->rx->for_each([&](std::span<uint8_t> d, const SocketAddress&) {
       if (io_->opener->open(d) != FrameStatus::ok) return;  // counted by the opener; the lane goes on
       last_heard_ = now;
+      heard_peer_.store(true, std::memory_order_relaxed);
       if (sender_->on_datagram_received(now, d.first(d.size() - kAeadTagSize)) != transport::TransportError::ok) {
         ++protocol_errors_;  // authentic yet malformed: a peer bug, not an attack; keep going
         return;
@@ -231,8 +236,13 @@ void UdpSendLane::run() {
     if (sender_->poll_timeout() <= now) sender_->on_timeout(now);
     bool blocked = false;
     if (!transmit(now, blocked)) break;
-    if (sender_->bytes_in_flight().count() > 0 && now - last_heard_ > idle_timeout_) {
-      end("the peer was silent for " + std::to_string(idle_timeout_.to_seconds()) + " s");
+    const bool heard = heard_peer_.load(std::memory_order_relaxed);
+    const Duration limit = heard ? idle_timeout_ : std::min(idle_timeout_, first_contact_timeout_);
+    if (sender_->bytes_in_flight().count() > 0 && now - last_heard_ > limit) {
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%.3g s", limit.to_seconds());
+      end(heard ? std::string("the peer was silent for ") + secs
+                : std::string("no answer over UDP in ") + secs + " (UDP blocked on the path?)");
       break;
     }
     // Counters feed reports and the scheduler's view of the controller

@@ -61,6 +61,8 @@ class UdpSendLane {
   void close(const std::string& reason = "closed by the engine");
 
   bool closed() const { return stopped_.load(); }
+  /// Whether any authentic datagram ever came back from the peer (any thread).
+  bool heard_peer() const { return heard_peer_.load(std::memory_order_relaxed); }
   UdpLaneCounters counters() const;
   /// Test hook: sends `datagram` as is, outside the lane's state (forged or
   /// replayed packets). Any thread. Returns 0 or errno.
@@ -77,7 +79,7 @@ class UdpSendLane {
   };
 
   UdpSendLane(UdpSendEvents& events, std::unique_ptr<LaneIo> io, std::unique_ptr<transport::LaneSender> sender,
-              Duration idle_timeout);
+              Duration idle_timeout, Duration first_contact_timeout);
   void run();
   void apply_commands();
   bool receive();
@@ -92,6 +94,8 @@ class UdpSendLane {
   std::unique_ptr<transport::LaneSender> sender_;
   PieceLedger ledger_;
   Duration idle_timeout_;
+  Duration first_contact_timeout_;
+  std::atomic<bool> heard_peer_{false};
   SocketAddress local_;
   Time last_heard_;
   uint64_t packets_retransmitted_ = 0;
