@@ -13,7 +13,7 @@ ChunkPlan::ChunkPlan(Bytes total, Bytes chunk_size) : total_(total), chunk_size_
   for (uint64_t c = 0; c < n; ++c) {
     const Bytes off(c * chunk_size.count());
     const Bytes len = std::min(chunk_size, total - off);
-    pieces_.push_back(Piece{static_cast<ChunkIndex>(c), off, len, PieceState::pending, false, false});
+    pieces_.push_back(Piece{static_cast<ChunkIndex>(c), off, len, PieceState::pending, false});
     pending_.push_back(static_cast<PieceId>(c));
   }
   unassigned_bytes_ = total;
@@ -38,7 +38,7 @@ PieceId ChunkPlan::split(PieceId id, Bytes head) {
   Piece& p = pieces_[id];
   assert(p.state == PieceState::pending && !p.ever_assigned);
   if (head.count() == 0 || head >= p.length) return id;
-  Piece tail{p.chunk, p.offset + head, p.length - head, PieceState::pending, false, false};
+  Piece tail{p.chunk, p.offset + head, p.length - head, PieceState::pending, false};
   p.length = head;
   const auto tail_id = static_cast<PieceId>(pieces_.size());
   pieces_.push_back(tail);
@@ -80,13 +80,10 @@ void ChunkPlan::mark_overdue(PieceId id) {
   unassigned_bytes_ += p.length;
 }
 
-void ChunkPlan::mark_sent(PieceId id) { pieces_[id].ever_sent = true; }
-
 void ChunkPlan::mark_pending_again(PieceId id) {
   Piece& p = pieces_[id];
   if (p.state != PieceState::in_flight) return;
   p.state = PieceState::pending;
-  if (!p.ever_sent) p.ever_assigned = false;
   pending_.push_front(id);
   unassigned_bytes_ += p.length;
 }
@@ -108,7 +105,7 @@ bool ChunkPlan::mark_delivered(PieceId id) {
 PieceId ChunkPlan::cut(PieceId id, Bytes at) {
   Piece& p = pieces_[id];
   assert(at > p.offset && at < p.offset + p.length);
-  Piece tail{p.chunk, at, p.offset + p.length - at, PieceState::pending, false, false};
+  Piece tail{p.chunk, at, p.offset + p.length - at, PieceState::pending, false};
   p.length = at - p.offset;
   pieces_.push_back(tail);
   return static_cast<PieceId>(pieces_.size() - 1);

@@ -40,8 +40,7 @@ struct Piece {
   Bytes offset;  // from the start of the transfer
   Bytes length;
   PieceState state = PieceState::pending;
-  bool ever_assigned = false;  // handed to a lane: its size is fixed while any copy may still be sent
-  bool ever_sent = false;      // a lane started sending it: an ack may name it, so it is never cut again
+  bool ever_assigned = false;
 };
 
 class ChunkPlan {
@@ -82,11 +81,8 @@ class ChunkPlan {
   void mark_in_flight(PieceId id);
   /// A stalled or dropped piece goes to the overdue queue.
   void mark_overdue(PieceId id);
-  /// A lane started sending the piece.
-  void mark_sent(PieceId id);
   /// A piece whose every copy was dropped before any byte left goes back to the
-  /// front of the pending queue: nothing about it is late. If no lane ever
-  /// started it, no ack can name it, and it may be cut again like a fresh one.
+  /// front of the pending queue: nothing about it is late.
   void mark_pending_again(PieceId id);
   /// Returns true the first time a piece is delivered (false for a duplicate).
   bool mark_delivered(PieceId id);

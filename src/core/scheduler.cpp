@@ -177,7 +177,6 @@ void Scheduler::on_send_started(LaneId lane, PieceId piece, Time now) {
     if (&other != f && other.state == FlightState::sending) idle = false;
   f->state = FlightState::sending;
   f->started = now;
-  plan_.mark_sent(piece);
   f->snap = l.est.on_send(now, idle);
   if (!rules_.deadline_from_assignment) f->deadline = deadline_for(lane, *f, now);
 }

@@ -52,19 +52,4 @@ TEST(ChunkPlan, OverduePiecesComeBeforePendingOnes) {
   EXPECT_EQ(p.unassigned_bytes(), Bytes::mib(1));
 }
 
-TEST(ChunkPlan, APieceNoLaneStartedMayBeCutAgainOneStartedNever) {
-  ChunkPlan p(Bytes::mib(2), Bytes::mib(1));
-  p.mark_in_flight(0);
-  p.mark_in_flight(1);
-  p.mark_sent(1);
-  p.mark_pending_again(0);  // dropped while only queued: no byte of it left
-  p.mark_pending_again(1);  // dropped after a lane started it
-  EXPECT_FALSE(p.piece(0).ever_assigned);
-  EXPECT_TRUE(p.piece(1).ever_assigned);
-  const PieceId head = p.split(0, Bytes::kib(256));
-  EXPECT_EQ(p.piece(head).length, Bytes::kib(256));
-  EXPECT_EQ(p.piece_count(), 3u);
-  EXPECT_EQ(p.unassigned_bytes(), Bytes::mib(2));
-}
-
 }  // namespace braid::core
