@@ -225,8 +225,9 @@ open(sys.argv[2], "w").close(); time.sleep(60)' "$PORT" "$W/holding" &
     peak=$(cat "$W/peak_kib")
     echo "256 MiB at most 50 MiB/s to disk, over 2 UDP lanes, in ${ELAPSED}s; receiver peak RSS $((peak / 1024)) MiB"
     # 64 MiB of backlog, 2 × 16 MiB of window, pieces being gathered and the
-    # process itself: ~125 MiB. Without the held credit: ~230 MiB.
-    max=${MAX_PEAK_MIB:-160}
+    # process itself: ~125 MiB (112-150 under heavy load, allocator slack
+    # included). Without the held credit: ~230 MiB.
+    max=${MAX_PEAK_MIB:-185}
     [ "$peak" -lt $((max * 1024)) ] || fail "the receiver held $((peak / 1024)) MiB (more than $max)"
     ;;
   *) fail "unknown case" ;;
