@@ -320,10 +320,10 @@ void ReceiverSession::close_lane(Lane& lane, const std::string& reason, bool ann
   lane.link->shutdown();
 }
 
-std::string ReceiverSession::lane_limit_locked(uint32_t joining) const {
-  size_t open = 0;
-  for (const auto& l : lanes_) open += l->alive && l->joined && l->id != joining;
-  for (const auto& u : udp_lanes_) open += u->alive && u->id != joining;
+std::string ReceiverSession::lane_limit_locked() const {
+  size_t open = 0;  // the lane asking is not counted yet: not joined, or not listed
+  for (const auto& l : lanes_) open += l->alive && l->joined;
+  for (const auto& u : udp_lanes_) open += u->alive;
   if (open < cfg_.max_lanes) return {};
   return "the receiver takes at most " + std::to_string(cfg_.max_lanes) + " lanes per session";
 }
@@ -363,7 +363,7 @@ void ReceiverSession::reader_loop(Lane& lane, bool needs_join) {
     std::string over;
     {
       std::lock_guard lock(mu_);
-      over = lane_limit_locked(lane.id);
+      over = lane_limit_locked();
       if (!over.empty()) {
         lane.alive = false;
         lane.close_reason = over;
@@ -840,7 +840,7 @@ void ReceiverSession::handle_udp_open(Lane& via, std::span<const uint8_t> payloa
     } else if (!ours) {
       refusal = "not an address of this receiver: " + where->host();
     } else {
-      refusal = lane_limit_locked(m.lane_id);
+      refusal = lane_limit_locked();
     }
     if (refusal.empty()) {
       auto lane = std::make_unique<UdpLane>();

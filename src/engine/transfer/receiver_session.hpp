@@ -93,7 +93,7 @@ class ReceiverSession {
   void count_verified(Incoming& t, uint32_t lane_id, uint32_t piece, const files::PieceRecord& record);
   void close_lane(Lane& lane, const std::string& reason, bool announce);
   /// Why one more lane cannot join now (empty: it can). Under mu_.
-  std::string lane_limit_locked(uint32_t joining) const;
+  std::string lane_limit_locked() const;
   template <class M>
   bool reply(uint32_t preferred_lane, const M& m);
   void handle_offer(const Control& c);

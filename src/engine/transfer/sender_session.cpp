@@ -371,11 +371,10 @@ void SenderSession::open_extra_lanes(const ConnectOptions& opts, const lanes::En
   // timeout) no longer holds up the start. UDP lanes are waited for:
   // whether lane 0 carries data depends on them.
   std::vector<std::thread> udp_connectors;
-  const int timeout_ms = std::min(opts.connect_timeout_ms, 3000);
   {
     std::lock_guard lock(mu_);
     next_lane_id_ = static_cast<uint32_t>(paths.size() + 1);
-    lane_timeout_ms_ = timeout_ms;
+    lane_timeout_ms_ = std::min(opts.connect_timeout_ms, 3000);
   }
   for (size_t i = 0; i < paths.size(); ++i) {
     const auto lane_id = static_cast<uint32_t>(i + 1);
@@ -386,13 +385,7 @@ void SenderSession::open_extra_lanes(const ConnectOptions& opts, const lanes::En
       continue;
     }
     std::lock_guard lock(mu_);
-    ++connecting_;
-    connectors_.emplace_back([this, p = paths[i], lane_id, timeout_ms, per_lane] {
-      open_tcp_lane(p, lane_id, timeout_ms, per_lane);
-      std::lock_guard done(mu_);
-      --connecting_;
-      cv_.notify_all();
-    });
+    start_tcp_connector_locked(paths[i], lane_id, per_lane);
   }
   for (auto& t : udp_connectors) t.join();
   std::unique_lock lock(mu_);
@@ -972,9 +965,15 @@ void SenderSession::fall_back_to_tcp(Lane& lane) {
   lane.tcp_fallback.reset();  // once
   log_.write("udp_fallback", {{"lane", lane.id}, {"tcp_lane", id}, {"remote", f.remote.str()},
                               {"reason", "no answer over UDP: a TCP lane takes the path"}});
+  start_tcp_connector_locked(LanePath{f.local, f.remote, false}, id, f.per_lane);
+}
+
+// A TCP lane connects on a thread of its own (close() joins it); `connecting_`
+// counts those not done, for connect()'s short wait.
+void SenderSession::start_tcp_connector_locked(const LanePath& p, uint32_t lane_id, std::optional<Rate> per_lane) {
   ++connecting_;
-  connectors_.emplace_back([this, p = LanePath{f.local, f.remote, false}, id, per_lane = f.per_lane] {
-    open_tcp_lane(p, id, lane_timeout_ms_, per_lane);
+  connectors_.emplace_back([this, p, lane_id, per_lane] {
+    open_tcp_lane(p, lane_id, lane_timeout_ms_, per_lane);
     std::lock_guard done(mu_);
     --connecting_;
     cv_.notify_all();

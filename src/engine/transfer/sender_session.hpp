@@ -148,6 +148,7 @@ class SenderSession {
   void open_udp_lane(const ConnectOptions& opts, const LanePath& p, uint32_t lane_id, std::optional<Rate> per_lane);
   /// A UDP lane that closed without ever hearing its peer: a TCP lane on its path instead.
   void fall_back_to_tcp(Lane& lane);
+  void start_tcp_connector_locked(const LanePath& p, uint32_t lane_id, std::optional<Rate> per_lane);
   void udp_feeder_loop(Lane& lane);
   bool read_range(Active& t, uint64_t off, uint64_t n, uint8_t* dst, std::string& error);
   void on_udp_started(Lane& lane, uint64_t piece);
