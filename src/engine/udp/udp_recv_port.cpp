@@ -147,11 +147,7 @@ void UdpRecvPort::dispatch(Time now, std::span<uint8_t> d, const SocketAddress& 
   const bool several = candidates_.size() > 1 || peered > 0;
   for (size_t i = 0; i < candidates_.size(); ++i) {
     UdpRecvLane* l = candidates_[i];
-    std::span<uint8_t> try_on = d;
-    if (several) {
-      std::memcpy(scratch_.data(), d.data(), d.size());
-      try_on = std::span<uint8_t>(scratch_.data(), d.size());
-    }
+    const std::span<uint8_t> try_on = trial_copy(d, several);
     if (l->open(try_on, !several) != FrameStatus::ok) continue;
     if (exclusive_) {
       std::string error;
@@ -171,6 +167,12 @@ void UdpRecvPort::dispatch(Time now, std::span<uint8_t> d, const SocketAddress& 
   unauthenticated_.fetch_add(1, std::memory_order_relaxed);
 }
 
+std::span<uint8_t> UdpRecvPort::trial_copy(std::span<uint8_t> d, bool several) {
+  if (!several) return d;
+  std::memcpy(scratch_.data(), d.data(), d.size());
+  return std::span<uint8_t>(scratch_.data(), d.size());
+}
+
 bool UdpRecvPort::follow_peer(Time now, std::span<uint8_t> d, uint32_t id, const SocketAddress& from) {
   // A connected (exclusive) socket hears its peer only.
   if (exclusive_) return false;
@@ -179,11 +181,7 @@ bool UdpRecvPort::follow_peer(Time now, std::span<uint8_t> d, uint32_t id, const
     if (l->lane_id() == id && l->has_peer() && !l->stopping()) candidates_.push_back(l);
   const bool several = candidates_.size() > 1;
   for (UdpRecvLane* l : candidates_) {
-    std::span<uint8_t> try_on = d;
-    if (several) {
-      std::memcpy(scratch_.data(), d.data(), d.size());
-      try_on = std::span<uint8_t>(scratch_.data(), d.size());
-    }
+    const std::span<uint8_t> try_on = trial_copy(d, several);
     // Not counted against the lane if it fails: the lane listens elsewhere.
     // A replay (of a datagram the lane has) fails here, so only a datagram
     // its sender sealed and the lane never saw can move it.

@@ -97,6 +97,9 @@ class UdpRecvPort {
   /// one of them takes it if it authenticates there, and moves to that
   /// source if it is the newest it has seen. false if none took it.
   bool follow_peer(Time now, std::span<uint8_t> d, uint32_t id, const SocketAddress& from);
+  /// What a lane may try to open: `d` itself, or with `several` lanes to try
+  /// a fresh copy in scratch_ (a failed tag check leaves it half decrypted).
+  std::span<uint8_t> trial_copy(std::span<uint8_t> d, bool several);
   void send_feedback(Time now);
   void flush();
   void detach_stopped();
