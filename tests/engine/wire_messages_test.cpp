@@ -1,6 +1,6 @@
 // The lane messages: every message survives encode/decode unchanged, and a
 // truncated, padded or inconsistent payload is refused (it comes from the peer).
-#include "engine/wire/messages.hpp"
+#include "core/wire/messages.hpp"
 
 #include <gtest/gtest.h>
 

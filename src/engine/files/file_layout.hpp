@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/wire/messages.hpp"
+#include "core/wire/messages.hpp"
 
 namespace braid::files {
 

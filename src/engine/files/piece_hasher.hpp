@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/wire/messages.hpp"
+#include "core/wire/messages.hpp"
 
 namespace braid::files {
 

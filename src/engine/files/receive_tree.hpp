@@ -26,7 +26,7 @@
 #include "engine/files/fd_cache.hpp"
 #include "engine/files/file_layout.hpp"
 #include "engine/security/safe_path.h"
-#include "engine/wire/messages.hpp"
+#include "core/wire/messages.hpp"
 
 namespace braid::files {
 

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "engine/wire/byte_codec.hpp"
+#include "core/wire/byte_codec.hpp"
 
 namespace braid::files {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/wire/messages.hpp"
+#include "core/wire/messages.hpp"
 
 namespace braid::files {
 

@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 
-#include "engine/wire/messages.hpp"
+#include "core/wire/messages.hpp"
 
 namespace braid::files {
 

@@ -33,7 +33,7 @@
 #include "engine/security/frame_crypto.h"
 #include "engine/security/lane_keys.h"
 #include "engine/security/unique_fd.h"
-#include "engine/wire/messages.hpp"
+#include "core/wire/messages.hpp"
 
 namespace braid::lanes {
 

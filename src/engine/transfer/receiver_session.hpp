@@ -22,7 +22,7 @@
 #include "engine/transfer/report.hpp"
 #include "engine/transfer/serial_worker.hpp"
 #include "engine/udp/udp_recv_port.hpp"
-#include "engine/wire/messages.hpp"
+#include "core/wire/messages.hpp"
 
 namespace braid::transfer {
 

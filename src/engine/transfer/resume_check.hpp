@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/chunk_plan.hpp"
-#include "engine/wire/messages.hpp"
+#include "core/wire/messages.hpp"
 
 namespace braid::transfer {
 

@@ -41,7 +41,7 @@
 #include "engine/transfer/local_host.hpp"
 #include "engine/transfer/report.hpp"
 #include "engine/udp/udp_lane_types.hpp"
-#include "engine/wire/messages.hpp"
+#include "core/wire/messages.hpp"
 
 namespace braid::transfer {
 

@@ -13,7 +13,7 @@
 #include <optional>
 #include <span>
 
-#include "engine/wire/messages.hpp"
+#include "core/wire/messages.hpp"
 
 namespace braid::transfer {
 

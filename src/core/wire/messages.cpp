@@ -1,8 +1,8 @@
-#include "engine/wire/messages.hpp"
+#include "core/wire/messages.hpp"
 
 #include <algorithm>
 
-#include "engine/wire/byte_codec.hpp"
+#include "core/wire/byte_codec.hpp"
 
 namespace braid::wire {
 namespace {
