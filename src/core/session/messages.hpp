@@ -1,0 +1,25 @@
+// The session messages each side can say, as values: what the machines take
+// in (handle_message) and put out (SendMessage). Piece data frames are not
+// among them: the engine's lanes carry those (core/session/*.hpp's SendPiece
+// and the receiver's handle_piece_*).
+#pragma once
+
+#include <variant>
+
+#include "core/wire/messages.hpp"
+
+namespace braid::session {
+
+/// Sender -> receiver.
+using ToReceiver = std::variant<wire::LaneJoin, wire::Offer, wire::LaneClosed, wire::Done, wire::ErrorMessage,
+                                wire::Bye, wire::UdpOpen, wire::UdpPiece>;
+/// Receiver -> sender.
+using ToSender = std::variant<wire::LaneWelcome, wire::Addresses, wire::Accept, wire::Refuse, wire::Ack,
+                              wire::LaneClosed, wire::TransferResult, wire::ErrorMessage, wire::UdpReady,
+                              wire::LaneAck>;
+
+/// A verified piece: where it lies in the transfer and its hash. The same
+/// fields as a held range, which is a piece record from an earlier run.
+using PieceRecord = wire::HeldRange;
+
+}  // namespace braid::session

@@ -1,0 +1,352 @@
+#include "core/session/receiver.hpp"
+
+#include <algorithm>
+
+namespace braid::session {
+
+namespace {
+
+// True if the records, sorted by offset, tile [0, total) exactly.
+bool tiles(std::vector<PieceRecord> records, uint64_t total) {
+  std::sort(records.begin(), records.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
+  uint64_t at = 0;
+  for (const auto& r : records) {
+    if (r.offset != at) return false;
+    at += r.length;
+  }
+  return at == total;
+}
+
+}  // namespace
+
+Receiver::Receiver(ReceiverConfig cfg) : cfg_(std::move(cfg)) {}
+
+Receiver::Lane* Receiver::find(LaneNo id) {
+  for (auto& l : lanes_)
+    if (l.id == id) return &l;
+  return nullptr;
+}
+
+void Receiver::start(const LaneTraits& lane0, Time) {
+  lanes_.push_back(Lane{0, lane0, true, true, {}});
+  push(RecvSendMessage{0, wire::Addresses{cfg_.advertised}});
+}
+
+size_t Receiver::counted_lanes() const {
+  size_t n = 0;
+  for (const auto& l : lanes_) n += l.open && l.joined;
+  return n;
+}
+
+std::string Receiver::lane_limit() const {
+  if (counted_lanes() < cfg_.max_lanes) return {};
+  return "the receiver takes at most " + std::to_string(cfg_.max_lanes) + " lanes per session";
+}
+
+size_t Receiver::open_lanes() const {
+  size_t n = 0;
+  for (const auto& l : lanes_) n += l.open;
+  return n;
+}
+
+bool Receiver::handle_lane_connected(LaneNo id, const LaneTraits& traits, Time) {
+  if (ended_) return false;
+  if (find(id)) return false;  // a lane id joins once: a replayed join is refused
+  lanes_.push_back(Lane{id, traits, false, true, {}});
+  return true;
+}
+
+std::optional<LaneNo> Receiver::reply_lane(LaneNo preferred) const {
+  std::optional<LaneNo> any;
+  for (const auto& l : lanes_) {
+    if (!l.open || !l.joined || !l.traits.carries_messages) continue;
+    if (l.id == preferred) return l.id;
+    if (!any) any = l.id;
+  }
+  return any;
+}
+
+void Receiver::reply(LaneNo preferred, ToSender msg) {
+  if (auto lane = reply_lane(preferred)) push(RecvSendMessage{*lane, std::move(msg)});
+}
+
+void Receiver::close_lane(Lane& l, const std::string& reason, bool announce, Time) {
+  if (!l.open) return;
+  l.open = false;
+  l.close_reason = reason;
+  const LaneNo id = l.id;
+  const bool joined = l.joined;
+  push(RecvCloseLane{id, reason});
+  if (ended_) return;  // the end of a session closes every lane: not news
+  push(RecvNote{"lane_closed", id, reason});
+  if (announce && joined) reply(UINT32_MAX, wire::LaneClosed{id, reason});
+  bool message_lane = false;
+  for (const auto& x : lanes_) message_lane = message_lane || (x.open && x.traits.carries_messages);
+  if (!message_lane) end_session("every lane closed");
+}
+
+void Receiver::handle_lane_failed(LaneNo id, const std::string& reason, Time now) {
+  if (Lane* l = find(id)) close_lane(*l, reason, true, now);
+}
+
+void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
+  if (ended_) return;
+  Lane* lane = find(on);
+  if (!lane || !lane->open) return;
+  if (!lane->joined) {
+    // The first frame of a lane must be its join.
+    const auto* join = std::get_if<wire::LaneJoin>(&msg);
+    if (!join || join->lane_id != on || join->version != wire::kProtocolVersion) {
+      push(RecvNote{"lane_refused", on, "no valid lane_join"});
+      lane->open = false;
+      lane->close_reason = "join refused";
+      push(RecvCloseLane{on, "join refused"});
+      return;
+    }
+    if (const std::string over = lane_limit(); !over.empty()) {
+      // Told on the lane itself: the sender waits there for its welcome.
+      push(RecvNote{"lane_refused", on, over});
+      push(RecvSendMessage{on, wire::LaneClosed{on, over}});
+      lane->open = false;
+      lane->close_reason = over;
+      push(RecvCloseLane{on, over});
+      return;
+    }
+    lane->joined = true;
+    push(RecvSendMessage{on, wire::LaneWelcome{on}});
+    push(RecvNote{"lane_open", on, lane_kind_name(lane->traits.kind)});
+    return;
+  }
+  std::visit(
+      [&](const auto& m) {
+        using M = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<M, wire::Offer>) {
+          auto it = transfers_.find(m.transfer_id);
+          if (it != transfers_.end()) {
+            // Sent again (its lane died before our answer): the same answer.
+            if (it->second.answer)
+              std::visit([&](const auto& a) { reply(on, a); }, *it->second.answer);
+            return;
+          }
+          Transfer t;
+          t.offer = m;
+          t.asked_on = on;
+          t.view.id = m.transfer_id;
+          t.view.total = m.total_bytes();
+          transfers_.emplace(m.transfer_id, std::move(t));
+          push(PrepareOffer{m});
+        } else if constexpr (std::is_same_v<M, wire::Done>) {
+          auto it = transfers_.find(m.transfer_id);
+          if (it == transfers_.end() || !accepted(m.transfer_id)) return;
+          Transfer& t = it->second;
+          if (t.result) return reply(on, *t.result);  // sent again: the same verdict
+          if (t.done) return;                        // already being checked
+          t.done = m;
+          t.done_on = on;
+          t.view.done_at = now;
+          t.done_deadline = now + cfg_.done_wait;
+          try_finish(t, now);
+        } else if constexpr (std::is_same_v<M, wire::LaneClosed>) {
+          if (Lane* other = find(m.lane_id)) close_lane(*other, "closed by the sender: " + m.reason, false, now);
+        } else if constexpr (std::is_same_v<M, wire::Bye>) {
+          end_session("the sender said bye");
+        } else if constexpr (std::is_same_v<M, wire::ErrorMessage>) {
+          end_session("the sender ended the session: " + m.message);
+        } else if constexpr (std::is_same_v<M, wire::UdpOpen>) {
+          std::string why;
+          if (find(m.lane_id)) why = "lane id in use";
+          else why = lane_limit();
+          if (!why.empty()) {
+            push(RecvNote{"lane_refused", m.lane_id, why});
+            return push(RecvSendMessage{on, wire::UdpReady{m.lane_id, "", why}});
+          }
+          lanes_.push_back(Lane{m.lane_id, LaneTraits::udp(), true, true, {}});
+          udp_asked_on_[m.lane_id] = on;
+          push(OpenUdpLane{m.lane_id, m.address});
+        } else if constexpr (std::is_same_v<M, wire::UdpPiece>) {
+          auto it = transfers_.find(m.transfer_id);
+          if (it == transfers_.end() || !accepted(m.transfer_id) || m.hash.size == 0) return;
+          Transfer& t = it->second;
+          if (t.result || t.failed || t.pieces.count(m.piece)) return;  // verified already (sent again)
+          if (m.piece_offset + m.piece_length > t.view.total || m.piece_offset + m.piece_length < m.piece_offset)
+            return;
+          const Lane* u = find(m.lane_id);
+          if (!u || !u->open) return;
+          push(ExpectPiece{m});
+        } else if constexpr (std::is_same_v<M, wire::LaneJoin>) {
+          // A second join on a joined lane: nothing to do.
+        }
+      },
+      msg);
+}
+
+bool Receiver::accepted(uint32_t id) const {
+  auto it = transfers_.find(id);
+  return it != transfers_.end() && it->second.answer && std::holds_alternative<wire::Accept>(*it->second.answer);
+}
+
+bool Receiver::piece_verified(uint32_t id, uint32_t piece) const {
+  auto it = transfers_.find(id);
+  return it != transfers_.end() && it->second.pieces.count(piece);
+}
+
+std::optional<Receiver::TransferView> Receiver::transfer(uint32_t id) const {
+  auto it = transfers_.find(id);
+  if (it == transfers_.end()) return std::nullopt;
+  return it->second.view;
+}
+
+void Receiver::handle_offer_prepared(uint32_t id, std::variant<wire::Accept, wire::Refuse> answer, Time now) {
+  auto it = transfers_.find(id);
+  if (it == transfers_.end() || it->second.answer) return;
+  Transfer& t = it->second;
+  if (auto* a = std::get_if<wire::Accept>(&answer)) {
+    a->transfer_id = id;
+    t.held = a->held;
+    for (const auto& h : t.held) t.view.held_bytes += h.length;
+    t.view.accepted_at = now;
+  } else {
+    std::get<wire::Refuse>(answer).transfer_id = id;
+  }
+  t.answer = answer;
+  if (ended_) return;
+  std::visit([&](const auto& a) { reply(t.asked_on, a); }, answer);
+}
+
+void Receiver::handle_piece_verified(LaneNo lane, uint32_t id, uint32_t piece, const PieceRecord& record,
+                                     Duration recv_duration, Time now) {
+  auto it = transfers_.find(id);
+  if (it == transfers_.end() || !accepted(id)) return;
+  Transfer& t = it->second;
+  if (t.failed || t.result) return;
+  const bool first = t.pieces.emplace(piece, record).second;
+  if (first) {
+    // Bytes sent again over a range held from an earlier run (the sender
+    // found it changed): the new piece is what the root hash covers.
+    std::erase_if(t.held, [&](const PieceRecord& h) {
+      const bool overlaps = h.offset < record.offset + record.length && record.offset < h.offset + h.length;
+      if (overlaps) t.view.held_bytes -= h.length;
+      return overlaps;
+    });
+    t.view.verified_bytes += record.length;
+    t.view.lane_bytes[lane] += record.length;
+    t.view.lane_pieces[lane] += 1;
+  }
+  const Lane* l = find(lane);
+  // A lane whose transport acks its pieces told the sender already; the root
+  // hash at the end confirms every piece.
+  if (l && l->open && !l->traits.transport_acks)
+    push(RecvSendMessage{lane, wire::Ack{id, piece, static_cast<uint64_t>(std::max<int64_t>(0, recv_duration.ns())),
+                                         wire::AckStatus::ok}});
+  if (t.done) try_finish(t, now);
+}
+
+void Receiver::handle_piece_rejected(LaneNo lane, uint32_t id, uint32_t piece, wire::AckStatus why, Time) {
+  if (!accepted(id)) return;
+  const Lane* l = find(lane);
+  const wire::Ack ack{id, piece, 0, why};
+  if (l && l->open && l->traits.carries_messages) push(RecvSendMessage{lane, ack});
+  else reply(UINT32_MAX, wire::LaneAck{lane, ack});
+  push(RecvNote{"piece_rejected", lane, "piece " + std::to_string(piece)});
+}
+
+void Receiver::try_finish(Transfer& t, Time now) {
+  if (!t.done || t.finalizing || t.result || t.failed) return;
+  std::vector<PieceRecord> records = t.held;
+  for (const auto& [id, r] : t.pieces) records.push_back(r);
+  if (!tiles(records, t.view.total)) {
+    if (now >= t.done_deadline)
+      fail(t, wire::ResultStatus::incomplete, "the verified pieces do not cover every byte of the transfer");
+    return;  // pieces still on their way to the disk (UDP lanes): wait
+  }
+  const wire::Digest root = cfg_.root_hash ? cfg_.root_hash(t.offer.hash, std::move(records)) : wire::Digest{};
+  if (!(root == t.done->root)) return fail(t, wire::ResultStatus::root_mismatch, "the root hash does not match");
+  t.finalizing = true;
+  push(FinalizeTransfer{t.offer.transfer_id});
+}
+
+void Receiver::fail(Transfer& t, wire::ResultStatus status, const std::string& message) {
+  if (t.result) return;
+  t.failed = true;
+  t.result = wire::TransferResult{t.offer.transfer_id, status, message};
+  t.view.result = status;
+  ++failures_;
+  push(AbandonTransfer{t.offer.transfer_id, message});
+  reply(t.done_on.value_or(t.asked_on), *t.result);
+}
+
+void Receiver::handle_finalized(uint32_t id, wire::ResultStatus status, const std::string& message, Time) {
+  auto it = transfers_.find(id);
+  if (it == transfers_.end() || !it->second.finalizing || it->second.result) return;
+  Transfer& t = it->second;
+  if (status != wire::ResultStatus::verified) return fail(t, status, message);
+  t.result = wire::TransferResult{id, status, "verified"};
+  t.view.result = status;
+  t.view.finished = true;
+  reply(t.done_on.value_or(t.asked_on), *t.result);
+}
+
+void Receiver::handle_udp_lane_opened(LaneNo id, const std::string& local, const std::string& error, Time now) {
+  Lane* l = find(id);
+  const auto asked = udp_asked_on_.find(id);
+  if (!l || asked == udp_asked_on_.end()) return;
+  const LaneNo via = asked->second;
+  udp_asked_on_.erase(asked);
+  if (!error.empty()) {
+    l->open = false;
+    l->close_reason = error;
+    push(RecvNote{"lane_refused", id, error});
+    if (!ended_) reply(via, wire::UdpReady{id, "", error});
+    return;
+  }
+  if (ended_) return;
+  push(RecvNote{"lane_open", id, "udp " + local});
+  reply(via, wire::UdpReady{id, local, ""});
+  (void)now;
+}
+
+void Receiver::end_session(const std::string& reason) {
+  if (ended_) return;
+  ended_ = true;
+  for (auto& [id, t] : transfers_) {
+    if (t.result || !accepted(id)) continue;
+    // Accepted but never finished: the temporary files and the journal of
+    // what in them is verified stay for a later run.
+    ++failures_;
+    push(AbandonTransfer{id, reason});
+  }
+  for (auto& l : lanes_) {
+    if (!l.open) continue;
+    l.open = false;
+    l.close_reason = reason;
+    push(RecvCloseLane{l.id, reason});
+  }
+  push(SessionEnded{failures_, reason});
+}
+
+void Receiver::close(const std::string& reason, Time) {
+  if (ended_) return;
+  reply(UINT32_MAX, wire::ErrorMessage{0, reason});
+  end_session(reason);
+}
+
+void Receiver::handle_timeout(Time now) {
+  for (auto& [id, t] : transfers_)
+    if (t.done && !t.result && !t.finalizing && now >= t.done_deadline) try_finish(t, now);
+}
+
+std::optional<ReceiverAction> Receiver::poll_action() {
+  if (actions_.empty()) return std::nullopt;
+  ReceiverAction a = std::move(actions_.front());
+  actions_.pop_front();
+  return a;
+}
+
+std::optional<Time> Receiver::poll_timeout() const {
+  std::optional<Time> out;
+  for (const auto& [id, t] : transfers_)
+    if (t.done && !t.result && !t.finalizing && (!out || t.done_deadline < *out)) out = t.done_deadline;
+  return out;
+}
+
+}  // namespace braid::session

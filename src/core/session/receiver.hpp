@@ -1,0 +1,189 @@
+// The receiving side of a braid session as a pure state machine, the
+// sender's counterpart (core/session/sender.hpp) and driven the same way:
+// handle_* with the current time in, poll_action() out, poll_timeout() for
+// the next deadline. No sockets, files, threads or clocks: what needs the
+// file system (checking an offer's paths, the disk, the resume journal,
+// asking the user; putting the files in place) goes out as an action and
+// comes back as an event.
+//
+// What it decides: which lanes join (the session's lane cap) and when one
+// is closed, the answer to each offer (after the engine prepared it), which
+// verified pieces count (the first copy of each), the acks, done (every
+// piece there and the root hash right) and the result, what an unfinished
+// transfer leaves for resume when the session ends, and the UDP lanes'
+// opening. A request the sender repeats (its lane died before our answer)
+// gets the same answer again.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/session/lane_traits.hpp"
+#include "core/session/messages.hpp"
+#include "core/session/sender.hpp"
+#include "core/units.hpp"
+
+namespace braid::session {
+
+struct ReceiverConfig {
+  /// Most lanes (of every kind) open at once in one session: each may hold a
+  /// chunk-sized piece buffer, so a peer cannot make us hold more.
+  size_t max_lanes = 64;
+  /// Where further lanes may connect (sent on the bootstrap lane first).
+  std::vector<std::string> advertised;
+  /// After done, how long pieces still being verified and written (UDP
+  /// lanes' last ones) may take before the transfer is incomplete.
+  Duration done_wait = Duration::seconds(30);
+  RootHashFn root_hash;
+};
+
+// ---- actions ------------------------------------------------------------------
+
+struct RecvSendMessage {
+  LaneNo lane = 0;
+  ToSender msg;
+};
+struct RecvCloseLane {
+  LaneNo lane = 0;
+  std::string reason;
+};
+/// Check the offer against the target (paths, space, a running transfer of
+/// the same files), load what an earlier run left (only ranges re-verified
+/// from disk count), ask the user if needed; answer with handle_offer_prepared.
+struct PrepareOffer {
+  wire::Offer offer;
+};
+/// Every byte is verified and the root hash matches: sync and put the files
+/// in place; answer with handle_finalized.
+struct FinalizeTransfer {
+  uint32_t transfer = 0;
+};
+/// The transfer failed or the session ended before it finished: keep the
+/// temporary files and the journal for a later run (nothing under a final name).
+struct AbandonTransfer {
+  uint32_t transfer = 0;
+  std::string reason;
+};
+/// Open UDP lane `lane` on `address` (one this receiver advertised: the
+/// engine checks); answer with handle_udp_lane_opened.
+struct OpenUdpLane {
+  LaneNo lane = 0;
+  std::string address;
+};
+/// A UDP piece's header: the engine's assembly of that lane's bytes needs it.
+struct ExpectPiece {
+  wire::UdpPiece header;
+};
+struct SessionEnded {
+  int failures = 0;  // transfers that did not verify
+  std::string reason;
+};
+struct RecvNote {
+  std::string event;
+  LaneNo lane = 0;
+  std::string detail;
+};
+
+using ReceiverAction = std::variant<RecvSendMessage, RecvCloseLane, PrepareOffer, FinalizeTransfer, AbandonTransfer,
+                                    OpenUdpLane, ExpectPiece, SessionEnded, RecvNote>;
+
+class Receiver {
+ public:
+  explicit Receiver(ReceiverConfig cfg);
+
+  /// Lane 0 is authenticated: says where further lanes may connect.
+  void start(const LaneTraits& lane0, Time now);
+  /// A connection that named this session and lane `lane` (its first frame
+  /// header authenticated); it becomes a lane once its lane_join arrives.
+  /// False if the id is taken (a replayed or duplicate join): refuse it.
+  bool handle_lane_connected(LaneNo lane, const LaneTraits& traits, Time now);
+  void handle_lane_failed(LaneNo lane, const std::string& reason, Time now);
+  void handle_message(LaneNo lane, const ToReceiver& msg, Time now);
+  /// The engine's answer to PrepareOffer: accept (with the held ranges it
+  /// re-verified) or refuse.
+  void handle_offer_prepared(uint32_t transfer, std::variant<wire::Accept, wire::Refuse> answer, Time now);
+  /// A piece arrived whole on `lane`, its hash checked out and it was
+  /// written (`record`); `recv_duration` from its first byte to its last.
+  void handle_piece_verified(LaneNo lane, uint32_t transfer, uint32_t piece, const PieceRecord& record,
+                             Duration recv_duration, Time now);
+  /// A piece arrived whole and its hash did not match (or it could not be written).
+  void handle_piece_rejected(LaneNo lane, uint32_t transfer, uint32_t piece, wire::AckStatus why, Time now);
+  void handle_finalized(uint32_t transfer, wire::ResultStatus status, const std::string& message, Time now);
+  /// The engine's answer to OpenUdpLane: the lane's local address, or why not.
+  void handle_udp_lane_opened(LaneNo lane, const std::string& local, const std::string& error, Time now);
+  void handle_timeout(Time now);
+  /// The process is stopping (a signal): every lane closes with `reason`.
+  void close(const std::string& reason, Time now);
+
+  std::optional<ReceiverAction> poll_action();
+  std::optional<Time> poll_timeout() const;
+
+  // ---- queries (the engine's and the reports') ---------------------------------
+  /// The piece has a verified copy already: another copy need not be written.
+  bool piece_verified(uint32_t transfer, uint32_t piece) const;
+  bool accepted(uint32_t transfer) const;
+  size_t open_lanes() const;
+  bool ended() const { return ended_; }
+  struct TransferView {
+    uint32_t id = 0;
+    uint64_t total = 0;
+    uint64_t held_bytes = 0;  // from an earlier run, re-verified
+    uint64_t verified_bytes = 0;
+    std::map<LaneNo, uint64_t> lane_bytes;
+    std::map<LaneNo, uint32_t> lane_pieces;
+    std::optional<wire::ResultStatus> result;
+    bool finished = false;
+    Time accepted_at = Time::never();
+    Time done_at = Time::never();
+  };
+  std::optional<TransferView> transfer(uint32_t id) const;
+
+ private:
+  struct Lane {
+    LaneNo id = 0;
+    LaneTraits traits;
+    bool joined = false;
+    bool open = true;
+    std::string close_reason;
+  };
+  struct Transfer {
+    wire::Offer offer;
+    LaneNo asked_on = 0;
+    std::optional<std::variant<wire::Accept, wire::Refuse>> answer;
+    std::map<uint32_t, PieceRecord> pieces;  // verified, by piece id
+    std::vector<PieceRecord> held;            // from an earlier run
+    TransferView view;
+    std::optional<LaneNo> done_on;
+    std::optional<wire::Done> done;
+    Time done_deadline = Time::never();
+    bool finalizing = false;
+    bool failed = false;
+    std::optional<wire::TransferResult> result;
+  };
+
+  Lane* find(LaneNo id);
+  std::optional<LaneNo> reply_lane(LaneNo preferred) const;
+  void reply(LaneNo preferred, ToSender msg);
+  void close_lane(Lane& lane, const std::string& reason, bool announce, Time now);
+  size_t counted_lanes() const;
+  std::string lane_limit() const;
+  void try_finish(Transfer& t, Time now);
+  void fail(Transfer& t, wire::ResultStatus status, const std::string& message);
+  void end_session(const std::string& reason);
+  void push(ReceiverAction a) { actions_.push_back(std::move(a)); }
+
+  ReceiverConfig cfg_;
+  std::vector<Lane> lanes_;
+  std::map<uint32_t, Transfer> transfers_;
+  std::map<LaneNo, LaneNo> udp_asked_on_;  // UDP lane -> the lane its udp_open came on
+  bool ended_ = false;
+  int failures_ = 0;
+  std::deque<ReceiverAction> actions_;
+};
+
+}  // namespace braid::session

@@ -1,0 +1,685 @@
+#include "core/session/sender.hpp"
+
+#include <algorithm>
+
+#include "core/policy_registry.hpp"
+
+namespace braid::session {
+
+const char* lane_kind_name(LaneKind k) {
+  switch (k) {
+    case LaneKind::tcp: return "tcp";
+    case LaneKind::udp: return "udp";
+    case LaneKind::stream: return "stream";
+  }
+  return "?";
+}
+
+namespace {
+LaneTraits default_traits(LaneKind k) {
+  switch (k) {
+    case LaneKind::udp: return LaneTraits::udp();
+    case LaneKind::stream: return LaneTraits::stream();
+    default: return LaneTraits::tcp();
+  }
+}
+const std::string kPeerClosed = "closed by the receiver: ";
+}  // namespace
+
+Sender::Sender(SenderConfig cfg) : cfg_(std::move(cfg)) {}
+
+Sender::Lane* Sender::find(LaneNo id) {
+  for (auto& l : lanes_)
+    if (l.id == id) return &l;
+  return nullptr;
+}
+const Sender::Lane* Sender::find(LaneNo id) const {
+  for (const auto& l : lanes_)
+    if (l.id == id) return &l;
+  return nullptr;
+}
+
+// ---- commands -------------------------------------------------------------------
+
+void Sender::start(const LaneTraits& lane0, Time now) {
+  Lane l;
+  l.id = 0;
+  l.traits = lane0;
+  l.path.kind = lane0.kind;
+  l.state = LaneState::open;
+  l.opened = now;
+  l.heard = true;
+  lanes_.push_back(std::move(l));
+}
+
+void Sender::add_paths(const std::vector<PathSpec>& paths, Time now) {
+  for (const auto& p : paths) {
+    if (lanes_.size() + 1 > cfg_.max_lanes) {
+      push(Note{"lane_skipped", 0, "more lanes than --max-lanes (" + std::to_string(cfg_.max_lanes) + ")"});
+      break;
+    }
+    any_udp_ = any_udp_ || p.kind == LaneKind::udp;
+    slots_.push_back(Slot{p, std::nullopt, false, 0, Time::never(), false});
+    open_slot(slots_.size() - 1, now);
+  }
+  update_bootstrap_data(now);
+  split_rate();
+}
+
+std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
+  if (transfer_running() || closing_) return std::nullopt;
+  auto t = std::make_unique<Transfer>();
+  t->id = next_transfer_++;
+  t->offer.transfer_id = t->id;
+  t->offer.hash = spec.hash;
+  t->offer.chunk_size = spec.chunk_size;
+  t->offer.entries = std::move(spec.entries);
+  t->policy = spec.policy ? std::move(spec.policy) : core::make_policy("braid");
+  transfer_ = std::move(t);
+  send_request(Request::Kind::offer, transfer_->offer, 0, now);
+  check_lanes_left(now);
+  return transfer_->id;
+}
+
+void Sender::close(Time now) {
+  if (closing_) return;
+  if (transfer_running()) end_transfer({TransferOutcome::End::lanes_lost, {}, {}, "the session was closed"});
+  send_control(wire::Bye{}, now);
+  closing_ = true;
+  for (auto& l : lanes_) {
+    if (l.state == LaneState::closed) continue;
+    l.state = LaneState::closed;
+    l.close_reason = "session closed";
+    push(CloseLane{l.id, "session closed"});
+  }
+  requests_.clear();
+}
+
+// ---- lanes ----------------------------------------------------------------------
+
+void Sender::open_slot(size_t i, Time now) {
+  Slot& s = slots_[i];
+  s.retry_at = Time::never();
+  Lane l;
+  l.id = next_lane_++;
+  l.slot = i;
+  l.path = s.path;
+  l.traits = default_traits(s.path.kind);
+  l.state = LaneState::connecting;
+  l.deadline = now + cfg_.join_timeout;
+  l.data = true;
+  s.lane = l.id;
+  const LaneNo id = l.id;
+  const PathSpec path = l.path;
+  lanes_.push_back(std::move(l));
+  if (path.kind == LaneKind::udp) {
+    // The receiver opens its end first and says where (udp_ready).
+    send_request(Request::Kind::udp_open, wire::UdpOpen{id, path.remote}, id, now);
+  } else {
+    push(OpenLane{id, path, {}});
+  }
+}
+
+void Sender::handle_lane_connected(LaneNo id, const LaneTraits& traits, Time now) {
+  Lane* l = find(id);
+  if (!l || l->state != LaneState::connecting || closing_) return;
+  l->traits = traits;
+  if (traits.carries_messages) {
+    l->state = LaneState::joining;
+    push(SendMessage{id, wire::LaneJoin{wire::kProtocolVersion, id}});
+  } else {
+    lane_open(*l, now);
+  }
+}
+
+void Sender::lane_open(Lane& l, Time now) {
+  l.state = LaneState::open;
+  l.deadline = Time::never();
+  l.opened = now;
+  if (l.slot != SIZE_MAX) {
+    slots_[l.slot].worked = true;
+    slots_[l.slot].failures = 0;
+  }
+  push(Note{"lane_open", l.id, std::string(lane_kind_name(l.traits.kind)) + " " + l.path.local + "->" + l.path.remote});
+  // Requests that found no message lane go now.
+  if (l.traits.carries_messages)
+    for (auto& [req, msg] : requests_)
+      if (req.sent_on == UINT32_MAX) {
+        req.sent_on = l.id;
+        push(SendMessage{l.id, msg});
+      }
+  update_bootstrap_data(now);
+  attach(l, now);
+  split_rate();
+  if (transfer_) transfer_->no_lane_since = Time::never();
+  drain_scheduler(now);
+}
+
+void Sender::handle_lane_failed(LaneNo id, const std::string& reason, bool heard_peer, Time now) {
+  Lane* l = find(id);
+  if (!l) return;
+  if (l->state == LaneState::closed) {
+    // The peer's reason can arrive after we saw the socket close: keep it.
+    return;
+  }
+  l->heard = l->heard || heard_peer;
+  lane_gone(*l, reason, true, now);
+}
+
+void Sender::lane_gone(Lane& l, const std::string& reason, bool announce, Time now) {
+  const LaneState was = l.state;
+  const LaneNo id = l.id;
+  l.state = LaneState::closed;
+  l.close_reason = reason;
+  l.deadline = Time::never();
+  l.awaiting_hash.clear();
+  if (transfer_ && l.sched) {
+    // Its pieces go back: sent ones as overdue, queued ones to the front.
+    sched().on_lane_closed(*l.sched, now);
+    l.sched.reset();
+  }
+  push(CloseLane{id, reason});
+  push(Note{"lane_closed", id, reason});
+  // Only a lane the peer took is news to it; say so over another lane.
+  if (announce && !closing_ && was == LaneState::open) send_control(wire::LaneClosed{id, reason}, now);
+  std::erase_if(requests_, [&](const auto& r) {
+    return r.first.kind == Request::Kind::udp_open && r.first.udp_lane == id;
+  });
+  resend_requests_from(id, now);
+  if (transfer_ && transfer_->ordered_lane == id) {
+    transfer_->ordered_lane.reset();
+    if (!transfer_->ended && !transfer_->udp_headers.empty()) {
+      // The dead lane may have lost headers whose bytes arrived: all again.
+      const auto next = control_lane();
+      if (next) {
+        transfer_->ordered_lane = next;
+        for (const auto& h : transfer_->udp_headers) push(SendMessage{*next, h});
+        push(Note{"ordered_lane", *next, std::to_string(transfer_->udp_headers.size()) + " headers sent again"});
+      }
+    }
+  }
+  // The path: open it again later if it worked once, give it up if it never did.
+  const size_t si = l.slot;  // `l` may move when lanes_ grows
+  if (si != SIZE_MAX && !closing_) {
+    Slot& s = slots_[si];
+    s.lane.reset();
+    const bool refused = reason.rfind("refused by the receiver", 0) == 0;
+    if (s.path.kind == LaneKind::udp && !l.heard && !refused) {
+      // UDP does not get through on this path (a firewall, a middlebox),
+      // though TCP did: a TCP lane takes it.
+      s.path.kind = LaneKind::tcp;
+      s.retry_at = now;
+      push(Note{"udp_fallback", id, "no answer over UDP: a TCP lane takes the path"});
+    } else if (refused || !s.worked) {
+      s.given_up = true;
+    } else if (++s.failures > cfg_.reopen_attempts) {
+      s.given_up = true;
+      push(Note{"path_given_up", id, "after " + std::to_string(cfg_.reopen_attempts) + " attempts"});
+    } else {
+      Duration backoff = cfg_.reopen_backoff;
+      for (uint32_t k = 1; k < s.failures && backoff < cfg_.reopen_max_backoff; ++k) backoff = backoff * 2.0;
+      s.retry_at = now + std::min(backoff, cfg_.reopen_max_backoff);
+    }
+  }
+  update_bootstrap_data(now);
+  split_rate();
+  drain_scheduler(now);
+  check_lanes_left(now);
+}
+
+// Lane 0 carries data unless UDP lanes do: it carries their piece headers
+// and acks, which must not queue behind data. It takes data again when no
+// UDP lane is left (or opening), rather than leave the transfer to stall.
+void Sender::update_bootstrap_data(Time now) {
+  Lane* l0 = find(0);
+  if (!l0 || l0->state == LaneState::closed) return;
+  bool udp_left = false;
+  for (const auto& l : lanes_)
+    udp_left = udp_left || (l.traits.kind == LaneKind::udp && l.state != LaneState::closed);
+  const bool want = !udp_left;
+  if (want == l0->data) return;
+  l0->data = want;
+  if (!want && transfer_ && l0->sched) {
+    sched().on_lane_closed(*l0->sched, now);
+    l0->sched.reset();
+  }
+  push(Note{"lane_data", 0, want ? "no UDP lane left: the bootstrap lane carries data" : "UDP lanes carry the data"});
+  attach(*l0, now);
+  split_rate();
+}
+
+// --rate-limit caps the whole transfer: an even share per live data lane.
+void Sender::split_rate() {
+  if (!cfg_.rate_limit) return;
+  size_t n = 0;
+  for (const auto& l : lanes_) n += l.state == LaneState::open && l.data;
+  for (auto& l : lanes_) {
+    if (l.state != LaneState::open) continue;
+    std::optional<Rate> want;
+    if (l.data && n > 0) want = Rate::bytes_per_sec(cfg_.rate_limit->bytes_per_second() / static_cast<double>(n));
+    if (want == l.rate_cap) continue;
+    l.rate_cap = want;
+    push(SetLaneRate{l.id, want});
+  }
+}
+
+std::optional<LaneNo> Sender::control_lane() const {
+  // The live message lane with the lowest RTT its acks measured; before any
+  // measurement, the lowest id (the handshake's hint would make the choice a
+  // coin toss between lanes of equal paths).
+  std::optional<LaneNo> best;
+  double best_rtt = 1e300;
+  for (const auto& l : lanes_) {
+    if (l.state != LaneState::open || !l.traits.carries_messages) continue;
+    double rtt = 1e299;
+    if (transfer_ && transfer_->sched && l.sched) {
+      const auto& est = transfer_->sched->estimator(*l.sched);
+      if (est.measured() && est.srtt().ns() > 0) rtt = est.srtt().to_seconds();
+    }
+    if (!best || rtt < best_rtt) {
+      best = l.id;
+      best_rtt = rtt;
+    }
+  }
+  return best;
+}
+
+// A lane that carries messages (or will, once it joins): without one, no
+// offer, done or result can cross.
+bool Sender::message_lane_open() const {
+  for (const auto& l : lanes_)
+    if (l.state != LaneState::closed && l.path.kind != LaneKind::udp) return true;
+  return false;
+}
+
+size_t Sender::open_lanes() const {
+  size_t n = 0;
+  for (const auto& l : lanes_) n += l.state == LaneState::open;
+  return n;
+}
+
+void Sender::send_control(ToReceiver msg, Time) {
+  if (auto lane = control_lane()) push(SendMessage{*lane, std::move(msg)});
+}
+
+void Sender::send_request(Request::Kind kind, ToReceiver msg, LaneNo udp_lane, Time now) {
+  Request r;
+  r.kind = kind;
+  r.udp_lane = udp_lane;
+  r.deadline = now + (kind == Request::Kind::udp_open ? cfg_.join_timeout : cfg_.answer_timeout);
+  const auto lane = control_lane();
+  r.sent_on = lane ? *lane : UINT32_MAX;  // sent when a message lane opens
+  if (lane) push(SendMessage{*lane, msg});
+  requests_.emplace_back(r, std::move(msg));
+}
+
+void Sender::resend_requests_from(LaneNo dead, Time) {
+  for (auto& [req, msg] : requests_) {
+    if (req.sent_on != dead) continue;
+    const auto lane = control_lane();
+    req.sent_on = lane ? *lane : UINT32_MAX;
+    if (!lane) continue;
+    push(SendMessage{*lane, msg});
+    push(Note{"request_resent", *lane, "its lane " + std::to_string(dead) + " closed before the answer"});
+  }
+}
+
+std::vector<Sender::LaneView> Sender::lanes() const {
+  std::vector<LaneView> out;
+  for (const auto& l : lanes_)
+    out.push_back({l.id, l.path, l.traits, l.state == LaneState::open, l.data, l.sched, l.rate_cap, l.close_reason,
+                   l.opened});
+  return out;
+}
+
+// ---- messages ---------------------------------------------------------------------
+
+void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
+  if (Lane* l = find(on)) l->heard = true;
+  std::visit(
+      [&](const auto& m) {
+        using M = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<M, wire::LaneWelcome>) {
+          Lane* l = find(on);
+          if (l && l->state == LaneState::joining && m.lane_id == on) lane_open(*l, now);
+        } else if constexpr (std::is_same_v<M, wire::LaneClosed>) {
+          Lane* l = find(m.lane_id);
+          if (!l || l->state == LaneState::closed) return;
+          // Said on the joining lane itself: the receiver refused it (its lane cap).
+          if (l->state == LaneState::joining && m.lane_id == on)
+            return lane_gone(*l, "refused by the receiver: " + m.reason, false, now);
+          lane_gone(*l, kPeerClosed + m.reason, false, now);
+        } else if constexpr (std::is_same_v<M, wire::UdpReady>) {
+          const auto it = std::find_if(requests_.begin(), requests_.end(), [&](const auto& r) {
+            return r.first.kind == Request::Kind::udp_open && r.first.udp_lane == m.lane_id;
+          });
+          if (it == requests_.end()) return;
+          requests_.erase(it);
+          Lane* l = find(m.lane_id);
+          if (!l || l->state != LaneState::connecting) return;
+          if (m.address.empty()) return lane_gone(*l, "refused by the receiver: " + m.error, false, now);
+          push(OpenLane{l->id, l->path, m.address});
+        } else if constexpr (std::is_same_v<M, wire::Accept> || std::is_same_v<M, wire::Refuse>) {
+          if (!transfer_ || transfer_->ended || m.transfer_id != transfer_->id ||
+              transfer_->phase != Transfer::Phase::offered)
+            return;
+          std::erase_if(requests_, [](const auto& r) { return r.first.kind == Request::Kind::offer; });
+          if constexpr (std::is_same_v<M, wire::Refuse>) {
+            end_transfer({TransferOutcome::End::refused, {}, m.reason, m.message});
+          } else {
+            Transfer& t = *transfer_;
+            t.sched = std::make_unique<core::Scheduler>(
+                core::ChunkPlan(Bytes(t.offer.total_bytes()), Bytes(t.offer.chunk_size)), std::move(t.policy));
+            t.hashes.assign(t.sched->plan().piece_count(), std::nullopt);
+            if (!m.held.empty()) {
+              t.phase = Transfer::Phase::checking;
+              push(CheckHeld{t.id, m.held});
+            } else {
+              handle_held_checked(t.id, {}, 0, now);
+            }
+          }
+        } else if constexpr (std::is_same_v<M, wire::Ack>) {
+          if (!transfer_ || transfer_->ended || !transfer_->sched || m.transfer_id != transfer_->id) return;
+          if (m.status == wire::AckStatus::hash_mismatch)
+            return end_transfer({TransferOutcome::End::bad_piece, {}, {},
+                                 "the receiver's hash of piece " + std::to_string(m.piece) +
+                                     " did not match (did a file change while it was sent?)"});
+          if (m.status != wire::AckStatus::ok) return;  // write failures come with a result
+          const Lane* l = find(on);
+          if (!l || !l->sched || l->traits.transport_acks || m.piece >= sched().plan().piece_count()) return;
+          sched().on_ack(*l->sched, m.piece, now, Duration::nanos(static_cast<int64_t>(m.recv_duration_ns)));
+          drain_scheduler(now);
+        } else if constexpr (std::is_same_v<M, wire::LaneAck>) {
+          if (!transfer_ || transfer_->ended || !transfer_->sched || m.ack.transfer_id != transfer_->id) return;
+          if (m.ack.status == wire::AckStatus::hash_mismatch)
+            return end_transfer({TransferOutcome::End::bad_piece, {}, {},
+                                 "the receiver's hash of piece " + std::to_string(m.ack.piece) +
+                                     " did not match (did a file change while it was sent?)"});
+          const Lane* l = find(m.lane_id);
+          if (!l || !l->sched || l->traits.transport_acks || m.ack.status != wire::AckStatus::ok ||
+              m.ack.piece >= sched().plan().piece_count())
+            return;
+          sched().on_ack(*l->sched, m.ack.piece, now, Duration::nanos(static_cast<int64_t>(m.ack.recv_duration_ns)));
+          drain_scheduler(now);
+        } else if constexpr (std::is_same_v<M, wire::TransferResult>) {
+          if (!transfer_ || transfer_->ended || m.transfer_id != transfer_->id) return;
+          end_transfer({TransferOutcome::End::result, m.status, {}, m.message});
+        } else if constexpr (std::is_same_v<M, wire::ErrorMessage>) {
+          if (transfer_running())
+            end_transfer({TransferOutcome::End::peer_error, {}, {}, "the receiver ended the session: " + m.message});
+        } else if constexpr (std::is_same_v<M, wire::Addresses>) {
+          // Only the bootstrap lane's first frame; the engine reads it before start().
+        }
+      },
+      msg);
+}
+
+// ---- transfers --------------------------------------------------------------------
+
+void Sender::handle_held_checked(uint32_t id, const std::vector<wire::HeldRange>& matched, uint64_t rejected,
+                                 Time now) {
+  if (!transfer_ || transfer_->ended || transfer_->id != id || !transfer_->sched) return;
+  Transfer& t = *transfer_;
+  if (t.phase == Transfer::Phase::sending) return;
+  std::vector<core::ByteRange> ranges;
+  for (const auto& h : matched) ranges.push_back({Bytes(h.offset), Bytes(h.length)});
+  const auto ids = t.sched->mark_resumed(ranges);
+  t.hashes.resize(t.sched->plan().piece_count());
+  t.resume_rejected_bytes = rejected;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (!ids[i]) {  // overlaps another range: sent again
+      t.resume_rejected_bytes += matched[i].length;
+      continue;
+    }
+    t.hashes[*ids[i]] = matched[i].hash;
+    t.resumed_bytes += matched[i].length;
+  }
+  t.phase = Transfer::Phase::sending;
+  for (auto& l : lanes_) attach(l, now);
+  drain_scheduler(now);
+}
+
+void Sender::attach(Lane& l, Time now) {
+  if (!transfer_ || transfer_->ended || transfer_->phase != Transfer::Phase::sending) return;
+  if (l.state != LaneState::open || !l.data || l.sched) return;
+  core::LaneConfig cfg;
+  cfg.name = "lane" + std::to_string(l.id);
+  cfg.in_order = l.traits.in_order;
+  cfg.rtt_hint = l.traits.rtt_hint;
+  const core::LaneId sid = sched().add_lane(cfg, now);
+  l.sched = sid;
+  if (transfer_->sched_lanes.size() <= sid) transfer_->sched_lanes.resize(sid + 1);
+  transfer_->sched_lanes[sid] = l.id;
+}
+
+std::optional<core::LaneId> Sender::sched_id(LaneNo lane) const {
+  const Lane* l = find(lane);
+  return l ? l->sched : std::nullopt;
+}
+
+void Sender::drain_scheduler(Time now) {
+  if (!transfer_ || transfer_->ended || !transfer_->sched || transfer_->phase != Transfer::Phase::sending) return;
+  Transfer& t = *transfer_;
+  while (auto action = t.sched->poll_action(now)) {
+    if (auto* a = std::get_if<core::Assign>(&*action)) {
+      Lane* l = find(t.sched_lanes[a->lane]);
+      if (!l) continue;
+      if (!l->traits.carries_messages) l->awaiting_hash[a->piece] = *a;
+      push(SendPiece{l->id, t.id, *a});
+    } else if (auto* c = std::get_if<core::Cancel>(&*action)) {
+      Lane* l = find(t.sched_lanes[c->lane]);
+      if (!l) continue;
+      l->awaiting_hash.erase(c->piece);
+      push(CancelPiece{l->id, t.id, c->piece});
+    }
+  }
+  maybe_finish(now);
+  if (t.ended || t.phase != Transfer::Phase::sending) return;
+  // Safety net: nothing in flight, nothing queued, no timer, bytes left.
+  bool busy = t.sched->poll_timeout().has_value();
+  for (size_t i = 0; i < t.sched->lane_count() && !busy; ++i)
+    busy = t.sched->lane_alive(static_cast<core::LaneId>(i)) && t.sched->active_flights(static_cast<core::LaneId>(i)) > 0;
+  bool opening = false;
+  for (const auto& l : lanes_) opening = opening || l.state == LaneState::connecting || l.state == LaneState::joining;
+  if (busy || opening) t.idle_since = Time::never();
+  else if (t.idle_since == Time::never()) t.idle_since = now;
+}
+
+void Sender::maybe_finish(Time now) {
+  Transfer& t = *transfer_;
+  if (t.phase != Transfer::Phase::sending || !t.sched->complete()) return;
+  t.all_acked_at = now;
+  std::vector<PieceRecord> records;
+  for (core::PieceId p = 0; p < t.sched->plan().piece_count(); ++p) {
+    const auto& piece = t.sched->plan().piece(p);
+    if (piece.length.count() == 0) continue;
+    if (p >= t.hashes.size() || !t.hashes[p])
+      return end_transfer({TransferOutcome::End::stuck, {}, {},
+                           "internal error: piece " + std::to_string(p) + " was acked but never hashed"});
+    records.push_back({piece.offset.count(), piece.length.count(), *t.hashes[p]});
+  }
+  t.phase = Transfer::Phase::verifying;
+  wire::Done done;
+  done.transfer_id = t.id;
+  done.root = cfg_.root_hash ? cfg_.root_hash(t.offer.hash, std::move(records)) : wire::Digest{};
+  // After every UDP header, on the same lane, so done never overtakes one.
+  Request r;
+  r.kind = Request::Kind::done;
+  r.deadline = now + cfg_.answer_timeout;
+  std::optional<LaneNo> lane = t.ordered_lane;
+  if (!lane || !find(*lane) || find(*lane)->state != LaneState::open) lane = control_lane();
+  r.sent_on = lane ? *lane : UINT32_MAX;
+  if (lane) push(SendMessage{*lane, done});
+  requests_.emplace_back(r, done);
+  push(Note{"verifying", lane.value_or(0), "every piece acked; done sent"});
+}
+
+void Sender::send_ordered(const ToReceiver& msg, Time) {
+  Transfer& t = *transfer_;
+  const Lane* cur = t.ordered_lane ? find(*t.ordered_lane) : nullptr;
+  if (!cur || cur->state != LaneState::open) {
+    t.ordered_lane = control_lane();
+    if (!t.ordered_lane) return;
+    if (cur)  // the old lane may have lost some
+      for (const auto& h : t.udp_headers) push(SendMessage{*t.ordered_lane, h});
+  }
+  push(SendMessage{*t.ordered_lane, msg});
+}
+
+void Sender::end_transfer(TransferOutcome outcome) {
+  if (!transfer_ || transfer_->ended) return;
+  Transfer& t = *transfer_;
+  t.ended = true;
+  std::erase_if(requests_, [](const auto& r) { return r.first.kind != Request::Kind::udp_open; });
+  for (auto& l : lanes_) {
+    l.sched.reset();
+    l.awaiting_hash.clear();
+  }
+  push(TransferEnded{t.id, std::move(outcome)});
+}
+
+void Sender::check_lanes_left(Time now) {
+  if (!transfer_running()) return;
+  if (message_lane_open()) {
+    transfer_->no_lane_since = Time::never();
+    return;
+  }
+  bool retry = false;
+  for (const auto& s : slots_) retry = retry || (!s.given_up && s.retry_at != Time::never());
+  if (cfg_.no_lane_grace.ns() > 0 && retry) {
+    if (transfer_->no_lane_since == Time::never()) transfer_->no_lane_since = now;
+    return;
+  }
+  end_transfer({TransferOutcome::End::lanes_lost, {}, {}, "every lane to the receiver failed"});
+}
+
+// ---- lane events ------------------------------------------------------------------
+
+void Sender::handle_piece_started(LaneNo lane, core::PieceId piece, Time now) {
+  if (!transfer_running() || !transfer_->sched) return;
+  if (auto sid = sched_id(lane)) {
+    sched().on_send_started(*sid, piece, now);
+    drain_scheduler(now);
+  }
+}
+
+void Sender::handle_piece_hashed(LaneNo lane, core::PieceId piece, const wire::Digest& hash, Time now) {
+  if (!transfer_running() || !transfer_->sched) return;
+  Transfer& t = *transfer_;
+  if (piece >= t.hashes.size()) t.hashes.resize(piece + 1);
+  t.hashes[piece] = hash;
+  Lane* l = find(lane);
+  if (!l || l->traits.carries_messages) return;
+  const auto it = l->awaiting_hash.find(piece);
+  if (it == l->awaiting_hash.end()) return;  // cancelled meanwhile, or the lane died
+  const core::Assign a = it->second;
+  l->awaiting_hash.erase(it);
+  wire::UdpPiece h{lane, t.id, a.piece, a.chunk, a.offset.count(), a.length.count(), hash};
+  t.udp_headers.push_back(h);
+  send_ordered(h, now);
+  push(ReleasePiece{lane, t.id, piece});
+}
+
+void Sender::handle_piece_written(LaneNo lane, core::PieceId piece, Time now) {
+  if (!transfer_running() || !transfer_->sched) return;
+  if (auto sid = sched_id(lane)) {
+    sched().on_written(*sid, piece, now);
+    drain_scheduler(now);
+  }
+}
+
+void Sender::handle_piece_delivered(LaneNo lane, core::PieceId piece, Time now) {
+  if (!transfer_running() || !transfer_->sched) return;
+  const Lane* l = find(lane);
+  if (!l || !l->sched || piece >= sched().plan().piece_count()) return;
+  sched().on_ack(*l->sched, piece, now);
+  drain_scheduler(now);
+}
+
+void Sender::handle_transport_rate(LaneNo lane, Rate rate, Time now) {
+  if (!transfer_running() || !transfer_->sched) return;
+  if (auto sid = sched_id(lane)) sched().on_transport_rate(*sid, rate, now);
+}
+
+void Sender::handle_read_failed(const std::string& reason, Time) {
+  end_transfer({TransferOutcome::End::read_failed, {}, {}, reason});
+}
+
+void Sender::handle_timeout(Time now) {
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    Lane& l = lanes_[i];
+    if (l.state == LaneState::closed || l.deadline > now) continue;
+    lane_gone(l, l.state == LaneState::joining ? "no welcome from the receiver in time" : "could not connect in time",
+              false, now);
+  }
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    if (closing_ || s.given_up || s.lane || s.retry_at > now) continue;
+    push(Note{"path_reopen", 0, s.path.local + "->" + s.path.remote});
+    open_slot(i, now);
+  }
+  std::vector<LaneNo> unanswered_udp;
+  bool request_timed_out = false;
+  Request::Kind timed_out_kind = Request::Kind::offer;
+  for (const auto& [r, m] : requests_) {
+    if (r.deadline > now) continue;
+    if (r.kind == Request::Kind::udp_open) {
+      unanswered_udp.push_back(r.udp_lane);
+    } else {
+      request_timed_out = true;
+      timed_out_kind = r.kind;
+    }
+  }
+  for (LaneNo id : unanswered_udp)
+    if (Lane* l = find(id); l && l->state != LaneState::closed)
+      lane_gone(*l, "the receiver did not answer udp_open", false, now);
+  if (request_timed_out)
+    end_transfer({TransferOutcome::End::timed_out, {}, {},
+                  timed_out_kind == Request::Kind::offer ? "the receiver did not answer the offer in time"
+                                                         : "the receiver did not confirm the transfer in time"});
+  if (transfer_running() && transfer_->sched && transfer_->phase == Transfer::Phase::sending) {
+    sched().on_timeout(now);
+    drain_scheduler(now);
+  }
+  if (transfer_running()) {
+    Transfer& t = *transfer_;
+    if (t.idle_since != Time::never() && now - t.idle_since >= cfg_.stuck_after)
+      end_transfer({TransferOutcome::End::stuck, {}, {},
+                    "internal error: the scheduler stopped handing out work with " +
+                        std::to_string((sched().plan().total() - sched().plan().delivered_bytes()).count()) +
+                        " bytes left; the temporary files are kept"});
+    else if (t.no_lane_since != Time::never() && now - t.no_lane_since >= cfg_.no_lane_grace)
+      end_transfer({TransferOutcome::End::lanes_lost, {}, {},
+                    "every lane to the receiver failed and none came back in time"});
+  }
+}
+
+std::optional<SenderAction> Sender::poll_action() {
+  if (actions_.empty()) return std::nullopt;
+  SenderAction a = std::move(actions_.front());
+  actions_.pop_front();
+  return a;
+}
+
+std::optional<Time> Sender::poll_timeout() const {
+  std::optional<Time> t;
+  auto take = [&](Time x) {
+    if (x != Time::never() && (!t || x < *t)) t = x;
+  };
+  for (const auto& l : lanes_)
+    if (l.state != LaneState::closed) take(l.deadline);
+  if (!closing_)
+    for (const auto& s : slots_)
+      if (!s.given_up && !s.lane) take(s.retry_at);
+  for (const auto& [r, m] : requests_) take(r.deadline);
+  if (transfer_running()) {
+    const Transfer& tr = *transfer_;
+    if (tr.sched && tr.phase == Transfer::Phase::sending)
+      if (auto x = tr.sched->poll_timeout()) take(*x);
+    if (tr.idle_since != Time::never()) take(tr.idle_since + cfg_.stuck_after);
+    if (tr.no_lane_since != Time::never()) take(tr.no_lane_since + cfg_.no_lane_grace);
+  }
+  return t;
+}
+
+}  // namespace braid::session

@@ -1,0 +1,328 @@
+// The sending side of a braid session as a pure state machine: every
+// protocol decision of the sender, with no sockets, threads or clocks
+// (quinn-proto's Connection is the model). The engine, the session simulator
+// and the tests drive it the same way:
+//
+//   1. feed what happened, with the current time: handle_lane_connected,
+//      handle_lane_failed, handle_message (a decoded message from the peer),
+//      handle_piece_started / _hashed / _written / _delivered,
+//      handle_transport_rate, handle_held_checked, handle_timeout — and the
+//      user's commands: add_paths, start_transfer, close;
+//   2. drain poll_action() until it returns nothing and carry each out in
+//      order (send a message on a lane, open or close a lane, send or cancel
+//      a piece, cap a lane's rate, check held ranges, report an outcome);
+//   3. sleep until poll_timeout() or the next I/O event, and go to 1.
+//
+// What it decides: which lanes to open on which paths and when to open one
+// again (a path that went away and came back), the lane join, which lane
+// carries control (the live message lane with the lowest measured RTT) and
+// where it moves when that lane dies, the offer and its answer, resume (the
+// receiver's held ranges, once the engine has checked them against the
+// source), which piece goes down which lane (core::Scheduler), the UDP
+// lanes' piece headers and their ordered lane, done and the result, the
+// split of --rate-limit over the live data lanes, whether the bootstrap lane
+// carries data, and the UDP lane that never heard its peer (a TCP lane takes
+// its path). Requests whose lane dies before their answer (offer, done,
+// udp_open) go again on the next control lane; the receiver answers a
+// repeated request as it answered the first.
+//
+// A transfer's outcome is reported as soon as it is known (the result, a
+// refusal, every lane lost): nothing waits for a dead lane to close.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/policy.hpp"
+#include "core/scheduler.hpp"
+#include "core/session/lane_traits.hpp"
+#include "core/session/messages.hpp"
+#include "core/units.hpp"
+
+namespace braid::session {
+
+/// The root hash over a transfer's piece records (files::root_hash in the
+/// engine; any deterministic function in simulations).
+using RootHashFn = std::function<wire::Digest(wire::HashAlgo, std::vector<PieceRecord>)>;
+
+struct SenderConfig {
+  /// Caps the whole transfer: split evenly over the live data lanes, again
+  /// whenever one comes or goes.
+  std::optional<Rate> rate_limit;
+  /// Most lanes open at once, the bootstrap lane included.
+  size_t max_lanes = 16;
+  /// A lane that has not joined (connected, welcomed) within this is given up.
+  Duration join_timeout = Duration::seconds(3);
+  /// A lane that worked and then died is opened again on its path after
+  /// this, doubling per failed attempt up to reopen_max_backoff.
+  Duration reopen_backoff = Duration::millis(500);
+  Duration reopen_max_backoff = Duration::seconds(4);
+  /// Consecutive failed attempts after which a path is given up.
+  uint32_t reopen_attempts = 20;
+  /// How long a transfer survives with no lane open (none joined, none
+  /// joining): a path may come back. Zero: it fails at once.
+  Duration no_lane_grace = Duration::zero();
+  /// No answer to the offer, or no result after done, within this: the
+  /// transfer fails (the receiver may be asking its user: generous).
+  Duration answer_timeout = Duration::seconds(300);
+  /// Nothing in flight, nothing queued and no timer with bytes left: the
+  /// scheduler would never move again. Say so after this instead of hanging.
+  Duration stuck_after = Duration::seconds(5);
+  RootHashFn root_hash;
+};
+
+/// What one transfer should carry.
+struct TransferSpec {
+  std::vector<wire::ManifestEntry> entries;
+  wire::HashAlgo hash = wire::HashAlgo::xxh3_128;
+  uint64_t chunk_size = 1 << 20;
+  std::unique_ptr<core::Policy> policy;  // braid's unless set
+};
+
+struct TransferOutcome {
+  enum class End {
+    result,       // the receiver's verdict (`result`)
+    refused,      // the receiver refused the offer (`refusal`)
+    lanes_lost,   // every lane closed before the end
+    peer_error,   // the receiver ended the session
+    bad_piece,    // the receiver's hash of a piece did not match
+    read_failed,  // the engine could not read the source (handle_read_failed)
+    timed_out,    // no answer or no result in time
+    stuck,        // internal error: the scheduler stopped handing out work
+  };
+  End end = End::lanes_lost;
+  wire::ResultStatus result = wire::ResultStatus::verified;
+  wire::RefuseReason refusal = wire::RefuseReason::declined;
+  std::string message;
+  bool verified() const { return end == End::result && result == wire::ResultStatus::verified; }
+};
+
+// ---- actions ------------------------------------------------------------------
+
+/// Put `msg` on lane `lane` (a lane that carries messages).
+struct SendMessage {
+  LaneNo lane = 0;
+  ToReceiver msg;
+};
+/// Connect a new lane on `path` (TCP, stream) or start a UDP lane towards
+/// `udp_address` (the receiver's answer to udp_open). The engine reports
+/// handle_lane_connected or handle_lane_failed. The join itself is the
+/// machine's (a SendMessage of lane_join follows the connect).
+struct OpenLane {
+  LaneNo lane = 0;
+  PathSpec path;
+  std::string udp_address;
+};
+/// Release everything the lane holds; no event of it is expected any more.
+struct CloseLane {
+  LaneNo lane = 0;
+  std::string reason;
+};
+/// Read piece `assign` of transfer `transfer` and send it on `lane`. A lane
+/// without messages (UDP) reads and hashes it first and waits for
+/// ReleasePiece; the others stream it, hashing as they go.
+struct SendPiece {
+  LaneNo lane = 0;
+  uint32_t transfer = 0;
+  core::Assign assign;
+};
+/// The piece's header went ahead on the ordered lane: its bytes may go now.
+struct ReleasePiece {
+  LaneNo lane = 0;
+  uint32_t transfer = 0;
+  core::PieceId piece = 0;
+};
+/// Stop sending the piece on the lane (a TCP lane says piece_abort if it
+/// had begun); no further event of it is expected.
+struct CancelPiece {
+  LaneNo lane = 0;
+  uint32_t transfer = 0;
+  core::PieceId piece = 0;
+};
+/// Cap the lane's sending rate (none: no cap).
+struct SetLaneRate {
+  LaneNo lane = 0;
+  std::optional<Rate> rate;
+};
+/// Check the receiver's held ranges against the source (read and hash
+/// them); answer with handle_held_checked.
+struct CheckHeld {
+  uint32_t transfer = 0;
+  std::vector<wire::HeldRange> held;
+};
+struct TransferEnded {
+  uint32_t transfer = 0;
+  TransferOutcome outcome;
+};
+/// Something worth a line in the log (a lane given up, a path reopened, a
+/// message sent again).
+struct Note {
+  std::string event;
+  LaneNo lane = 0;
+  std::string detail;
+};
+
+using SenderAction =
+    std::variant<SendMessage, OpenLane, CloseLane, SendPiece, ReleasePiece, CancelPiece, SetLaneRate, CheckHeld,
+                 TransferEnded, Note>;
+
+class Sender {
+ public:
+  explicit Sender(SenderConfig cfg);
+
+  // ---- commands -------------------------------------------------------------
+  /// The bootstrap lane (id 0) is connected and authenticated.
+  void start(const LaneTraits& lane0, Time now);
+  /// Paths for further lanes: one lane per entry (a path listed twice gets
+  /// two lanes). With any UDP path the bootstrap lane carries no data: it
+  /// carries the UDP lanes' piece headers and acks, which must not queue
+  /// behind data. Beyond max_lanes the rest is dropped.
+  void add_paths(const std::vector<PathSpec>& paths, Time now);
+  /// Offers a transfer; its id. One at a time: false while one runs.
+  std::optional<uint32_t> start_transfer(TransferSpec spec, Time now);
+  /// Ends the session: bye, then every lane closes.
+  void close(Time now);
+
+  // ---- events ---------------------------------------------------------------
+  void handle_lane_connected(LaneNo lane, const LaneTraits& traits, Time now);
+  /// The lane is gone (connect or write failed, EOF, reset, keepalive, the
+  /// lane's transport gave up). `heard_peer`: whether anything authentic
+  /// ever came back on it (a UDP lane that never heard its peer: UDP does
+  /// not get through on that path).
+  void handle_lane_failed(LaneNo lane, const std::string& reason, bool heard_peer, Time now);
+  void handle_message(LaneNo lane, const ToSender& msg, Time now);
+  void handle_piece_started(LaneNo lane, core::PieceId piece, Time now);
+  /// The engine knows the piece's hash (read whole first, or at its last frame).
+  void handle_piece_hashed(LaneNo lane, core::PieceId piece, const wire::Digest& hash, Time now);
+  void handle_piece_written(LaneNo lane, core::PieceId piece, Time now);
+  /// A transport_acks lane: the peer holds every byte of the piece.
+  void handle_piece_delivered(LaneNo lane, core::PieceId piece, Time now);
+  void handle_transport_rate(LaneNo lane, Rate rate, Time now);
+  /// The source could not be read: the transfer fails with `reason`.
+  void handle_read_failed(const std::string& reason, Time now);
+  /// The held ranges that matched the source (with their hashes); the rest
+  /// is sent again.
+  void handle_held_checked(uint32_t transfer, const std::vector<wire::HeldRange>& matched, uint64_t rejected_bytes,
+                           Time now);
+  void handle_timeout(Time now);
+
+  // ---- actions --------------------------------------------------------------
+  std::optional<SenderAction> poll_action();
+  std::optional<Time> poll_timeout() const;
+
+  // ---- what reports see -----------------------------------------------------
+  struct LaneView {
+    LaneNo id = 0;
+    PathSpec path;
+    LaneTraits traits;
+    bool open = false;          // joined and not closed
+    bool data = false;          // takes pieces
+    std::optional<core::LaneId> sched;  // in the running transfer's scheduler
+    std::optional<Rate> rate_cap;
+    std::string close_reason;
+    Time opened = Time::never();
+  };
+  std::vector<LaneView> lanes() const;
+  /// The running (or last) transfer's scheduler; null before the first.
+  const core::Scheduler* scheduler() const { return transfer_ ? transfer_->sched.get() : nullptr; }
+  std::optional<LaneNo> control_lane() const;
+  size_t open_lanes() const;
+  bool transfer_running() const { return transfer_ && !transfer_->ended; }
+  uint64_t resumed_bytes() const { return transfer_ ? transfer_->resumed_bytes : 0; }
+  uint64_t resume_rejected_bytes() const { return transfer_ ? transfer_->resume_rejected_bytes : 0; }
+  /// When the running transfer's last piece was acked (Time::never() before).
+  Time all_acked_at() const { return transfer_ ? transfer_->all_acked_at : Time::never(); }
+  bool closed() const { return closing_; }
+
+ private:
+  enum class LaneState { connecting, joining, open, closed };
+  struct Lane {
+    LaneNo id = 0;
+    size_t slot = SIZE_MAX;  // the path slot that opened it; SIZE_MAX for lane 0
+    PathSpec path;
+    LaneTraits traits;
+    LaneState state = LaneState::connecting;
+    Time deadline = Time::never();  // connect + join
+    bool data = true;
+    bool heard = false;
+    std::optional<Rate> rate_cap;
+    std::string close_reason;
+    Time opened = Time::never();
+    std::optional<core::LaneId> sched;
+    // Pieces given to a lane without messages, waiting for their hash (then
+    // their header goes on the ordered lane): piece -> assign.
+    std::map<core::PieceId, core::Assign> awaiting_hash;
+  };
+  /// One wanted lane on one path; it opens again when its lane dies.
+  struct Slot {
+    PathSpec path;
+    std::optional<LaneNo> lane;
+    bool worked = false;  // a lane of this slot was open once
+    uint32_t failures = 0;
+    Time retry_at = Time::never();
+    bool given_up = false;
+  };
+  struct Request {
+    enum class Kind { offer, done, udp_open } kind;
+    LaneNo sent_on = 0;
+    LaneNo udp_lane = 0;  // udp_open
+    Time deadline = Time::never();
+  };
+  struct Transfer {
+    uint32_t id = 0;
+    wire::Offer offer;
+    std::unique_ptr<core::Policy> policy;  // until the answer
+    std::unique_ptr<core::Scheduler> sched;
+    std::vector<LaneNo> sched_lanes;  // scheduler lane id -> lane
+    std::vector<std::optional<wire::Digest>> hashes;  // by piece id
+    enum class Phase { offered, checking, sending, verifying } phase = Phase::offered;
+    bool ended = false;
+    uint64_t resumed_bytes = 0, resume_rejected_bytes = 0;
+    std::optional<LaneNo> ordered_lane;      // UDP headers, then done
+    std::vector<wire::UdpPiece> udp_headers;  // every header sent (again on a new ordered lane)
+    Time all_acked_at = Time::never();
+    Time idle_since = Time::never();
+    Time no_lane_since = Time::never();
+  };
+
+  Lane* find(LaneNo id);
+  const Lane* find(LaneNo id) const;
+  bool message_lane_open() const;
+  void open_slot(size_t slot, Time now);
+  void lane_open(Lane& lane, Time now);
+  void lane_gone(Lane& lane, const std::string& reason, bool announce, Time now);
+  void send_control(ToReceiver msg, Time now);
+  void send_request(Request::Kind kind, ToReceiver msg, LaneNo udp_lane, Time now);
+  void resend_requests_from(LaneNo dead, Time now);
+  void attach(Lane& lane, Time now);
+  void drain_scheduler(Time now);
+  void split_rate();
+  void update_bootstrap_data(Time now);
+  void maybe_finish(Time now);
+  void send_ordered(const ToReceiver& msg, Time now);
+  void end_transfer(TransferOutcome outcome);
+  void check_lanes_left(Time now);
+  core::Scheduler& sched() { return *transfer_->sched; }
+  std::optional<core::LaneId> sched_id(LaneNo lane) const;
+  void push(SenderAction a) { actions_.push_back(std::move(a)); }
+
+  SenderConfig cfg_;
+  std::vector<Lane> lanes_;  // by id order; never erased (ids are unique)
+  std::vector<Slot> slots_;
+  LaneNo next_lane_ = 1;
+  bool any_udp_ = false;
+  bool closing_ = false;
+  uint32_t next_transfer_ = 1;
+  std::unique_ptr<Transfer> transfer_;
+  std::vector<std::pair<Request, ToReceiver>> requests_;  // waiting for their answer
+  std::deque<SenderAction> actions_;
+};
+
+}  // namespace braid::session

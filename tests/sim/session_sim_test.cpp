@@ -1,0 +1,247 @@
+// Whole sessions in virtual time: the real sender and receiver session
+// machines and the real scheduler over simulated lanes (sim/session_sim).
+// Every bound is in simulated time, so each test is deterministic: a slower
+// session logic fails here, not in a flaky wall-clock test.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <numeric>
+
+#include "sim/session_sim.hpp"
+
+namespace braid::sim {
+namespace {
+
+using session::LaneKind;
+
+SimPath path(const std::string& name, double mbit, int rtt_ms, int lanes = 1, LaneKind kind = LaneKind::tcp) {
+  return SimPath{name, kind, Rate::mbit(mbit), Duration::millis(rtt_ms), lanes};
+}
+PathEvent event(PathEvent::Kind k, double at_s, const std::string& p, Duration detect = Duration::seconds(1)) {
+  PathEvent e;
+  e.kind = k;
+  e.at = Duration::seconds_f(at_s);
+  e.path = p;
+  e.detect = detect;
+  return e;
+}
+double seconds(const SimTransferResult& t) {
+  const double s = (t.ended_at - t.offered_at).to_seconds();
+  std::printf("  transfer %u: %.4f s\n", t.id, s);
+  return s;
+}
+
+// The fluid bound: the time the bytes need at the sum of the rates of the
+// paths that are up (piecewise), with no round trips at all.
+double fluid_bound(double bytes, const std::vector<std::pair<double, double>>& rate_from) {
+  // rate_from: (from second, Mbit/s total from then on), sorted.
+  double t = 0, left = bytes;
+  for (size_t i = 0; i < rate_from.size(); ++i) {
+    const double rate = rate_from[i].second * 1e6 / 8;
+    const double until = i + 1 < rate_from.size() ? rate_from[i + 1].first : 1e18;
+    const double can = (until - rate_from[i].first) * rate;
+    if (can >= left) return rate_from[i].first + left / rate;
+    left -= can;
+    t = until;
+  }
+  return t;
+}
+
+void expect_verified(const SessionRunResult& r, size_t transfers = 1) {
+  ASSERT_EQ(r.transfers.size(), transfers);
+  for (const auto& t : r.transfers) {
+    ASSERT_TRUE(t.ended) << "transfer " << t.id << " never ended";
+    EXPECT_TRUE(t.outcome.verified()) << "transfer " << t.id << ": " << t.outcome.message;
+  }
+}
+
+std::string dump(const SessionRunResult& r) {
+  std::string s;
+  for (const auto& n : r.notes) s += n + "\n";
+  return s;
+}
+
+SessionScenario two_paths() {
+  SessionScenario sc;
+  sc.paths = {path("a", 100, 10, 2), path("b", 50, 20)};
+  sc.size = Bytes::mib(64);
+  return sc;
+}
+
+TEST(SessionSim, TwoPathsFinishNearTheFluidBound) {
+  const auto sc = two_paths();
+  const auto r = run_session(sc);
+  expect_verified(r);
+  const double bound = fluid_bound(sc.size.as_double(), {{0, 150}});
+  EXPECT_LT(seconds(r.transfers[0]), bound * 1.08) << dump(r);
+  // Each path carried its share: the slow one about a third.
+  uint64_t b = 0;
+  for (const auto& l : r.lanes)
+    if (l.path == "b") b += l.delivered;
+  EXPECT_GT(b, sc.size.count() / 5);
+}
+
+TEST(SessionSim, ALaneThatDiesMidPieceHoldsNothingUp) {
+  auto sc = two_paths();
+  // Path b goes away for good at 1 s; its lane is found dead 200 ms later.
+  sc.events = {event(PathEvent::Kind::down, 1.0, "b", Duration::millis(200))};
+  const auto r = run_session(sc);
+  expect_verified(r);
+  const double bound = fluid_bound(sc.size.as_double(), {{0, 150}, {1.0, 100}});
+  EXPECT_LT(seconds(r.transfers[0]), bound * 1.10) << dump(r);
+  bool closed = false;
+  for (const auto& l : r.lanes) closed = closed || (l.path == "b" && !l.open_at_end);
+  EXPECT_TRUE(closed);
+}
+
+TEST(SessionSim, TheControlLaneDiesAndControlMoves) {
+  SessionScenario sc;
+  // The bootstrap lane alone on the fastest-RTT path: control goes there first.
+  sc.paths = {path("boot", 50, 2, 1), path("wan", 100, 20, 2)};
+  sc.size = Bytes::mib(64);
+  sc.events = {event(PathEvent::Kind::down, 1.0, "boot", Duration::millis(100))};
+  const auto r = run_session(sc);
+  expect_verified(r);
+  const double bound = fluid_bound(sc.size.as_double(), {{0, 150}, {1.0, 100}});
+  EXPECT_LT(seconds(r.transfers[0]), bound * 1.10) << dump(r);
+}
+
+TEST(SessionSim, AnOfferWhoseLaneDiesBeforeTheAnswerGoesAgain) {
+  SessionScenario sc;
+  sc.paths = {path("boot", 50, 2, 1), path("wan", 100, 20, 2)};
+  sc.size = Bytes::mib(16);
+  // The offer leaves on lane 0 at 0 s; lane 0's path dies before it lands.
+  sc.events = {event(PathEvent::Kind::down, 0.0005, "boot", Duration::millis(50))};
+  const auto r = run_session(sc);
+  expect_verified(r);
+  bool resent = false;
+  for (const auto& n : r.notes) resent = resent || n.find("request_resent") != std::string::npos;
+  EXPECT_TRUE(resent) << dump(r);
+  EXPECT_LT(seconds(r.transfers[0]), fluid_bound(sc.size.as_double(), {{0, 100}}) * 1.15 + 0.2) << dump(r);
+}
+
+TEST(SessionSim, APathThatComesBackCarriesDataAgain) {
+  auto sc = two_paths();
+  sc.size = Bytes::mib(96);
+  sc.events = {event(PathEvent::Kind::down, 1.0, "b", Duration::millis(300)),
+               event(PathEvent::Kind::up, 2.5, "b")};
+  const auto r = run_session(sc);
+  expect_verified(r);
+  // A new lane on b, opened after the path came back, delivered data.
+  uint64_t after = 0;
+  for (const auto& l : r.lanes)
+    if (l.path == "b" && l.lane > 3) after += l.delivered;
+  EXPECT_GT(after, uint64_t{4} << 20) << dump(r);
+  // Back within the reopen back-off (≤ 4 s) of the fluid bound with the outage.
+  const double bound = fluid_bound(sc.size.as_double(), {{0, 150}, {1.0, 100}, {2.5, 150}});
+  EXPECT_LT(seconds(r.transfers[0]), bound * 1.10 + 0.5) << dump(r);
+}
+
+TEST(SessionSim, TheRateLimitHoldsWhileLanesComeAndGo) {
+  auto sc = two_paths();
+  sc.size = Bytes::mib(48);
+  sc.rate_limit = Rate::mbit(40);
+  sc.events = {event(PathEvent::Kind::down, 2.0, "b", Duration::millis(200)), event(PathEvent::Kind::up, 4.0, "b")};
+  const auto r = run_session(sc);
+  expect_verified(r);
+  const double rate = sc.size.as_double() * 8 / seconds(r.transfers[0]) / 1e6;
+  EXPECT_GT(rate, 40 * 0.95) << dump(r);
+  EXPECT_LT(rate, 40 * 1.05) << dump(r);
+  // And in every 2 s of it, not only on average (deliveries come a piece at
+  // a time: one piece of slack).
+  const double window = 2.0;
+  uint64_t prev = 0;
+  size_t k = 0;
+  for (double s = window; s < seconds(r.transfers[0]); s += window) {
+    uint64_t at = prev;
+    while (k < r.deliveries.size() && r.deliveries[k].first.to_seconds() <= s) at = r.deliveries[k++].second;
+    EXPECT_LT(static_cast<double>(at - prev), 40e6 / 8 * window + sc.chunk.as_double()) << "window ending at " << s;
+    prev = at;
+  }
+}
+
+TEST(SessionSim, TheResultComesWithinOneRttOfTheLastAckWhileADeadLaneLooksOpen) {
+  auto sc = two_paths();
+  // Path b dies silently: nothing ever says its lane is gone.
+  sc.events = {event(PathEvent::Kind::down, 1.5, "b", Duration::infinite())};
+  const auto r = run_session(sc);
+  expect_verified(r);
+  const auto& t = r.transfers[0];
+  // done out and result back over the 10 ms control lane, plus a few small messages' serialisation.
+  EXPECT_LE((t.ended_at - t.all_acked_at).to_seconds(), 0.010 + 0.001) << dump(r);
+  bool b_open = false;
+  for (const auto& l : r.lanes)
+    for (auto id : t.open_lanes) b_open = b_open || (l.path == "b" && l.lane == id);
+  EXPECT_TRUE(b_open) << "the dead lane was expected to still look open at the result";
+}
+
+TEST(SessionSim, ASecondTransferOnOneSession) {
+  auto sc = two_paths();
+  sc.size = Bytes::mib(32);
+  sc.transfers = 2;
+  const auto r = run_session(sc);
+  expect_verified(r, 2);
+  EXPECT_GE(r.transfers[1].offered_at, r.transfers[0].ended_at);
+  const double bound = fluid_bound(sc.size.as_double(), {{0, 150}});
+  EXPECT_LT(seconds(r.transfers[1]), bound * 1.10) << dump(r);
+}
+
+TEST(SessionSim, ResumeAfterAnInterruptionSendsOnlyWhatIsMissing) {
+  auto sc = two_paths();
+  sc.stop_at = Duration::seconds_f(1.5);
+  const auto first = run_session(sc);
+  ASSERT_EQ(first.transfers.size(), 1u);
+  EXPECT_FALSE(first.transfers[0].ended);
+  uint64_t held = 0;
+  for (const auto& h : first.receiver_held) held += h.length;
+  ASSERT_GT(held, uint64_t{8} << 20);
+
+  auto again = two_paths();
+  again.held = first.receiver_held;
+  const auto r = run_session(again);
+  expect_verified(r);
+  EXPECT_EQ(r.transfers[0].resumed_bytes, held);
+  // Sent again at most one piece per lane more than what was missing.
+  EXPECT_LE(r.transfers[0].sent_bytes, again.size.count() - held + 3 * again.chunk.count());
+  const double bound = fluid_bound(static_cast<double>(again.size.count() - held), {{0, 150}});
+  EXPECT_LT(seconds(r.transfers[0]), bound * 1.15 + 0.05) << dump(r);
+}
+
+TEST(SessionSim, MixedTcpUdpAndStreamLanes) {
+  SessionScenario sc;
+  sc.paths = {path("eth", 100, 4, 1), path("wan", 80, 30, 2, LaneKind::udp), path("serial", 1.5, 20, 1, LaneKind::stream)};
+  sc.size = Bytes::mib(64);
+  const auto r = run_session(sc);
+  expect_verified(r);
+  uint64_t udp = 0;
+  for (const auto& l : r.lanes) udp += l.kind == LaneKind::udp ? l.delivered : 0;
+  EXPECT_GT(udp, uint64_t{16} << 20) << dump(r);
+  // Lane 0 carries the UDP lanes' headers, not data.
+  for (const auto& l : r.lanes)
+    if (l.lane == 0) {
+      EXPECT_EQ(l.delivered, 0u);
+    }
+  // The bootstrap lane carries no data with UDP lanes: the bound is wan + serial.
+  EXPECT_LT(seconds(r.transfers[0]), fluid_bound(sc.size.as_double(), {{0, 81.5}}) * 1.12) << dump(r);
+}
+
+TEST(SessionSim, AUdpLaneThatNeverHearsItsPeerFallsBackToTcp) {
+  SessionScenario sc;
+  auto wan = path("wan", 80, 20, 1, LaneKind::udp);
+  wan.udp_blocked = true;  // a firewall drops every datagram
+  sc.paths = {path("boot", 100, 4, 1), wan};
+  sc.size = Bytes::mib(48);
+  const auto r = run_session(sc);
+  expect_verified(r);
+  bool fell_back = false;
+  for (const auto& n : r.notes) fell_back = fell_back || n.find("udp_fallback") != std::string::npos;
+  EXPECT_TRUE(fell_back) << dump(r);
+  // The TCP lane that took wan's path carried data.
+  uint64_t wan_tcp = 0;
+  for (const auto& l : r.lanes)
+    if (l.path == "wan" && l.kind == LaneKind::tcp) wan_tcp += l.delivered;
+  EXPECT_GT(wan_tcp, uint64_t{4} << 20) << dump(r);
+}
+
+}  // namespace
+}  // namespace braid::sim
