@@ -1,0 +1,234 @@
+// The session machines alone, message by message (whole sessions in virtual
+// time are in tests/sim/session_sim_test.cpp).
+#include <gtest/gtest.h>
+
+#include "core/session/receiver.hpp"
+#include "core/session/sender.hpp"
+
+namespace braid::session {
+namespace {
+
+const Time t0 = Time::zero();
+
+template <class A, class M>
+std::vector<A> drain(M& m) {
+  std::vector<A> out;
+  while (auto a = m.poll_action())
+    if (auto* x = std::get_if<A>(&*a)) out.push_back(*x);
+  return out;
+}
+
+wire::Digest fake_root(wire::HashAlgo, std::vector<PieceRecord> r) {
+  wire::Digest d;
+  d.size = 16;
+  uint64_t sum = 0;
+  for (const auto& x : r) sum += x.offset * 7 + x.length + x.hash.bytes[0];
+  for (int i = 0; i < 8; ++i) d.bytes[i] = static_cast<uint8_t>(sum >> (8 * i));
+  return d;
+}
+
+wire::Offer offer(uint32_t id, uint64_t size) {
+  wire::Offer o;
+  o.transfer_id = id;
+  o.chunk_size = 1 << 20;
+  wire::ManifestEntry e;
+  e.path = "f";
+  e.size = size;
+  o.entries = {e};
+  return o;
+}
+
+Receiver started_receiver(size_t max_lanes = 64) {
+  ReceiverConfig cfg;
+  cfg.max_lanes = max_lanes;
+  cfg.root_hash = fake_root;
+  cfg.done_wait = Duration::seconds(2);
+  Receiver r(cfg);
+  r.start(LaneTraits::tcp(), t0);
+  return r;
+}
+
+TEST(ReceiverMachine, LanesBeyondTheCapAreToldWhyOnTheirOwnLane) {
+  Receiver r = started_receiver(2);
+  (void)r.poll_action();  // addresses
+  ASSERT_TRUE(r.handle_lane_connected(1, LaneTraits::tcp(), t0));
+  r.handle_message(1, wire::LaneJoin{wire::kProtocolVersion, 1}, t0);
+  ASSERT_TRUE(r.handle_lane_connected(2, LaneTraits::tcp(), t0));
+  r.handle_message(2, wire::LaneJoin{wire::kProtocolVersion, 2}, t0);
+  std::vector<RecvSendMessage> sent;
+  std::vector<RecvCloseLane> closed;
+  while (auto a = r.poll_action()) {
+    if (auto* s = std::get_if<RecvSendMessage>(&*a)) sent.push_back(*s);
+    if (auto* c = std::get_if<RecvCloseLane>(&*a)) closed.push_back(*c);
+  }
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_TRUE(std::holds_alternative<wire::LaneWelcome>(sent[0].msg));
+  ASSERT_TRUE(std::holds_alternative<wire::LaneClosed>(sent[1].msg));
+  EXPECT_EQ(sent[1].lane, 2u);
+  EXPECT_NE(std::get<wire::LaneClosed>(sent[1].msg).reason.find("at most 2 lanes"), std::string::npos);
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0].lane, 2u);
+  // A lane id joins once.
+  EXPECT_FALSE(r.handle_lane_connected(1, LaneTraits::tcp(), t0));
+}
+
+TEST(ReceiverMachine, AFirstFrameThatIsNotAJoinClosesTheLane) {
+  Receiver r = started_receiver();
+  (void)r.poll_action();
+  ASSERT_TRUE(r.handle_lane_connected(5, LaneTraits::tcp(), t0));
+  r.handle_message(5, offer(1, 10), t0);
+  EXPECT_EQ(drain<RecvCloseLane>(r).size(), 1u);
+  EXPECT_EQ(r.open_lanes(), 1u);
+}
+
+TEST(ReceiverMachine, ARepeatedOfferGetsTheSameAnswerAndIsPreparedOnce) {
+  Receiver r = started_receiver();
+  (void)r.poll_action();
+  r.handle_message(0, offer(1, 100), t0);
+  EXPECT_EQ(drain<PrepareOffer>(r).size(), 1u);
+  r.handle_offer_prepared(1, wire::Refuse{1, wire::RefuseReason::no_space, "full"}, t0);
+  auto first = drain<RecvSendMessage>(r);
+  r.handle_message(0, offer(1, 100), t0);
+  std::vector<PrepareOffer> again;
+  std::vector<RecvSendMessage> answers;
+  while (auto a = r.poll_action()) {
+    if (auto* p = std::get_if<PrepareOffer>(&*a)) again.push_back(*p);
+    if (auto* s = std::get_if<RecvSendMessage>(&*a)) answers.push_back(*s);
+  }
+  EXPECT_TRUE(again.empty());
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(std::get<wire::Refuse>(answers[0].msg).reason, wire::RefuseReason::no_space);
+}
+
+TEST(ReceiverMachine, DoneWaitsForPiecesStillOnTheirWayThenFinalizes) {
+  Receiver r = started_receiver();
+  (void)r.poll_action();
+  r.handle_message(0, offer(1, 2 << 20), t0);
+  r.handle_offer_prepared(1, wire::Accept{1, {}}, t0);
+  drain<RecvSendMessage>(r);
+  const PieceRecord a{0, 1 << 20, {}}, b{1 << 20, 1 << 20, {}};
+  r.handle_piece_verified(0, 1, 0, a, Duration::millis(5), t0);
+  wire::Done done{1, fake_root(wire::HashAlgo::xxh3_128, {a, b})};
+  r.handle_message(0, done, t0);
+  EXPECT_TRUE(drain<FinalizeTransfer>(r).empty());  // piece 1 is still being written
+  r.handle_piece_verified(0, 1, 1, b, Duration::millis(5), t0 + Duration::millis(10));
+  EXPECT_EQ(drain<FinalizeTransfer>(r).size(), 1u);
+  r.handle_finalized(1, wire::ResultStatus::verified, "", t0 + Duration::millis(20));
+  auto sent = drain<RecvSendMessage>(r);
+  ASSERT_FALSE(sent.empty());
+  EXPECT_EQ(std::get<wire::TransferResult>(sent.back().msg).status, wire::ResultStatus::verified);
+  // done said again: the same verdict, no second finalize.
+  r.handle_message(0, done, t0 + Duration::millis(30));
+  std::vector<FinalizeTransfer> fin;
+  std::vector<RecvSendMessage> again;
+  while (auto x = r.poll_action()) {
+    if (auto* f = std::get_if<FinalizeTransfer>(&*x)) fin.push_back(*f);
+    if (auto* s = std::get_if<RecvSendMessage>(&*x)) again.push_back(*s);
+  }
+  EXPECT_TRUE(fin.empty());
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<wire::TransferResult>(again[0].msg));
+}
+
+TEST(ReceiverMachine, AMissingPieceOrAWrongRootFailsAndKeepsTheTemporaries) {
+  Receiver r = started_receiver();
+  (void)r.poll_action();
+  r.handle_message(0, offer(1, 2 << 20), t0);
+  r.handle_offer_prepared(1, wire::Accept{1, {}}, t0);
+  const PieceRecord a{0, 1 << 20, {}};
+  r.handle_piece_verified(0, 1, 0, a, Duration::zero(), t0);
+  drain<RecvSendMessage>(r);
+  r.handle_message(0, wire::Done{1, {}}, t0);
+  ASSERT_TRUE(r.poll_timeout().has_value());
+  EXPECT_EQ(*r.poll_timeout(), t0 + Duration::seconds(2));
+  r.handle_timeout(t0 + Duration::seconds(2));
+  std::vector<AbandonTransfer> kept;
+  std::vector<RecvSendMessage> sent;
+  while (auto x = r.poll_action()) {
+    if (auto* k = std::get_if<AbandonTransfer>(&*x)) kept.push_back(*k);
+    if (auto* s = std::get_if<RecvSendMessage>(&*x)) sent.push_back(*s);
+  }
+  ASSERT_EQ(kept.size(), 1u);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(std::get<wire::TransferResult>(sent[0].msg).status, wire::ResultStatus::incomplete);
+
+  Receiver r2 = started_receiver();
+  (void)r2.poll_action();
+  r2.handle_message(0, offer(1, 1 << 20), t0);
+  r2.handle_offer_prepared(1, wire::Accept{1, {}}, t0);
+  r2.handle_piece_verified(0, 1, 0, a, Duration::zero(), t0);
+  drain<RecvSendMessage>(r2);
+  r2.handle_message(0, wire::Done{1, {}}, t0);  // a root that cannot match
+  auto res = drain<RecvSendMessage>(r2);
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_EQ(std::get<wire::TransferResult>(res[0].msg).status, wire::ResultStatus::root_mismatch);
+}
+
+SenderConfig sender_config() {
+  SenderConfig c;
+  c.root_hash = fake_root;
+  c.rate_limit = Rate::mbit(90);
+  return c;
+}
+
+TEST(SenderMachine, TheRateLimitIsSplitOverTheLiveDataLanes) {
+  Sender s(sender_config());
+  s.start(LaneTraits::tcp(), t0);
+  s.add_paths({{LaneKind::tcp, "a", "a"}, {LaneKind::tcp, "b", "b"}}, t0);
+  auto caps = drain<SetLaneRate>(s);
+  ASSERT_EQ(caps.size(), 1u);  // lane 0 alone so far: all of it
+  EXPECT_NEAR(caps[0].rate->bits_per_second(), 90e6, 1);
+  for (LaneNo id : {1u, 2u}) {
+    s.handle_lane_connected(id, LaneTraits::tcp(), t0);
+    s.handle_message(id, wire::LaneWelcome{id}, t0);
+  }
+  caps = drain<SetLaneRate>(s);
+  std::map<LaneNo, double> last;
+  for (const auto& c : caps) last[c.lane] = c.rate->bits_per_second();
+  ASSERT_EQ(last.size(), 3u);
+  for (const auto& [lane, bps] : last) EXPECT_NEAR(bps, 30e6, 1) << "lane " << lane;
+  s.handle_lane_failed(2, "reset", true, t0 + Duration::seconds(1));
+  last.clear();
+  for (const auto& c : drain<SetLaneRate>(s)) last[c.lane] = c.rate->bits_per_second();
+  EXPECT_NEAR(last.at(0), 45e6, 1);
+  EXPECT_NEAR(last.at(1), 45e6, 1);
+}
+
+TEST(SenderMachine, ALaneTheReceiverRefusedIsNotOpenedAgain) {
+  Sender s(sender_config());
+  s.start(LaneTraits::tcp(), t0);
+  s.add_paths({{LaneKind::tcp, "a", "a"}}, t0);
+  s.handle_lane_connected(1, LaneTraits::tcp(), t0);
+  s.handle_message(1, wire::LaneClosed{1, "the receiver takes at most 1 lanes per session"}, t0);
+  drain<OpenLane>(s);
+  s.handle_timeout(t0 + Duration::seconds(60));
+  EXPECT_TRUE(drain<OpenLane>(s).empty());
+  EXPECT_EQ(s.open_lanes(), 1u);
+}
+
+TEST(SenderMachine, ALaneThatWorkedIsOpenedAgainWithBackoff) {
+  Sender s(sender_config());
+  s.start(LaneTraits::tcp(), t0);
+  s.add_paths({{LaneKind::tcp, "a", "a"}}, t0);
+  drain<OpenLane>(s);
+  s.handle_lane_connected(1, LaneTraits::tcp(), t0);
+  s.handle_message(1, wire::LaneWelcome{1}, t0);
+  s.handle_lane_failed(1, "reset", true, t0 + Duration::seconds(1));
+  // Told to the receiver over the surviving lane, at once.
+  bool announced = false;
+  while (auto a = s.poll_action())
+    if (auto* m = std::get_if<SendMessage>(&*a))
+      announced = announced || (m->lane == 0 && std::holds_alternative<wire::LaneClosed>(m->msg));
+  EXPECT_TRUE(announced);
+  ASSERT_TRUE(s.poll_timeout().has_value());
+  EXPECT_EQ(*s.poll_timeout(), t0 + Duration::seconds(1) + SenderConfig{}.reopen_backoff);
+  s.handle_timeout(*s.poll_timeout());
+  auto opens = drain<OpenLane>(s);
+  ASSERT_EQ(opens.size(), 1u);
+  EXPECT_EQ(opens[0].lane, 2u);  // a fresh lane id: a lane id joins once
+  EXPECT_EQ(opens[0].path.remote, "a");
+}
+
+}  // namespace
+}  // namespace braid::session
