@@ -4,7 +4,10 @@
 // and the receiver's handle_piece_*).
 #pragma once
 
+#include <optional>
+#include <span>
 #include <variant>
+#include <vector>
 
 #include "core/wire/messages.hpp"
 
@@ -21,5 +24,21 @@ using ToSender = std::variant<wire::LaneWelcome, wire::Addresses, wire::Accept, 
 /// A verified piece: where it lies in the transfer and its hash. The same
 /// fields as a held range, which is a piece record from an earlier run.
 using PieceRecord = wire::HeldRange;
+
+}  // namespace braid::session
+
+namespace braid::session {
+
+/// A message's frame type and payload, for a lane to seal.
+struct Encoded {
+  wire::FrameType type{};
+  std::vector<uint8_t> payload;
+};
+Encoded encode(const ToReceiver& m);
+Encoded encode(const ToSender& m);
+/// The message in a frame of `type`, or nothing if the type is not one this
+/// side hears or the payload is malformed.
+std::optional<ToSender> decode_to_sender(wire::FrameType type, std::span<const uint8_t> payload);
+std::optional<ToReceiver> decode_to_receiver(wire::FrameType type, std::span<const uint8_t> payload);
 
 }  // namespace braid::session

@@ -24,6 +24,12 @@ LaneTraits default_traits(LaneKind k) {
   }
 }
 const std::string kPeerClosed = "closed by the receiver: ";
+TransferOutcome make_outcome(TransferOutcome::End end, std::string message) {
+  TransferOutcome o;
+  o.end = end;
+  o.message = std::move(message);
+  return o;
+}
 }  // namespace
 
 Sender::Sender(SenderConfig cfg) : cfg_(std::move(cfg)) {}
@@ -75,6 +81,7 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   t->offer.chunk_size = spec.chunk_size;
   t->offer.entries = std::move(spec.entries);
   t->policy = spec.policy ? std::move(spec.policy) : core::make_policy("braid");
+  t->answer_only = spec.answer_only;
   transfer_ = std::move(t);
   send_request(Request::Kind::offer, transfer_->offer, 0, now);
   check_lanes_left(now);
@@ -83,7 +90,7 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
 
 void Sender::close(Time now) {
   if (closing_) return;
-  if (transfer_running()) end_transfer({TransferOutcome::End::lanes_lost, {}, {}, "the session was closed"});
+  if (transfer_running()) end_transfer(make_outcome(TransferOutcome::End::lanes_lost, "the session was closed"));
   send_control(wire::Bye{}, now);
   closing_ = true;
   for (auto& l : lanes_) {
@@ -179,7 +186,7 @@ void Sender::lane_gone(Lane& l, const std::string& reason, bool announce, Time n
     l.sched.reset();
   }
   push(CloseLane{id, reason});
-  push(Note{"lane_closed", id, reason});
+  push(Note{was == LaneState::open ? "lane_closed" : "lane_failed", id, reason});
   // Only a lane the peer took is news to it; say so over another lane.
   if (announce && !closing_ && was == LaneState::open) send_control(wire::LaneClosed{id, reason}, now);
   std::erase_if(requests_, [&](const auto& r) {
@@ -194,7 +201,7 @@ void Sender::lane_gone(Lane& l, const std::string& reason, bool announce, Time n
       if (next) {
         transfer_->ordered_lane = next;
         for (const auto& h : transfer_->udp_headers) push(SendMessage{*next, h});
-        push(Note{"ordered_lane", *next, std::to_string(transfer_->udp_headers.size()) + " headers sent again"});
+        push(Note{"ordered_lane", *next, "headers sent again", transfer_->udp_headers.size()});
       }
     }
   }
@@ -298,6 +305,22 @@ size_t Sender::open_lanes() const {
   return n;
 }
 
+bool Sender::expects_connect(LaneNo id) const {
+  const Lane* l = find(id);
+  return l && l->state == LaneState::connecting && !closing_;
+}
+
+size_t Sender::opening_lanes() const {
+  size_t n = 0;
+  for (const auto& l : lanes_) n += l.state == LaneState::connecting || l.state == LaneState::joining;
+  return n;
+}
+
+std::optional<LaneNo> Sender::sched_lane(core::LaneId id) const {
+  if (!transfer_ || id >= transfer_->sched_lanes.size()) return std::nullopt;
+  return transfer_->sched_lanes[id];
+}
+
 void Sender::send_control(ToReceiver msg, Time) {
   if (auto lane = control_lane()) push(SendMessage{*lane, std::move(msg)});
 }
@@ -344,7 +367,16 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
           if (l && l->state == LaneState::joining && m.lane_id == on) lane_open(*l, now);
         } else if constexpr (std::is_same_v<M, wire::LaneClosed>) {
           Lane* l = find(m.lane_id);
-          if (!l || l->state == LaneState::closed) return;
+          if (!l) return;
+          if (l->state == LaneState::closed) {
+            // The peer's reason can arrive after we saw the socket close: it
+            // is the one worth keeping (a forged frame, its disk).
+            if (l->close_reason.rfind(kPeerClosed, 0) != 0) {
+              l->close_reason = kPeerClosed + m.reason;
+              push(Note{"lane_closed", l->id, l->close_reason});
+            }
+            return;
+          }
           // Said on the joining lane itself: the receiver refused it (its lane cap).
           if (l->state == LaneState::joining && m.lane_id == on)
             return lane_gone(*l, "refused by the receiver: " + m.reason, false, now);
@@ -365,7 +397,14 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
             return;
           std::erase_if(requests_, [](const auto& r) { return r.first.kind == Request::Kind::offer; });
           if constexpr (std::is_same_v<M, wire::Refuse>) {
-            end_transfer({TransferOutcome::End::refused, {}, m.reason, m.message});
+            TransferOutcome o = make_outcome(TransferOutcome::End::refused, m.message);
+            o.refusal = m.reason;
+            end_transfer(std::move(o));
+          } else if (transfer_->answer_only) {
+            TransferOutcome o = make_outcome(TransferOutcome::End::answered, "accepted");
+            o.accepted = true;
+            o.held = m.held;
+            end_transfer(std::move(o));
           } else {
             Transfer& t = *transfer_;
             t.sched = std::make_unique<core::Scheduler>(
@@ -381,9 +420,8 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
         } else if constexpr (std::is_same_v<M, wire::Ack>) {
           if (!transfer_ || transfer_->ended || !transfer_->sched || m.transfer_id != transfer_->id) return;
           if (m.status == wire::AckStatus::hash_mismatch)
-            return end_transfer({TransferOutcome::End::bad_piece, {}, {},
-                                 "the receiver's hash of piece " + std::to_string(m.piece) +
-                                     " did not match (did a file change while it was sent?)"});
+            return end_transfer(make_outcome(TransferOutcome::End::bad_piece, "the receiver's hash of piece " + std::to_string(m.piece) +
+                                     " did not match (did a file change while it was sent?)"));
           if (m.status != wire::AckStatus::ok) return;  // write failures come with a result
           const Lane* l = find(on);
           if (!l || !l->sched || l->traits.transport_acks || m.piece >= sched().plan().piece_count()) return;
@@ -392,9 +430,8 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
         } else if constexpr (std::is_same_v<M, wire::LaneAck>) {
           if (!transfer_ || transfer_->ended || !transfer_->sched || m.ack.transfer_id != transfer_->id) return;
           if (m.ack.status == wire::AckStatus::hash_mismatch)
-            return end_transfer({TransferOutcome::End::bad_piece, {}, {},
-                                 "the receiver's hash of piece " + std::to_string(m.ack.piece) +
-                                     " did not match (did a file change while it was sent?)"});
+            return end_transfer(make_outcome(TransferOutcome::End::bad_piece, "the receiver's hash of piece " + std::to_string(m.ack.piece) +
+                                     " did not match (did a file change while it was sent?)"));
           const Lane* l = find(m.lane_id);
           if (!l || !l->sched || l->traits.transport_acks || m.ack.status != wire::AckStatus::ok ||
               m.ack.piece >= sched().plan().piece_count())
@@ -403,10 +440,12 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
           drain_scheduler(now);
         } else if constexpr (std::is_same_v<M, wire::TransferResult>) {
           if (!transfer_ || transfer_->ended || m.transfer_id != transfer_->id) return;
-          end_transfer({TransferOutcome::End::result, m.status, {}, m.message});
+          TransferOutcome o = make_outcome(TransferOutcome::End::result, m.message);
+          o.result = m.status;
+          end_transfer(std::move(o));
         } else if constexpr (std::is_same_v<M, wire::ErrorMessage>) {
           if (transfer_running())
-            end_transfer({TransferOutcome::End::peer_error, {}, {}, "the receiver ended the session: " + m.message});
+            end_transfer(make_outcome(TransferOutcome::End::peer_error, "the receiver ended the session: " + m.message));
         } else if constexpr (std::is_same_v<M, wire::Addresses>) {
           // Only the bootstrap lane's first frame; the engine reads it before start().
         }
@@ -494,8 +533,7 @@ void Sender::maybe_finish(Time now) {
     const auto& piece = t.sched->plan().piece(p);
     if (piece.length.count() == 0) continue;
     if (p >= t.hashes.size() || !t.hashes[p])
-      return end_transfer({TransferOutcome::End::stuck, {}, {},
-                           "internal error: piece " + std::to_string(p) + " was acked but never hashed"});
+      return end_transfer(make_outcome(TransferOutcome::End::stuck, "internal error: piece " + std::to_string(p) + " was acked but never hashed"));
     records.push_back({piece.offset.count(), piece.length.count(), *t.hashes[p]});
   }
   t.phase = Transfer::Phase::verifying;
@@ -520,8 +558,10 @@ void Sender::send_ordered(const ToReceiver& msg, Time) {
   if (!cur || cur->state != LaneState::open) {
     t.ordered_lane = control_lane();
     if (!t.ordered_lane) return;
-    if (cur)  // the old lane may have lost some
+    if (cur && !t.udp_headers.empty()) {  // the old lane may have lost some
       for (const auto& h : t.udp_headers) push(SendMessage{*t.ordered_lane, h});
+      push(Note{"ordered_lane", *t.ordered_lane, "headers sent again", t.udp_headers.size()});
+    }
   }
   push(SendMessage{*t.ordered_lane, msg});
 }
@@ -550,7 +590,7 @@ void Sender::check_lanes_left(Time now) {
     if (transfer_->no_lane_since == Time::never()) transfer_->no_lane_since = now;
     return;
   }
-  end_transfer({TransferOutcome::End::lanes_lost, {}, {}, "every lane to the receiver failed"});
+  end_transfer(make_outcome(TransferOutcome::End::lanes_lost, "every lane to the receiver failed"));
 }
 
 // ---- lane events ------------------------------------------------------------------
@@ -602,7 +642,7 @@ void Sender::handle_transport_rate(LaneNo lane, Rate rate, Time now) {
 }
 
 void Sender::handle_read_failed(const std::string& reason, Time) {
-  end_transfer({TransferOutcome::End::read_failed, {}, {}, reason});
+  end_transfer(make_outcome(TransferOutcome::End::read_failed, reason));
 }
 
 void Sender::handle_timeout(Time now) {
@@ -634,9 +674,8 @@ void Sender::handle_timeout(Time now) {
     if (Lane* l = find(id); l && l->state != LaneState::closed)
       lane_gone(*l, "the receiver did not answer udp_open", false, now);
   if (request_timed_out)
-    end_transfer({TransferOutcome::End::timed_out, {}, {},
-                  timed_out_kind == Request::Kind::offer ? "the receiver did not answer the offer in time"
-                                                         : "the receiver did not confirm the transfer in time"});
+    end_transfer(make_outcome(TransferOutcome::End::timed_out, timed_out_kind == Request::Kind::offer ? "the receiver did not answer the offer in time"
+                                                         : "the receiver did not confirm the transfer in time"));
   if (transfer_running() && transfer_->sched && transfer_->phase == Transfer::Phase::sending) {
     sched().on_timeout(now);
     drain_scheduler(now);
@@ -644,13 +683,11 @@ void Sender::handle_timeout(Time now) {
   if (transfer_running()) {
     Transfer& t = *transfer_;
     if (t.idle_since != Time::never() && now - t.idle_since >= cfg_.stuck_after)
-      end_transfer({TransferOutcome::End::stuck, {}, {},
-                    "internal error: the scheduler stopped handing out work with " +
+      end_transfer(make_outcome(TransferOutcome::End::stuck, "internal error: the scheduler stopped handing out work with " +
                         std::to_string((sched().plan().total() - sched().plan().delivered_bytes()).count()) +
-                        " bytes left; the temporary files are kept"});
+                        " bytes left; the temporary files are kept"));
     else if (t.no_lane_since != Time::never() && now - t.no_lane_since >= cfg_.no_lane_grace)
-      end_transfer({TransferOutcome::End::lanes_lost, {}, {},
-                    "every lane to the receiver failed and none came back in time"});
+      end_transfer(make_outcome(TransferOutcome::End::lanes_lost, "every lane to the receiver failed and none came back in time"));
   }
 }
 

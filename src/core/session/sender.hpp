@@ -84,6 +84,9 @@ struct TransferSpec {
   wire::HashAlgo hash = wire::HashAlgo::xxh3_128;
   uint64_t chunk_size = 1 << 20;
   std::unique_ptr<core::Policy> policy;  // braid's unless set
+  /// Only ask: the transfer ends with the receiver's answer (End::answered)
+  /// and sends nothing (tests of the receiver's checks).
+  bool answer_only = false;
 };
 
 struct TransferOutcome {
@@ -96,11 +99,14 @@ struct TransferOutcome {
     read_failed,  // the engine could not read the source (handle_read_failed)
     timed_out,    // no answer or no result in time
     stuck,        // internal error: the scheduler stopped handing out work
+    answered,     // answer_only: the receiver accepted (`accepted`, `held`)
   };
   End end = End::lanes_lost;
   wire::ResultStatus result = wire::ResultStatus::verified;
   wire::RefuseReason refusal = wire::RefuseReason::declined;
   std::string message;
+  bool accepted = false;               // answered
+  std::vector<wire::HeldRange> held;   // answered: what the receiver holds
   bool verified() const { return end == End::result && result == wire::ResultStatus::verified; }
 };
 
@@ -164,9 +170,10 @@ struct TransferEnded {
 /// Something worth a line in the log (a lane given up, a path reopened, a
 /// message sent again).
 struct Note {
-  std::string event;
+  std::string event;  // lane_open, lane_closed, lane_failed, udp_fallback, ordered_lane, ...
   LaneNo lane = 0;
   std::string detail;
+  uint64_t count = 0;  // ordered_lane: headers sent again
 };
 
 using SenderAction =
@@ -234,6 +241,12 @@ class Sender {
   const core::Scheduler* scheduler() const { return transfer_ ? transfer_->sched.get() : nullptr; }
   std::optional<LaneNo> control_lane() const;
   size_t open_lanes() const;
+  /// The engine connected lane `id`: is it still wanted (not given up)?
+  bool expects_connect(LaneNo id) const;
+  /// Lanes still connecting or joining (connect() waits a little for them).
+  size_t opening_lanes() const;
+  /// The lane a scheduler lane id of the running (or last) transfer stands for.
+  std::optional<LaneNo> sched_lane(core::LaneId id) const;
   bool transfer_running() const { return transfer_ && !transfer_->ended; }
   uint64_t resumed_bytes() const { return transfer_ ? transfer_->resumed_bytes : 0; }
   uint64_t resume_rejected_bytes() const { return transfer_ ? transfer_->resume_rejected_bytes : 0; }
@@ -278,6 +291,7 @@ class Sender {
   struct Transfer {
     uint32_t id = 0;
     wire::Offer offer;
+    bool answer_only = false;
     std::unique_ptr<core::Policy> policy;  // until the answer
     std::unique_ptr<core::Scheduler> sched;
     std::vector<LaneNo> sched_lanes;  // scheduler lane id -> lane

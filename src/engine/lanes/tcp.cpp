@@ -5,6 +5,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -83,11 +84,18 @@ void tune_lane_socket(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
 }
 
+// Sockets take send()/recv() (no SIGPIPE, MSG_WAITALL); a byte-stream lane
+// over a pty, a serial device or a pipe is not a socket: write()/read().
 bool send_all(int fd, const uint8_t* data, size_t len, int& err) {
+  bool socket = true;
   while (len > 0) {
-    ssize_t n = ::send(fd, data, len, MSG_NOSIGNAL);
+    ssize_t n = socket ? ::send(fd, data, len, MSG_NOSIGNAL) : ::write(fd, data, len);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == ENOTSOCK && socket) {
+        socket = false;
+        continue;
+      }
       err = errno;
       return false;
     }
@@ -98,10 +106,15 @@ bool send_all(int fd, const uint8_t* data, size_t len, int& err) {
 }
 
 bool recv_all(int fd, uint8_t* data, size_t len, int& err) {
+  bool socket = true;
   while (len > 0) {
-    ssize_t n = ::recv(fd, data, len, MSG_WAITALL);
+    ssize_t n = socket ? ::recv(fd, data, len, MSG_WAITALL) : ::read(fd, data, len);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == ENOTSOCK && socket) {
+        socket = false;
+        continue;
+      }
       err = errno;
       return false;
     }

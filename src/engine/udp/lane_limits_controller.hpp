@@ -53,6 +53,8 @@ class LaneLimitsController final : public transport::CongestionController {
   }
 
   const LaneLimits& limits() const { return limits_; }
+  /// A new cap (the session splits --rate-limit again when lanes come or go).
+  void set_rate_cap(std::optional<Rate> cap) { limits_.rate_cap = cap; }
 
  private:
   std::unique_ptr<transport::CongestionController> inner_;

@@ -35,10 +35,12 @@ std::unique_ptr<UdpSendLane> UdpSendLane::start(const UdpLaneConfig& cfg, UdpSen
     error = "unknown congestion controller '" + cfg.cc + "'";
     return nullptr;
   }
-  cc = std::make_unique<LaneLimitsController>(std::move(cc), LaneLimits{cfg.rate_limit, cfg.io_reaction});
-  auto sender = std::make_unique<transport::LaneSender>(sc, std::move(cc));
+  auto limited = std::make_unique<LaneLimitsController>(std::move(cc), LaneLimits{cfg.rate_limit, cfg.io_reaction});
+  LaneLimitsController* limits = limited.get();
+  auto sender = std::make_unique<transport::LaneSender>(sc, std::move(limited));
   std::unique_ptr<UdpSendLane> lane(
       new UdpSendLane(events, std::move(io), std::move(sender), cfg.idle_timeout, cfg.first_contact_timeout));
+  lane->limits_ = limits;
   lane->thread_ = std::thread([l = lane.get()] { l->run(); });
   return lane;
 }
@@ -64,7 +66,7 @@ UdpSendLane::~UdpSendLane() {
 void UdpSendLane::send_piece(uint64_t piece, uint64_t offset, uint64_t length, std::shared_ptr<const uint8_t> bytes) {
   {
     std::lock_guard lock(mu_);
-    inbox_.push_back(Command{Command::Kind::send, piece, offset, length, std::move(bytes)});
+    inbox_.push_back(Command{Command::Kind::send, piece, offset, length, std::move(bytes), std::nullopt});
     has_commands_ = true;
   }
   io_->waiter.wake();
@@ -73,7 +75,18 @@ void UdpSendLane::send_piece(uint64_t piece, uint64_t offset, uint64_t length, s
 void UdpSendLane::cancel_piece(uint64_t piece) {
   {
     std::lock_guard lock(mu_);
-    inbox_.push_back(Command{Command::Kind::cancel, piece, 0, 0, nullptr});
+    inbox_.push_back(Command{Command::Kind::cancel, piece, 0, 0, nullptr, std::nullopt});
+    has_commands_ = true;
+  }
+  io_->waiter.wake();
+}
+
+void UdpSendLane::set_rate_limit(std::optional<Rate> rate) {
+  {
+    std::lock_guard lock(mu_);
+    Command c{Command::Kind::rate, 0, 0, 0, nullptr, std::nullopt};
+    c.rate = rate;
+    inbox_.push_back(std::move(c));
     has_commands_ = true;
   }
   io_->waiter.wake();
@@ -101,6 +114,10 @@ void UdpSendLane::apply_commands() {
     has_commands_ = false;
   }
   for (Command& c : work_) {
+    if (c.kind == Command::Kind::rate) {
+      limits_->set_rate_cap(c.rate);
+      continue;
+    }
     if (c.kind == Command::Kind::cancel) {
       sender_->cancel_piece(c.piece);
       ledger_.remove(c.piece);

@@ -33,6 +33,7 @@
 
 #include "core/transport/lane_sender.hpp"
 #include "engine/udp/lane_io.hpp"
+#include "engine/udp/lane_limits_controller.hpp"
 #include "engine/udp/piece_ledger.hpp"
 #include "engine/udp/udp_lane_types.hpp"
 
@@ -57,6 +58,8 @@ class UdpSendLane {
   /// Drops the piece: nothing more of it is sent or resent, no ack event
   /// comes for it, and the lane lets go of its bytes.
   void cancel_piece(uint64_t piece);
+  /// Caps the lane's pacing rate from now on (none: no cap).
+  void set_rate_limit(std::optional<Rate> rate);
   /// Ends the lane; on_closed(reason) follows on the I/O thread. Idempotent.
   void close(const std::string& reason = "closed by the engine");
 
@@ -73,9 +76,10 @@ class UdpSendLane {
 
  private:
   struct Command {
-    enum class Kind { send, cancel } kind;
+    enum class Kind { send, cancel, rate } kind;
     uint64_t piece = 0, offset = 0, length = 0;
     std::shared_ptr<const uint8_t> bytes;
+    std::optional<Rate> rate;
   };
 
   UdpSendLane(UdpSendEvents& events, std::unique_ptr<LaneIo> io, std::unique_ptr<transport::LaneSender> sender,
@@ -92,6 +96,7 @@ class UdpSendLane {
   UdpSendEvents& events_;
   std::unique_ptr<LaneIo> io_;
   std::unique_ptr<transport::LaneSender> sender_;
+  LaneLimitsController* limits_ = nullptr;  // inside sender_'s controller (I/O thread)
   PieceLedger ledger_;
   Duration idle_timeout_;
   Duration first_contact_timeout_;

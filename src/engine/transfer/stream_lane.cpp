@@ -1,0 +1,305 @@
+#include "engine/transfer/stream_lane.hpp"
+
+#include <sys/socket.h>
+
+#include <chrono>
+
+#include "engine/files/piece_hasher.hpp"
+#include "engine/lanes/tcp.hpp"
+#include "engine/security/frame_format.h"
+
+namespace braid::transfer {
+
+using security::kFrameHeaderSize;
+using security::kFrameTagSize;
+
+namespace {
+/// How long a closing lane may take to flush its last messages (a bye)
+/// before its socket is shut under it: a dead path must not hold the exit.
+constexpr auto kFlushLimit = std::chrono::milliseconds(500);
+}  // namespace
+
+StreamLane::StreamLane(std::unique_ptr<lanes::LaneLink> link, Options opts, DataLaneEvents& events)
+    : link_(std::move(link)),
+      opts_(std::move(opts)),
+      events_(events),
+      frame_(kFrameHeaderSize + wire::PieceHeader::kSize + kFrameData + kFrameTagSize) {
+  writer_ = std::thread([this] { writer_loop(); });
+  reader_ = std::thread([this] { reader_loop(); });
+}
+
+StreamLane::~StreamLane() {
+  {
+    std::unique_lock lock(mu_);
+    closing_ = true;
+    cancel_current_ = true;
+    cv_.notify_all();
+    // Only queued messages (a bye) are worth waiting for, and not long.
+    cv_.wait_for(lock, kFlushLimit, [&] { return writer_done_ || (messages_.empty() && !sending_message_); });
+  }
+  link_->shutdown();  // wakes a writer blocked on a dead path and the reader
+  if (writer_.joinable()) writer_.join();
+  if (reader_.joinable()) reader_.join();
+}
+
+void StreamLane::send_message(const session::ToReceiver& msg) {
+  std::lock_guard lock(mu_);
+  if (closing_) return;
+  messages_.push_back(session::encode(msg));
+  cv_.notify_all();
+}
+
+void StreamLane::send_piece(std::shared_ptr<PieceSource> source, const core::Assign& a) {
+  std::lock_guard lock(mu_);
+  if (closing_) return;
+  pieces_.push_back(Work{std::move(source), a});
+  cv_.notify_all();
+}
+
+void StreamLane::cancel_piece(uint32_t transfer, core::PieceId piece) {
+  std::lock_guard lock(mu_);
+  if (current_ && current_->first == transfer && current_->second == piece) cancel_current_ = true;
+  std::erase_if(pieces_, [&](const Work& w) { return w.source->transfer_id() == transfer && w.a.piece == piece; });
+}
+
+void StreamLane::drop_transfer(uint32_t transfer) {
+  std::lock_guard lock(mu_);
+  if (current_ && current_->first == transfer) cancel_current_ = true;
+  std::erase_if(pieces_, [&](const Work& w) { return w.source->transfer_id() == transfer; });
+}
+
+void StreamLane::close(const std::string&) {
+  std::lock_guard lock(mu_);
+  closing_ = true;
+  cancel_current_ = true;
+  pieces_.clear();
+  cv_.notify_all();
+}
+
+void StreamLane::failed(const std::string& reason) {
+  {
+    std::lock_guard lock(mu_);
+    closing_ = true;
+    cv_.notify_all();
+  }
+  link_->shutdown();
+  if (!closed_reported_.exchange(true)) events_.on_closed(id(), reason, heard_.load());
+}
+
+bool StreamLane::flush_messages(std::unique_lock<std::mutex>& lock) {
+  while (!messages_.empty()) {
+    session::Encoded m = std::move(messages_.front());
+    messages_.pop_front();
+    sending_message_ = true;
+    lock.unlock();
+    const bool ok = link_->send(m.type, m.payload);
+    lock.lock();
+    sending_message_ = false;
+    cv_.notify_all();
+    if (!ok) return false;
+  }
+  return true;
+}
+
+void StreamLane::writer_loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return closing_ || !messages_.empty() || !pieces_.empty(); });
+    if (!flush_messages(lock)) {
+      lock.unlock();
+      failed("write failed: " + link_->send_error());
+      lock.lock();
+      break;
+    }
+    if (closing_) break;
+    if (pieces_.empty()) continue;
+    Work w = std::move(pieces_.front());
+    pieces_.pop_front();
+    current_ = {w.source->transfer_id(), w.a.piece};
+    cancel_current_ = false;
+    lock.unlock();
+    std::string error;
+    const PieceEnd end = send_one(w, error);
+    lock.lock();
+    current_.reset();
+    if (end == PieceEnd::lane_failed) {
+      lock.unlock();
+      failed("write failed: " + link_->send_error());
+      lock.lock();
+      break;
+    }
+    if (end == PieceEnd::read_failed) {
+      lock.unlock();
+      events_.on_read_failed(id(), error);
+      lock.lock();
+    }
+  }
+  writer_done_ = true;
+  cv_.notify_all();
+  lock.unlock();
+  link_->shutdown();
+}
+
+StreamLane::PieceEnd StreamLane::send_one(const Work& w, std::string& error) {
+  PieceSource& src = *w.source;
+  const core::Assign& a = w.a;
+  events_.on_piece_started(id(), src.transfer_id(), a.piece);
+  files::PieceHasher hasher(src.hash());
+  const uint64_t begin = a.offset.count();
+  const uint64_t end = begin + a.length.count();
+  uint8_t* data = frame_.data() + kFrameHeaderSize + wire::PieceHeader::kSize;
+  for (uint64_t off = begin; off < end;) {
+    {
+      // Messages (acks' answers, lane_closed, a join) pass between frames.
+      std::unique_lock lock(mu_);
+      if (!messages_.empty() && !flush_messages(lock)) return PieceEnd::lane_failed;
+    }
+    if (cancel_current_) {
+      wire::PieceAbort abort{src.transfer_id(), a.piece};
+      return link_->send_message(abort) ? PieceEnd::cancelled : PieceEnd::lane_failed;
+    }
+    const uint64_t n = std::min<uint64_t>(kFrameData, end - off);
+    // Read the bytes once, straight into the frame buffer, and hash them
+    // while they are hot in the cache; the sealer then encrypts in place.
+    if (!src.read(off, n, data, error)) return PieceEnd::read_failed;
+    hasher.update(std::span<const uint8_t>(data, n));
+    wire::PieceHeader h;
+    h.transfer_id = src.transfer_id();
+    h.piece = a.piece;
+    h.chunk = a.chunk;
+    h.piece_offset = begin;
+    h.piece_length = a.length.count();
+    h.data_offset = off;
+    if (off + n == end) {
+      h.flags = wire::PieceHeader::kLast;
+      h.hash = hasher.finish();
+      events_.on_piece_hashed(id(), src.transfer_id(), a.piece, h.hash);
+    }
+    wire::encode_piece_header(h, std::span<uint8_t, wire::PieceHeader::kSize>(frame_.data() + kFrameHeaderSize,
+                                                                               wire::PieceHeader::kSize));
+    if (!link_->send_in_place(wire::FrameType::piece_data, frame_, wire::PieceHeader::kSize + n))
+      return PieceEnd::lane_failed;
+    off += n;
+  }
+  events_.on_piece_written(id(), src.transfer_id(), a.piece);
+  return PieceEnd::sent;
+}
+
+void StreamLane::reader_loop() {
+  for (;;) {
+    lanes::Incoming in = link_->read();
+    if (in.status == lanes::ReadStatus::rejected) continue;  // counted by the link
+    if (in.status != lanes::ReadStatus::frame) {
+      failed(in.reason);
+      return;
+    }
+    heard_ = true;
+    if (auto m = session::decode_to_sender(in.type, in.payload)) events_.on_message(id(), *m);
+  }
+}
+
+DataLaneCounters StreamLane::counters() const { return {link_->bytes_sent(), link_->rejected_total()}; }
+
+// ---- rate caps and --background ---------------------------------------------------
+//
+// The kernel runs TCP's congestion control; braid can only cap the socket's
+// pacing rate (SO_MAX_PACING_RATE). The cap is the lower of the lane's
+// --rate-limit share and, under --background, TcpPacingCap's answer (pure,
+// src/core/transport), fed every few ms with TCP_INFO.
+
+void StreamLane::set_rate(std::optional<Rate> rate) {
+  if (!opts_.tcp) return;
+  std::lock_guard lock(pace_mu_);
+  rate_cap_ = rate;
+  // At once, even under --background (pace() lowers it further from its
+  // next look): unpaced, a loopback lane moves megabytes in those 10 ms.
+  std::optional<Rate> want = rate;
+  if (opts_.background && on_socket_set_ && on_socket_ && (!want || *on_socket_ < *want)) want = on_socket_;
+  const bool ok = want ? lanes::set_max_pacing_rate(link_->fd(), *want) : lanes::clear_max_pacing_rate(link_->fd());
+  if (ok) {
+    on_socket_ = want;
+    on_socket_set_ = true;
+  }
+}
+
+void StreamLane::pace(Time now) {
+  if (!opts_.tcp || !opts_.background) return;
+  const int fd = link_->fd();
+  lanes::TcpKernelInfo k;
+  if (!lanes::tcp_kernel_info(fd, k) || k.rtt_us == 0) return;
+  std::lock_guard lock(pace_mu_);
+  if (!pacing_) pacing_ = std::make_unique<transport::TcpPacingCap>();
+  transport::TcpSample s;
+  s.now = now;
+  s.srtt = Duration::micros(k.rtt_us);
+  s.bytes_acked = k.bytes_acked;
+  s.retransmits = k.total_retrans;
+  s.segs_in = k.segs_in;
+  if (k.snd_mss) s.mss = Bytes(k.snd_mss);
+  const transport::TcpPacingDecision d = pacing_->on_sample(s);
+  std::optional<Rate> want = d.cap;
+  if (rate_cap_ && (!want || *want > *rate_cap_)) want = rate_cap_;
+  if (d.restart_probe) lanes::restart_congestion_control(fd);
+  if (!on_socket_set_ || want != on_socket_) {
+    const bool ok = want ? lanes::set_max_pacing_rate(fd, *want) : lanes::clear_max_pacing_rate(fd);
+    if (ok) {
+      on_socket_ = want;
+      on_socket_set_ = true;
+    }
+  }
+  auto& p = pacing_state_;
+  p.active = true;
+  p.cap = on_socket_ ? on_socket_->bytes_per_second() : -1.0;
+  p.queue_ms = pacing_->queuing_delay().to_millis();
+  p.srtt_ms = k.rtt_us / 1000.0;
+  p.min_rtt_ms = k.min_rtt_us / 1000.0;
+  p.acked = k.bytes_acked;
+  p.kernel_pacing = k.pacing_rate;
+  p.delivery_rate = k.delivery_rate;
+  p.retrans = k.total_retrans;
+  p.cwnd = k.snd_cwnd;
+  p.restarts += d.restart_probe;
+}
+
+void StreamLane::add_to_report(LaneReport& r) const {
+  r.kind = opts_.tcp ? "tcp" : lane_kind_name(opts_.traits.kind);
+  std::lock_guard lock(pace_mu_);
+  if (!pacing_state_.active) return;
+  const auto& p = pacing_state_;
+  TcpPacingReport tp;
+  if (p.cap >= 0) tp.cap_bytes_per_sec = p.cap;
+  tp.queuing_delay_ms = p.queue_ms;
+  tp.srtt_ms = p.srtt_ms;
+  tp.min_rtt_ms = p.min_rtt_ms;
+  tp.kernel_pacing_bytes_per_sec = p.kernel_pacing;
+  tp.segments_retransmitted = p.retrans;
+  tp.restarts = p.restarts;
+  r.tcp_pacing = tp;
+}
+
+nlohmann::json StreamLane::sample() const {
+  nlohmann::json j = nlohmann::json::object();
+  if (!opts_.tcp) return j;
+  // What the kernel's TCP holds for this lane: whether braid gives it enough to send.
+  if (lanes::TcpKernelInfo k; lanes::tcp_kernel_info(link_->fd(), k))
+    j["kernel"] = {{"cwnd", uint64_t{k.snd_cwnd} * k.snd_mss}, {"in_flight", uint64_t{k.unacked} * k.snd_mss},
+                   {"notsent", k.notsent_bytes},           {"delivery_rate", k.delivery_rate},
+                   {"app_limited", k.delivery_rate_app_limited}, {"srtt_ms", k.rtt_us / 1000.0}};
+  std::lock_guard lock(pace_mu_);
+  if (pacing_state_.active) {
+    const auto& p = pacing_state_;
+    j["tcp"] = {{"cap", p.cap >= 0 ? nlohmann::json(p.cap) : nlohmann::json(nullptr)},
+                {"queue_ms", p.queue_ms},
+                {"srtt_ms", p.srtt_ms},
+                {"min_rtt_ms", p.min_rtt_ms},
+                {"kernel_pacing", p.kernel_pacing},
+                {"delivery_rate", p.delivery_rate},
+                {"cwnd", p.cwnd},
+                {"acked", p.acked},
+                {"retrans", p.retrans},
+                {"restarts", p.restarts}};
+  }
+  return j;
+}
+
+}  // namespace braid::transfer

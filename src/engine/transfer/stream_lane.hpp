@@ -1,0 +1,106 @@
+// A lane over any connected byte stream: a TCP connection, a Unix-domain
+// socket, one end of a socketpair whose other end is a child process's
+// stdin/stdout (`--lane exec:CMD`). It carries the same sealed frames
+// (lanes::LaneLink) whatever the stream is.
+//
+// Threads: a writer (queued messages first, then the queued pieces, each
+// read once with pread into the frame buffer, hashed while hot, sealed in
+// place and written, 256 KiB a frame; messages may pass between a piece's
+// frames) and a reader (opens frames, hands each message to the session).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "core/transport/tcp_pacing_cap.hpp"
+#include "engine/lanes/lane_link.hpp"
+#include "engine/transfer/data_lane.hpp"
+
+namespace braid::transfer {
+
+/// Payload bytes of file data per frame: large, so per-frame costs (a syscall,
+/// a GCM setup, a header) vanish next to the per-byte work.
+constexpr size_t kFrameData = 256 * 1024;
+
+class StreamLane final : public DataLane {
+ public:
+  struct Options {
+    session::LaneTraits traits;
+    std::string local, remote;
+    /// The stream is a TCP socket: TCP_INFO, pacing caps and `--background`.
+    bool tcp = true;
+    /// `--background` on TCP: cap the socket's pacing rate from TCP_INFO.
+    bool background = false;
+  };
+  StreamLane(std::unique_ptr<lanes::LaneLink> link, Options opts, DataLaneEvents& events);
+  ~StreamLane() override;
+
+  LaneNo id() const override { return link_->id(); }
+  session::LaneTraits traits() const override { return opts_.traits; }
+  std::string local() const override { return opts_.local; }
+  std::string remote() const override { return opts_.remote; }
+  void send_message(const session::ToReceiver& msg) override;
+  void send_piece(std::shared_ptr<PieceSource> source, const core::Assign& a) override;
+  void cancel_piece(uint32_t transfer, core::PieceId piece) override;
+  void drop_transfer(uint32_t transfer) override;
+  void set_rate(std::optional<Rate> rate) override;
+  void close(const std::string& reason) override;
+  DataLaneCounters counters() const override;
+  void add_to_report(LaneReport& r) const override;
+  void pace(Time now) override;
+  nlohmann::json sample() const override;
+  int fd() const { return link_->fd(); }
+
+ private:
+  struct Work {
+    std::shared_ptr<PieceSource> source;
+    core::Assign a;
+  };
+  enum class PieceEnd { sent, cancelled, lane_failed, read_failed };
+  void writer_loop();
+  void reader_loop();
+  PieceEnd send_one(const Work& w, std::string& error);
+  /// Sends queued messages; false if the lane failed.
+  bool flush_messages(std::unique_lock<std::mutex>& lock);
+  void failed(const std::string& reason);
+
+  std::unique_ptr<lanes::LaneLink> link_;
+  Options opts_;
+  DataLaneEvents& events_;
+  std::vector<uint8_t> frame_;  // the writer's frame buffer
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<session::Encoded> messages_;
+  std::deque<Work> pieces_;
+  std::optional<std::pair<uint32_t, core::PieceId>> current_;
+  std::atomic<bool> cancel_current_{false};
+  bool closing_ = false;
+  bool writer_done_ = false;
+  bool sending_message_ = false;
+  std::atomic<bool> closed_reported_{false};
+  std::atomic<bool> heard_{false};
+
+  // Rate caps: --rate-limit's share (set_rate) and, under --background, the
+  // pacing cap's answer; the socket gets the lower.
+  mutable std::mutex pace_mu_;
+  std::optional<Rate> rate_cap_;
+  std::unique_ptr<transport::TcpPacingCap> pacing_;
+  std::optional<Rate> on_socket_;
+  bool on_socket_set_ = false;
+  struct PacingState {
+    bool active = false;
+    double cap = -1, queue_ms = 0, srtt_ms = 0, min_rtt_ms = 0;
+    uint64_t acked = 0, kernel_pacing = 0, delivery_rate = 0;
+    uint32_t retrans = 0, cwnd = 0, restarts = 0;
+  } pacing_state_;
+
+  std::thread writer_, reader_;
+};
+
+}  // namespace braid::transfer
