@@ -1,7 +1,11 @@
 #include "engine/lanes/lane_link.hpp"
 
+#include <fcntl.h>
 #include <openssl/rand.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -64,6 +68,67 @@ LaneLink::LaneLink(security::UniqueFd fd, uint32_t lane_id, uint64_t session_id,
       sealer_(std::move(sealer)),
       opener_(std::move(opener)) {
   if (hooks().stale_lane == static_cast<long>(lane_id)) secret_ = secret;
+  struct stat st{};
+  socket_ = ::fstat(fd_.get(), &st) != 0 || S_ISSOCK(st.st_mode);
+  if (!socket_) ::fcntl(fd_.get(), F_SETFL, ::fcntl(fd_.get(), F_GETFL) | O_NONBLOCK);
+}
+
+namespace {
+// One poll slice: short enough that a shutdown() is noticed at once by a
+// person's standards, long enough to cost nothing while data flows.
+constexpr int kPollSliceMs = 50;
+}  // namespace
+
+bool LaneLink::send_bytes(const uint8_t* data, size_t len, int& err) {
+  if (socket_) return send_all(fd_.get(), data, len, err);
+  while (len > 0) {
+    if (shut_) {
+      err = ECONNABORTED;
+      return false;
+    }
+    ssize_t n = ::write(fd_.get(), data, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) {
+        pollfd p{fd_.get(), POLLOUT, 0};
+        ::poll(&p, 1, kPollSliceMs);
+        continue;
+      }
+      err = errno;
+      return false;
+    }
+    data += n;
+    len -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool LaneLink::recv_bytes(uint8_t* data, size_t len, int& err) {
+  if (socket_) return recv_all(fd_.get(), data, len, err);
+  while (len > 0) {
+    if (shut_) {
+      err = ECONNABORTED;
+      return false;
+    }
+    ssize_t n = ::read(fd_.get(), data, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) {
+        pollfd p{fd_.get(), POLLIN, 0};
+        ::poll(&p, 1, kPollSliceMs);
+        continue;
+      }
+      err = errno;
+      return false;
+    }
+    if (n == 0) {
+      err = 0;
+      return false;
+    }
+    data += n;
+    len -= static_cast<size_t>(n);
+  }
+  return true;
 }
 
 LaneLink::~LaneLink() = default;
@@ -77,12 +142,12 @@ uint64_t LaneLink::rejected_total() const {
 std::string LaneLink::send_error() const { return send_error_; }
 
 void LaneLink::shutdown() {
-  if (!shut_.exchange(true)) ::shutdown(fd_.get(), SHUT_RDWR);
+  if (!shut_.exchange(true) && socket_) ::shutdown(fd_.get(), SHUT_RDWR);
 }
 
 bool LaneLink::write_frame(std::span<const uint8_t> bytes) {
   int err = 0;
-  if (!send_all(fd_.get(), bytes.data(), bytes.size(), err)) {
+  if (!send_bytes(bytes.data(), bytes.size(), err)) {
     send_error_ = err ? std::strerror(err) : "connection closed";
     return false;
   }
@@ -155,7 +220,7 @@ Incoming LaneLink::read(const Landing* landing) {
     if (shut_) in.reason = "closed locally";
     return in;
   };
-  if (!recv_all(fd_.get(), rbuf_.data(), security::kFrameHeaderSize, err)) return closed("read failed");
+  if (!recv_bytes(rbuf_.data(), security::kFrameHeaderSize, err)) return closed("read failed");
   security::FrameHeader h;
   auto header = std::span<const uint8_t, security::kFrameHeaderSize>(rbuf_.data(), security::kFrameHeaderSize);
   if (security::decode_frame_header(header, h) != FrameStatus::ok) {
@@ -167,7 +232,7 @@ Incoming LaneLink::read(const Landing* landing) {
   }
   const size_t total = security::sealed_frame_size(h.length);
   if (rbuf_.size() < total) rbuf_.resize(total);
-  if (!recv_all(fd_.get(), rbuf_.data() + security::kFrameHeaderSize, total - security::kFrameHeaderSize, err))
+  if (!recv_bytes(rbuf_.data() + security::kFrameHeaderSize, total - security::kFrameHeaderSize, err))
     return closed("read failed");
   bytes_received_.fetch_add(total, std::memory_order_relaxed);
   security::OpenedFrame opened;

@@ -99,6 +99,10 @@ class LaneLink {
   LaneLink(security::UniqueFd fd, uint32_t lane_id, uint64_t session_id, security::FrameSealer sealer,
            security::FrameOpener opener, const security::LaneSecret& secret, security::Role role);
   bool write_frame(std::span<const uint8_t> bytes);
+  /// Whole-buffer I/O. A pty or a pipe has no shutdown(): on those the lane
+  /// is non-blocking and polls, so that shutdown() still wakes both sides.
+  bool send_bytes(const uint8_t* data, size_t len, int& err);
+  bool recv_bytes(uint8_t* data, size_t len, int& err);
   void run_send_hooks(std::span<uint8_t> sealed);
 
   security::UniqueFd fd_;
@@ -111,6 +115,7 @@ class LaneLink {
   security::FrameOpener opener_;
   std::vector<uint8_t> rbuf_;
   std::atomic<bool> shut_{false};
+  bool socket_ = true;
   std::atomic<uint64_t> bytes_sent_{0};
   std::atomic<uint64_t> bytes_received_{0};
   std::array<std::atomic<uint64_t>, security::kFrameStatusCount> rejected_{};

@@ -14,6 +14,7 @@
 #include "engine/files/fd_cache.hpp"
 #include "engine/files/file_layout.hpp"
 #include "engine/files/piece_hasher.hpp"
+#include "engine/lanes/child_stream.hpp"
 #include "engine/lanes/tcp.hpp"
 #include "engine/transfer/code_text.hpp"
 #include "engine/transfer/exit_codes.hpp"
@@ -21,68 +22,11 @@
 #include "engine/transfer/resume_check.hpp"
 #include "engine/transfer/stream_lane.hpp"
 #include "engine/transfer/udp_data_lane.hpp"
+#include "engine/transfer/lane_paths.hpp"
+#include "engine/transfer/sender_session_active.hpp"
+#include "engine/transfer/source_reader.hpp"
 
 namespace braid::transfer {
-
-// The running transfer's files, read by every lane's writer.
-class SenderSession::Source final : public PieceSource {
- public:
-  Source(uint32_t id, const files::SourceTree& tree, wire::HashAlgo hash)
-      : id_(id),
-        hash_(hash),
-        layout_(tree.entries),
-        fds_(512, [&tree](size_t entry, std::string& error) {
-          int fd = ::open(tree.local_paths[entry].c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-          if (fd < 0) error = "cannot open '" + tree.local_paths[entry] + "': " + std::strerror(errno);
-          return security::UniqueFd(fd);
-        }) {}
-  uint32_t transfer_id() const override { return id_; }
-  wire::HashAlgo hash() const override { return hash_; }
-  bool read(uint64_t off, uint64_t n, uint8_t* dst, std::string& error) override {
-    return layout_.for_each(off, n, [&](const files::Extent& x) {
-      auto fd = fds_.get(x.entry, error);
-      if (!fd) return false;
-      uint8_t* p = dst + (x.transfer_offset - off);
-      uint64_t left = x.length, at = x.file_offset;
-      while (left > 0) {
-        ssize_t got = ::pread(fd->get(), p, left, static_cast<off_t>(at));
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-          error = got == 0 ? "a file shrank while it was being sent" : std::string("read failed: ") + std::strerror(errno);
-          return false;
-        }
-        p += got;
-        at += static_cast<uint64_t>(got);
-        left -= static_cast<uint64_t>(got);
-      }
-      return true;
-    });
-  }
-
- private:
-  uint32_t id_;
-  wire::HashAlgo hash_;
-  files::FileLayout layout_;
-  files::FdCache fds_;
-};
-
-// One transfer in progress (engine side: the machine holds the protocol state).
-struct SenderSession::Active {
-  uint32_t id = 0;
-  std::shared_ptr<Source> source;
-  std::optional<session::TransferOutcome> outcome;
-  Time start;
-  Time ended_at;
-  int next_decile = 1;
-  Time next_sample;
-  std::unique_ptr<ProgressLine> progress;
-  // Per lane: its counters when the transfer began, and its first piece's start.
-  std::map<LaneNo, DataLaneCounters> at_start;
-  std::map<LaneNo, Time> first_send;
-  std::map<LaneNo, std::string> names;  // lanes seen in this transfer (for the report, even once closed)
-  // BRAID_TEST_CRASH_AFTER: die like a crash once this many bytes of this run were acked.
-  uint64_t crash_after = UINT64_MAX;
-};
 
 namespace {
 
@@ -95,42 +39,6 @@ std::optional<std::chrono::milliseconds> test_lane_delay(uint32_t lane_id) {
   return std::chrono::milliseconds(ms);
 }
 
-// "[tcp:|udp:]LOCAL=REMOTE:PORT"; `udp` keeps its value without a prefix.
-bool parse_lane_spec(std::string spec, lanes::Endpoint& local, lanes::Endpoint& remote, bool& udp) {
-  if (spec.rfind("udp:", 0) == 0) {
-    udp = true;
-    spec = spec.substr(4);
-  } else if (spec.rfind("tcp:", 0) == 0) {
-    udp = false;
-    spec = spec.substr(4);
-  }
-  auto eq = spec.find('=');
-  if (eq == std::string::npos) return false;
-  auto l = lanes::parse_numeric_endpoint(spec.substr(0, eq), 0);
-  auto r = lanes::parse_numeric_endpoint(spec.substr(eq + 1), kDefaultPort);
-  if (!l || !r || l->family() != r->family()) return false;
-  local = *l;
-  remote = *r;
-  return true;
-}
-
-std::string path_key(const session::PathSpec& p) { return p.remote + "|" + p.local; }
-
-int exit_code_for_refusal(wire::RefuseReason r) {
-  switch (r) {
-    case wire::RefuseReason::not_writable: return kExitNotWritable;
-    case wire::RefuseReason::no_space: return kExitDiskFull;
-    default: return kExitRefused;
-  }
-}
-int exit_code_for_result(wire::ResultStatus s) {
-  switch (s) {
-    case wire::ResultStatus::verified: return kExitOk;
-    case wire::ResultStatus::no_space: return kExitDiskFull;
-    case wire::ResultStatus::write_failed: return kExitNotWritable;
-    default: return kExitVerifyFailed;
-  }
-}
 
 }  // namespace
 
@@ -230,7 +138,14 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   };
   const auto traits0 = session::LaneTraits::tcp(have_rtt && rtt_us > 0 ? std::optional(Duration::micros(rtt_us))
                                                                         : std::nullopt);
-  const auto paths = s->plan_paths(local, remote, addrs.endpoints, udp_default);
+  LanePlan plan{opts.lanes, opts.streams, udp_default, local, remote, addrs.endpoints, kDefaultPort};
+  std::vector<std::pair<std::string, std::string>> skipped;
+  std::vector<session::PathSpec> paths;
+  for (auto& p : plan_lane_paths(plan, skipped)) {
+    paths.push_back(p.spec);
+    s->paths_[path_key(p.spec)] = std::move(p);
+  }
+  for (const auto& [spec, why] : skipped) log.write("lane_skipped", {{"spec", spec}, {"reason", why}});
   {
     std::lock_guard lock(s->mu_);
     s->machine_ = std::make_unique<session::Sender>(cfg);
@@ -256,56 +171,6 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   }
   if (s->background_) s->pacer_ = std::thread([p = s.get()] { p->tcp_pacing_loop(); });
   return s;
-}
-
-// One path per (local interface, advertised address) pair of one family and
-// one kind (loopback with loopback only), `streams` lanes on each; or the
-// `--lane` specs as given.
-std::vector<session::PathSpec> SenderSession::plan_paths(const lanes::Endpoint& first_local,
-                                                         const lanes::Endpoint& first_remote,
-                                                         const std::vector<std::string>& advertised,
-                                                         bool udp_default) {
-  std::vector<session::PathSpec> out;
-  auto add = [&](const std::optional<lanes::Endpoint>& l, const lanes::Endpoint& r, bool udp) {
-    session::PathSpec p{udp ? session::LaneKind::udp : session::LaneKind::tcp, l ? l->str() : "", r.str()};
-    paths_[path_key(p)] = PathInfo{l, r};
-    out.push_back(p);
-  };
-  if (!opts_.lanes.empty()) {
-    for (const auto& spec : opts_.lanes) {
-      lanes::Endpoint l, r;
-      bool udp = udp_default;
-      if (!parse_lane_spec(spec, l, r, udp)) {
-        log_.write("lane_skipped", {{"spec", spec}, {"reason", "not [tcp:|udp:]LOCAL=REMOTE:PORT"}});
-        continue;
-      }
-      add(l, r, udp);
-    }
-    return out;
-  }
-  const auto locals = lanes::interface_addresses();
-  struct Pair {
-    lanes::Endpoint l, r;
-  };
-  std::vector<Pair> pairs;
-  for (const auto& text : advertised) {
-    auto r = lanes::parse_numeric_endpoint(text, kDefaultPort);
-    if (!r || r->is_link_local() || r->is_loopback() != first_remote.is_loopback()) continue;
-    for (const auto& l : locals) {
-      if (l.family() != r->family() || l.is_loopback() != r->is_loopback()) continue;
-      pairs.push_back({l, *r});
-    }
-  }
-  auto is_first = [&](const Pair& p) { return p.r.str() == first_remote.str() && p.l.same_host(first_local); };
-  // The bootstrap lane's own path comes first; it already has one lane
-  // (with UDP lanes it carries no data, so that path gets its full count).
-  std::stable_sort(pairs.begin(), pairs.end(), [&](const Pair& a, const Pair& b) { return is_first(a) && !is_first(b); });
-  const int streams = std::max(1, opts_.streams);
-  for (const auto& p : pairs)
-    for (int k = is_first(p) && !udp_default ? 1 : 0; k < streams; ++k) add(p.l, p.r, udp_default);
-  if (pairs.empty())  // nothing usable advertised: more streams on the bootstrap path
-    for (int k = udp_default ? 0 : 1; k < streams; ++k) add(std::nullopt, first_remote, udp_default);
-  return out;
 }
 
 size_t SenderSession::live_lanes() const {
@@ -343,20 +208,29 @@ void SenderSession::act(session::OpenLane& a) {
 
 void SenderSession::connect_lane(session::LaneNo id, session::PathSpec path) {
   if (const auto delay = test_lane_delay(id)) std::this_thread::sleep_for(*delay);
-  PathInfo where;
+  LanePath where;
   {
     std::lock_guard lock(mu_);
     if (closing_) return;
     where = paths_.at(path_key(path));
   }
   std::string error;
-  int err = 0;
-  // Extra lanes wait less than the first (≤ 3 s): an advertised address
-  // that does not route (a container bridge, say) costs only its lane.
-  auto fd = lanes::connect_tcp(where.remote, where.local ? &*where.local : nullptr,
-                               std::min(opts_.connect_timeout_ms, 3000), error, err);
   std::unique_ptr<lanes::LaneLink> link;
-  if (fd.valid()) link = lanes::LaneLink::create(std::move(fd), session_id_, id, secret_, security::Role::client, error);
+  std::shared_ptr<void> owner;
+  if (!where.command.empty()) {
+    // A byte-stream lane: a child's stdin/stdout or its terminal.
+    auto child = lanes::spawn_child_stream(where.command, where.pty, error);
+    if (child.fd.valid())
+      link = lanes::LaneLink::create(std::move(child.fd), session_id_, id, secret_, security::Role::client, error);
+    owner = child.child;
+  } else {
+    int err = 0;
+    // Extra lanes wait less than the first (≤ 3 s): an advertised address
+    // that does not route (a container bridge, say) costs only its lane.
+    auto fd = lanes::connect_tcp(where.remote, where.local ? &*where.local : nullptr,
+                                 std::min(opts_.connect_timeout_ms, 3000), error, err);
+    if (fd.valid()) link = lanes::LaneLink::create(std::move(fd), session_id_, id, secret_, security::Role::client, error);
+  }
   std::lock_guard lock(mu_);
   if (closing_) return;
   if (!link) {
@@ -364,17 +238,21 @@ void SenderSession::connect_lane(session::LaneNo id, session::PathSpec path) {
     return drain_locked();
   }
   if (!machine_->expects_connect(id)) return;  // given up meanwhile (its join timed out): the link closes here
+  const bool tcp = where.command.empty();
   uint32_t rtt_us = 0, retrans = 0;
-  const bool rtt = lanes::tcp_path_info(link->fd(), rtt_us, retrans) && rtt_us > 0;
-  const auto traits = session::LaneTraits::tcp(rtt ? std::optional(Duration::micros(rtt_us)) : std::nullopt);
-  nlohmann::json fields = {{"lane", id}, {"local", lanes::local_endpoint_of(link->fd()).str()},
-                           {"remote", where.remote.str()}};
-  if (!opts_.tcp_cc.empty()) {
+  const bool rtt = tcp && lanes::tcp_path_info(link->fd(), rtt_us, retrans) && rtt_us > 0;
+  const auto hint = rtt ? std::optional(Duration::micros(rtt_us)) : std::nullopt;
+  const auto traits = tcp ? session::LaneTraits::tcp(hint) : session::LaneTraits::stream();
+  const std::string local = tcp ? lanes::local_endpoint_of(link->fd()).str() : std::string(where.pty ? "pty" : "exec");
+  const std::string remote = tcp ? where.remote.str() : where.command;
+  nlohmann::json fields = {{"lane", id}, {"local", local}, {"remote", remote}};
+  if (!tcp) fields["kind"] = "stream";
+  if (tcp && !opts_.tcp_cc.empty()) {
     // Data flows this way, so the sender's controller is the one that counts.
     if (lanes::set_congestion_control(link->fd(), opts_.tcp_cc)) fields["cc"] = opts_.tcp_cc;
     else fields["cc_error"] = "the kernel refused " + opts_.tcp_cc + ": " + std::strerror(errno);
   }
-  StreamLane::Options lo{traits, fields["local"], where.remote.str(), true, background_};
+  StreamLane::Options lo{traits, local, remote, tcp, background_ && tcp, owner};
   lanes_[id] = std::make_unique<StreamLane>(std::move(link), lo, static_cast<DataLaneEvents&>(*this));
   alive_.insert(id);
   pending_open_[id] = std::move(fields);
@@ -383,7 +261,7 @@ void SenderSession::connect_lane(session::LaneNo id, session::PathSpec path) {
 }
 
 void SenderSession::start_udp_lane(session::LaneNo id, const session::PathSpec& path, const std::string& address) {
-  const PathInfo& where = paths_.at(path_key(path));
+  const LanePath& where = paths_.at(path_key(path));
   udp::UdpLaneConfig cfg;
   cfg.lane_id = id;
   cfg.session_id = session_id_;
@@ -419,8 +297,9 @@ void SenderSession::start_udp_lane(session::LaneNo id, const session::PathSpec& 
     unsigned long long after = 0;
     if (std::sscanf(k, "%ld:%llu", &kid, &after) == 2 && kid == static_cast<long>(id)) lane->kill_after(after);
   }
-  log_.write("lane_open", {{"lane", id}, {"kind", "udp"}, {"local", lane->local()}, {"remote", address},
-                           {"packet_size", lane->packet_size()}, {"cc", cfg.cc}});
+  pending_open_[id] = {{"lane", id},     {"kind", "udp"},
+                       {"local", lane->local()}, {"remote", address},
+                       {"packet_size", lane->packet_size()}, {"cc", cfg.cc}};
   const auto traits = lane->traits();
   lanes_[id] = std::move(lane);
   alive_.insert(id);
@@ -471,7 +350,7 @@ void SenderSession::act(session::Note& n) {
     nlohmann::json fields = pending_open_.count(n.lane) ? pending_open_[n.lane] : nlohmann::json{{"lane", n.lane}};
     pending_open_.erase(n.lane);
     if (active_ && !active_->outcome && n.lane != 0) fields["joined_transfer"] = active_->id;
-    if (n.lane != 0 && !fields.contains("kind")) log_.write("lane_open", fields);
+    log_.write("lane_open", fields);
     return;
   }
   nlohmann::json f = {{"lane", n.lane}, {"reason", n.detail}};
@@ -585,7 +464,7 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
   active_ = std::make_unique<Active>();
   Active& t = *active_;
   t.id = *id;
-  t.source = std::make_shared<Source>(t.id, tree, opts.hash);
+  t.source = std::make_shared<SourceReader>(t.id, tree, opts.hash);
   t.start = now();
   if (const char* c = std::getenv("BRAID_TEST_CRASH_AFTER")) t.crash_after = std::strtoull(c, nullptr, 10);
   if (opts.progress) t.progress = std::make_unique<ProgressLine>();
@@ -641,60 +520,7 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
       last_draw = std::chrono::steady_clock::now();
     }
   }
-  const session::TransferOutcome o = *t.outcome;
-  TransferOutcome out;
-  if (o.end == session::TransferOutcome::End::refused) {
-    log_.write("status", {{"status", "refused"}, {"reason", wire::refuse_reason_name(o.refusal)},
-                          {"message", json_safe(o.message)}});
-    out = {exit_code_for_refusal(o.refusal), "the receiver refused the transfer: " + o.message, {}};
-    active_.reset();
-    return out;
-  }
-  if (t.progress && machine_->scheduler()) draw_progress_locked(true);
-  if (machine_->scheduler()) {
-    out.report = build_report_locked(tree);
-    out.report.policy = opts.policy;
-    const Time end = machine_->all_acked_at() != Time::never() ? machine_->all_acked_at() : t.ended_at;
-    out.report.seconds = (end - t.start).to_seconds();
-    out.report.rate_bytes_per_sec =
-        out.report.seconds > 0
-            ? static_cast<double>(out.report.bytes - std::min(out.report.bytes, out.report.resumed_bytes)) / out.report.seconds
-            : 0;
-  }
-  switch (o.end) {
-    case session::TransferOutcome::End::result:
-      out.exit_code = exit_code_for_result(o.result);
-      out.message = o.verified() ? "every file arrived and verified" : "the receiver reports: " + o.message;
-      out.report.verified = o.verified();
-      out.report.status = wire::result_status_name(o.result);
-      break;
-    case session::TransferOutcome::End::peer_error:
-      out.exit_code = kExitFailure;
-      out.message = o.message;
-      out.report.status = "peer_error";
-      break;
-    case session::TransferOutcome::End::bad_piece:
-      out.exit_code = kExitVerifyFailed;
-      out.message = o.message;
-      out.report.status = "failed";
-      break;
-    case session::TransferOutcome::End::read_failed:
-    case session::TransferOutcome::End::stuck:
-    case session::TransferOutcome::End::timed_out:
-      out.exit_code = kExitFailure;
-      out.message = o.message;
-      out.report.status = "failed";
-      break;
-    default:
-      out.exit_code = kExitLanesLost;
-      out.message = o.message.empty() ? "every lane closed before the receiver confirmed the transfer" : o.message;
-      out.report.status = "failed";
-      break;
-  }
-  if (o.end == session::TransferOutcome::End::result && o.verified())
-    log_.write("status", {{"status", "verifying"}, {"transfer", t.id}});
-  log_.write("status", {{"status", out.exit_code == 0 ? "done" : "failed"}, {"transfer", t.id},
-                        {"message", out.message}});
+  TransferOutcome out = outcome_locked(tree, opts);
   active_.reset();
   return out;
 }
@@ -727,131 +553,6 @@ void SenderSession::crash_if_asked_locked() {
   if (delivered - machine_->resumed_bytes() < active_->crash_after) return;
   log_.write("test_crash", {{"transfer", active_->id}, {"delivered", delivered}});
   std::raise(SIGKILL);
-}
-
-void SenderSession::log_progress_locked() {
-  const core::Scheduler* s = machine_->scheduler();
-  if (!active_ || !s) return;
-  Active& t = *active_;
-  const uint64_t total = s->plan().total().count();
-  const uint64_t done = s->plan().delivered_bytes().count();
-  while (t.next_decile <= 10 && (total == 0 || done * 10 >= total * static_cast<uint64_t>(t.next_decile))) {
-    nlohmann::json lanes = nlohmann::json::array();
-    for (size_t i = 0; i < s->lane_count(); ++i) {
-      const auto id = static_cast<core::LaneId>(i);
-      lanes.push_back({{"lane", machine_->sched_lane(id).value_or(0)},
-                       {"rate_bytes_per_sec", s->estimator(id).rate().bytes_per_second()},
-                       {"bytes", s->stats(id).useful_bytes.count()},
-                       {"alive", s->lane_alive(id)}});
-    }
-    log_.write("progress", {{"transfer", t.id}, {"percent", t.next_decile * 10}, {"bytes", done}, {"lanes", lanes}});
-    ++t.next_decile;
-  }
-}
-
-// What each lane's scheduler state and transport look like right now: a
-// line per kSampleEvery, so rate collapses and stalls can be seen in time.
-void SenderSession::log_sample_locked() {
-  const core::Scheduler* s = machine_->scheduler();
-  if (!log_.enabled() || !active_ || !s) return;
-  Active& t = *active_;
-  const Time n = now();
-  if (n < t.next_sample) return;
-  t.next_sample = n + kSampleEvery;
-  nlohmann::json lanes = nlohmann::json::array();
-  for (size_t i = 0; i < s->lane_count(); ++i) {
-    const auto id = static_cast<core::LaneId>(i);
-    const LaneNo no = machine_->sched_lane(id).value_or(0);
-    nlohmann::json j = {{"lane", no},
-                        {"alive", s->lane_alive(id)},
-                        {"bytes", s->stats(id).acked_bytes.count()},
-                        {"estimate", s->estimator(id).rate().bytes_per_second()},
-                        {"rtt_ms", s->planning_rtt(id).to_millis()},
-                        {"outstanding", s->outstanding(id).count()},
-                        {"flights", s->active_flights(id)},
-                        {"stalls", s->stats(id).stalls}};
-    if (DataLane* l = lane_locked(no); l && s->lane_alive(id)) j.update(l->sample());
-    lanes.push_back(std::move(j));
-  }
-  log_.write("sample", {{"transfer", t.id}, {"delivered", s->plan().delivered_bytes().count()}, {"lanes", lanes}});
-}
-
-void SenderSession::draw_progress_locked(bool final) {
-  const core::Scheduler* s = machine_->scheduler();
-  Active& t = *active_;
-  ProgressLine::Snapshot snap;
-  snap.total = s->plan().total().count();
-  snap.done = s->plan().delivered_bytes().count();
-  snap.resumed = machine_->resumed_bytes();
-  snap.elapsed = (now() - t.start).to_seconds();
-  for (size_t i = 0; i < s->lane_count(); ++i) {
-    const auto id = static_cast<core::LaneId>(i);
-    snap.lanes.push_back({machine_->sched_lane(id).value_or(0), s->estimator(id).rate().bytes_per_second(),
-                          s->stats(id).useful_bytes.count(), s->lane_alive(id)});
-  }
-  t.progress->draw(snap, final);
-}
-
-TransferReport SenderSession::build_report_locked(const files::SourceTree& tree) {
-  const core::Scheduler& s = *machine_->scheduler();
-  Active& t = *active_;
-  TransferReport r;
-  r.role = "send";
-  r.transfer_id = t.id;
-  r.peer = peer_name_;
-  r.hash = wire::hash_algo_name(t.source->hash());
-  r.chunk_size = s.plan().chunk_size().count();
-  r.files = tree.file_count;
-  r.bytes = s.plan().delivered_bytes().count();
-  r.resumed_bytes = machine_->resumed_bytes();
-  r.resume_rejected_bytes = machine_->resume_rejected_bytes();
-  r.stalls = s.total_stalls();
-  r.duplicates = s.total_duplicates();
-  r.abandoned = s.total_abandoned();
-  // Shares of what this run sent: resumed bytes crossed no lane.
-  const double total = static_cast<double>(std::max<uint64_t>(1, r.bytes - std::min(r.bytes, r.resumed_bytes)));
-  std::map<LaneNo, session::Sender::LaneView> views;
-  for (const auto& v : machine_->lanes()) views[v.id] = v;
-  for (size_t i = 0; i < s.lane_count(); ++i) {
-    const auto id = static_cast<core::LaneId>(i);
-    const LaneNo no = machine_->sched_lane(id).value_or(0);
-    const auto& st = s.stats(id);
-    const auto& v = views[no];
-    LaneReport l;
-    l.lane_id = no;
-    l.kind = session::lane_kind_name(v.traits.kind);
-    l.bytes = st.useful_bytes.count();
-    l.acked_bytes = st.acked_bytes.count();
-    if (DataLane* lane = lane_locked(no)) {
-      l.local = lane->local();
-      l.remote = lane->remote();
-      const DataLaneCounters c = lane->counters(), c0 = t.at_start.count(no) ? t.at_start[no] : DataLaneCounters{};
-      l.wire_bytes = c.wire_bytes - c0.wire_bytes;
-      l.rejected_frames = c.rejected_frames - c0.rejected_frames;
-      lane->add_to_report(l);
-    } else {
-      l.local = v.path.local;
-      l.remote = v.path.remote;
-    }
-    l.name = "lane" + std::to_string(no) + (l.kind == "udp" ? " udp " : " ") + l.local + "->" + l.remote;
-    l.chunks = st.pieces;
-    l.share = static_cast<double>(l.bytes) / total;
-    const auto fs = t.first_send.find(no);
-    if (fs != t.first_send.end() && st.acked_bytes.count() > 0 && st.last_ack > fs->second) {
-      l.active_seconds = (st.last_ack - fs->second).to_seconds();
-      l.rate_bytes_per_sec = st.acked_bytes.as_double() / l.active_seconds;
-    }
-    l.estimate_bytes_per_sec = s.estimator(id).rate().bytes_per_second();
-    l.rtt_ms = s.estimator(id).srtt().to_millis();
-    l.stalls = st.stalls;
-    l.duplicates = st.duplicates;
-    l.abandoned = st.abandoned;
-    l.open_at_end = v.open && s.lane_alive(id);
-    l.close_reason = v.close_reason;
-    r.lanes.push_back(l);
-  }
-  std::sort(r.lanes.begin(), r.lanes.end(), [](const LaneReport& a, const LaneReport& b) { return a.lane_id < b.lane_id; });
-  return r;
 }
 
 // ---- --background on TCP lanes ---------------------------------------------------------

@@ -31,12 +31,15 @@
 #include "engine/lanes/endpoint.hpp"
 #include "engine/transfer/data_lane.hpp"
 #include "engine/transfer/event_log.hpp"
+#include "engine/transfer/lane_paths.hpp"
 #include "engine/transfer/local_host.hpp"
 #include "engine/transfer/report.hpp"
 #include "engine/udp/udp_lane_types.hpp"
 #include "core/wire/messages.hpp"
 
 namespace braid::transfer {
+
+struct SenderActive;
 
 constexpr uint16_t kDefaultPort = 7878;
 /// How often `--log` records every lane's state (event "sample").
@@ -115,17 +118,11 @@ class SenderSession : private DataLaneEvents {
   std::string peer_name() const { return peer_name_; }
 
  private:
-  class Source;
-  struct Active;
-  struct PathInfo {
-    std::optional<lanes::Endpoint> local;
-    lanes::Endpoint remote;
-  };
+  friend struct SenderActive;
+  using Active = SenderActive;
 
   explicit SenderSession(EventLog& log, const ConnectOptions& opts);
   Time now() const;
-  std::vector<session::PathSpec> plan_paths(const lanes::Endpoint& first_local, const lanes::Endpoint& first_remote,
-                                            const std::vector<std::string>& advertised, bool udp_default);
   /// Carries out the machine's actions (under mu_; nothing here blocks).
   void drain_locked();
   void act(session::SendMessage& a);
@@ -149,6 +146,7 @@ class SenderSession : private DataLaneEvents {
   void log_sample_locked();
   void draw_progress_locked(bool final);
   TransferReport build_report_locked(const files::SourceTree& tree);
+  TransferOutcome outcome_locked(const files::SourceTree& tree, const TransferOptions& opts);
   DataLane* lane_locked(session::LaneNo id);
 
   // DataLaneEvents: from the lanes' threads.
@@ -169,7 +167,7 @@ class SenderSession : private DataLaneEvents {
   security::LaneSecret secret_;
   std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
   bool background_ = false;
-  std::map<std::string, PathInfo> paths_;  // by PathSpec::remote + "|" + local
+  std::map<std::string, LanePath> paths_;  // by path_key(PathSpec)
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

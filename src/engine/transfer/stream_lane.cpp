@@ -38,6 +38,8 @@ StreamLane::~StreamLane() {
     cv_.wait_for(lock, kFlushLimit, [&] { return writer_done_ || (messages_.empty() && !sending_message_); });
   }
   link_->shutdown();  // wakes a writer blocked on a dead path and the reader
+  // A pty or pipe has no shutdown(): ending the child ends the stream.
+  opts_.owner.reset();
   if (writer_.joinable()) writer_.join();
   if (reader_.joinable()) reader_.join();
 }

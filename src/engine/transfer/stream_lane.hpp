@@ -36,6 +36,9 @@ class StreamLane final : public DataLane {
     bool tcp = true;
     /// `--background` on TCP: cap the socket's pacing rate from TCP_INFO.
     bool background = false;
+    /// What else lives as long as the lane (the child process of an exec:
+    /// or pty: lane, ended when the lane is).
+    std::shared_ptr<void> owner;
   };
   StreamLane(std::unique_ptr<lanes::LaneLink> link, Options opts, DataLaneEvents& events);
   ~StreamLane() override;

@@ -1,0 +1,33 @@
+// The sender's running transfer as the engine sees it (the machine holds
+// the protocol state): shared by sender_session.cpp and sender_report.cpp.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "engine/transfer/progress_line.hpp"
+#include "engine/transfer/sender_session.hpp"
+#include "engine/transfer/source_reader.hpp"
+
+namespace braid::transfer {
+
+// One transfer in progress (engine side: the machine holds the protocol state).
+struct SenderActive {
+  uint32_t id = 0;
+  std::shared_ptr<SourceReader> source;
+  std::optional<session::TransferOutcome> outcome;
+  Time start;
+  Time ended_at;
+  int next_decile = 1;
+  Time next_sample;
+  std::unique_ptr<ProgressLine> progress;
+  // Per lane: its counters when the transfer began, and its first piece's start.
+  std::map<LaneNo, DataLaneCounters> at_start;
+  std::map<LaneNo, Time> first_send;
+  std::map<LaneNo, std::string> names;  // lanes seen in this transfer (for the report, even once closed)
+  // BRAID_TEST_CRASH_AFTER: die like a crash once this many bytes of this run were acked.
+  uint64_t crash_after = UINT64_MAX;
+};
+
+}  // namespace braid::transfer

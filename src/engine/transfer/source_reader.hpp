@@ -1,0 +1,60 @@
+// The running transfer's files as one byte space (files::FileLayout), read
+// by every lane's writer with pread through a shared cache of open fds.
+#pragma once
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "engine/files/fd_cache.hpp"
+#include "engine/files/file_layout.hpp"
+#include "engine/files/source_tree.hpp"
+#include "engine/transfer/data_lane.hpp"
+
+namespace braid::transfer {
+
+class SourceReader final : public PieceSource {
+ public:
+  SourceReader(uint32_t id, const files::SourceTree& tree, wire::HashAlgo hash)
+      : id_(id),
+        hash_(hash),
+        layout_(tree.entries),
+        fds_(512, [&tree](size_t entry, std::string& error) {
+          int fd = ::open(tree.local_paths[entry].c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+          if (fd < 0) error = "cannot open '" + tree.local_paths[entry] + "': " + std::strerror(errno);
+          return security::UniqueFd(fd);
+        }) {}
+  uint32_t transfer_id() const override { return id_; }
+  wire::HashAlgo hash() const override { return hash_; }
+  bool read(uint64_t off, uint64_t n, uint8_t* dst, std::string& error) override {
+    return layout_.for_each(off, n, [&](const files::Extent& x) {
+      auto fd = fds_.get(x.entry, error);
+      if (!fd) return false;
+      uint8_t* p = dst + (x.transfer_offset - off);
+      uint64_t left = x.length, at = x.file_offset;
+      while (left > 0) {
+        ssize_t got = ::pread(fd->get(), p, left, static_cast<off_t>(at));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+          error = got == 0 ? "a file shrank while it was being sent" : std::string("read failed: ") + std::strerror(errno);
+          return false;
+        }
+        p += got;
+        at += static_cast<uint64_t>(got);
+        left -= static_cast<uint64_t>(got);
+      }
+      return true;
+    });
+  }
+
+ private:
+  uint32_t id_;
+  wire::HashAlgo hash_;
+  files::FileLayout layout_;
+  files::FdCache fds_;
+};
+
+
+}  // namespace braid::transfer
