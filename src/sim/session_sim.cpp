@@ -71,7 +71,7 @@ class Run {
     // Lane 0: the bootstrap lane on the first path, already authenticated.
     add_lane(0, 0, LaneKind::tcp);
     const Duration rtt0 = paths_[0].spec.rtt;
-    sender_->start(LaneTraits::tcp(rtt0), now_);
+    sender_->start(LaneTraits::tcp(rtt0), {LaneKind::tcp, paths_[0].spec.name, paths_[0].spec.name}, now_);
     receiver_->start(LaneTraits::tcp(rtt0), now_);
     lanes_[0].tx_open = lanes_[0].rx_open = true;
     std::vector<session::PathSpec> specs;

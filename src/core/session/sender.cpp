@@ -47,14 +47,16 @@ const Sender::Lane* Sender::find(LaneNo id) const {
 
 // ---- commands -------------------------------------------------------------------
 
-void Sender::start(const LaneTraits& lane0, Time now) {
+void Sender::start(const LaneTraits& lane0, const PathSpec& path0, Time now) {
   Lane l;
   l.id = 0;
   l.traits = lane0;
-  l.path.kind = lane0.kind;
+  l.path = path0;
   l.state = LaneState::open;
   l.opened = now;
   l.heard = true;
+  l.slot = 0;
+  slots_.push_back(Slot{path0, LaneNo{0}, true, 0, Time::never(), false});
   lanes_.push_back(std::move(l));
 }
 

@@ -185,8 +185,9 @@ class Sender {
   explicit Sender(SenderConfig cfg);
 
   // ---- commands -------------------------------------------------------------
-  /// The bootstrap lane (id 0) is connected and authenticated.
-  void start(const LaneTraits& lane0, Time now);
+  /// The bootstrap lane (id 0) is connected and authenticated, on `path0`:
+  /// should it die, a lane is opened again on that path like on any other.
+  void start(const LaneTraits& lane0, const PathSpec& path0, Time now);
   /// Paths for further lanes: one lane per entry (a path listed twice gets
   /// two lanes). With any UDP path the bootstrap lane carries no data: it
   /// carries the UDP lanes' piece headers and acks, which must not queue
@@ -258,7 +259,7 @@ class Sender {
   enum class LaneState { connecting, joining, open, closed };
   struct Lane {
     LaneNo id = 0;
-    size_t slot = SIZE_MAX;  // the path slot that opened it; SIZE_MAX for lane 0
+    size_t slot = SIZE_MAX;  // the path slot that opened it (lane 0: slot 0, its own path)
     PathSpec path;
     LaneTraits traits;
     LaneState state = LaneState::connecting;

@@ -153,7 +153,13 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
     s->lanes_[0] = std::make_unique<StreamLane>(std::move(link), lo, static_cast<DataLaneEvents&>(*s));
     s->alive_.insert(0);
     log.write("lane_open", lane0);
-    s->machine_->start(traits0, s->now());
+    // Should lane 0 die, a lane opens again on its path (any local address).
+    const session::PathSpec path0{session::LaneKind::tcp, "", remote.str()};
+    LanePath p0;
+    p0.spec = path0;
+    p0.remote = remote;
+    s->paths_[path_key(path0)] = p0;
+    s->machine_->start(traits0, path0, s->now());
     s->machine_->add_paths(paths, s->now());
     s->drain_locked();
   }

@@ -174,7 +174,7 @@ SenderConfig sender_config() {
 
 TEST(SenderMachine, TheRateLimitIsSplitOverTheLiveDataLanes) {
   Sender s(sender_config());
-  s.start(LaneTraits::tcp(), t0);
+  s.start(LaneTraits::tcp(), {LaneKind::tcp, "boot", "boot"}, t0);
   s.add_paths({{LaneKind::tcp, "a", "a"}, {LaneKind::tcp, "b", "b"}}, t0);
   auto caps = drain<SetLaneRate>(s);
   ASSERT_EQ(caps.size(), 1u);  // lane 0 alone so far: all of it
@@ -197,7 +197,7 @@ TEST(SenderMachine, TheRateLimitIsSplitOverTheLiveDataLanes) {
 
 TEST(SenderMachine, ALaneTheReceiverRefusedIsNotOpenedAgain) {
   Sender s(sender_config());
-  s.start(LaneTraits::tcp(), t0);
+  s.start(LaneTraits::tcp(), {LaneKind::tcp, "boot", "boot"}, t0);
   s.add_paths({{LaneKind::tcp, "a", "a"}}, t0);
   s.handle_lane_connected(1, LaneTraits::tcp(), t0);
   s.handle_message(1, wire::LaneClosed{1, "the receiver takes at most 1 lanes per session"}, t0);
@@ -209,7 +209,7 @@ TEST(SenderMachine, ALaneTheReceiverRefusedIsNotOpenedAgain) {
 
 TEST(SenderMachine, ALaneThatWorkedIsOpenedAgainWithBackoff) {
   Sender s(sender_config());
-  s.start(LaneTraits::tcp(), t0);
+  s.start(LaneTraits::tcp(), {LaneKind::tcp, "boot", "boot"}, t0);
   s.add_paths({{LaneKind::tcp, "a", "a"}}, t0);
   drain<OpenLane>(s);
   s.handle_lane_connected(1, LaneTraits::tcp(), t0);
