@@ -113,6 +113,7 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
 
 std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
   kept_.assign(entries_.size(), false);
+  found_.assign(entries_.size(), -1);
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
     if (e.kind == wire::EntryKind::directory) {
@@ -145,6 +146,12 @@ std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
                           "'" + security::printable_path(paths_[i].str()) + "' exists as a directory in the target"};
     // Without a resume, bytes an older run left in a file of this name are
     // worth nothing: start from an empty file (and give their blocks back).
+    if (keep_parts) {  // what an earlier run left, before this one makes it the file's size
+      struct stat before {};
+      if (::fstatat(parent.value().dir.get(), (".braid-" + tag_ + "-" + std::to_string(i) + ".part").c_str(), &before,
+                    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(before.st_mode))
+        found_[i] = static_cast<int64_t>(before.st_size);
+    }
     auto fd = security::open_beneath(root_fd_, rel.value(), O_RDWR | O_CREAT | (keep_parts ? 0 : O_TRUNC), 0600);
     if (!fd) return PrepareError{wire::RefuseReason::not_writable, fd.error().message};
     struct stat part {};
@@ -191,6 +198,39 @@ int ReceiveTree::write(uint64_t offset, std::span<const uint8_t> data) {
     return true;
   });
   if (!ok && result == 0) result = EINVAL;  // range outside the transfer
+  return result;
+}
+
+int ReceiveTree::read(uint64_t offset, std::span<uint8_t> out) {
+  int result = 0;
+  const bool ok = layout_.for_each(offset, out.size(), [&](const Extent& x) {
+    std::string error;
+    auto fd = fds_.get(x.entry, error);
+    if (!fd) {
+      result = EIO;
+      return false;
+    }
+    uint8_t* p = out.data() + (x.transfer_offset - offset);
+    uint64_t left = x.length;
+    off_t at = static_cast<off_t>(x.file_offset);
+    while (left > 0) {
+      const ssize_t n = ::pread(fd->get(), p, left, at);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        result = errno;
+        return false;
+      }
+      if (n == 0) {  // shorter than the file it stands for: someone cut it meanwhile
+        result = ENODATA;
+        return false;
+      }
+      p += n;
+      at += n;
+      left -= static_cast<uint64_t>(n);
+    }
+    return true;
+  });
+  if (!ok && result == 0) result = EINVAL;
   return result;
 }
 

@@ -59,6 +59,13 @@ class ReceiveTree {
   /// With keep_parts: the entry's temporary file was there already, at its
   /// full size, and was kept as it was (its bytes may be resumed).
   bool part_kept(size_t entry) const { return entry < kept_.size() && kept_[entry]; }
+  /// With keep_parts: the size the entry's temporary file had when it was
+  /// reopened (-1: there was none), before it was cut or extended to the
+  /// file's size. Resume reads back what it holds either way (held_verify.hpp).
+  int64_t part_size_found(size_t entry) const { return entry < found_.size() ? found_[entry] : -1; }
+  /// Reads `out.size()` bytes at transfer offset `offset` from the temporary
+  /// files (any thread). 0 or the errno of the failure (EINVAL: outside the transfer).
+  int read(uint64_t offset, std::span<uint8_t> out);
 
   /// Everything verified: put every entry in place. Empty string on success,
   /// else what failed (and errno in `err`).
@@ -81,6 +88,7 @@ class ReceiveTree {
   std::shared_mutex sealing_;  // write: shared; finalize: exclusive
   bool sealed_ = false;
   std::vector<bool> kept_;  // by entry
+  std::vector<int64_t> found_;  // by entry: part_size_found
 };
 
 /// Checks that `dir` is a directory braid can create files in (a probe file
