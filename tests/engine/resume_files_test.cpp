@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "engine/files/held_ranges.hpp"
 #include "engine/files/held_verify.hpp"
@@ -238,6 +239,42 @@ TEST(ResumeJournal, ASecondOpenIsBusy) {
   EXPECT_TRUE(std::get<JournalError>(second).busy);
   first.reset();
   EXPECT_FALSE(std::holds_alternative<JournalError>(ResumeJournal::open(dir.fd(), p)));
+}
+
+TEST(ResumeJournal, AnOpenWaitsForASessionThatLetsGo) {
+  TempDir dir;
+  const auto p = params_of(offer_of(1000));
+  const auto path = dir.path() / ResumeJournal::file_name(p.key);
+  auto first = open_journal(dir.fd(), p);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->append_held({record(0, 500)}), 0);
+  // The holder commits and lets go a little later, as a session whose sender just died.
+  std::thread ending([&] {
+    ::usleep(150000);
+    first.reset();
+  });
+  auto second = ResumeJournal::open(dir.fd(), p, std::chrono::seconds(5));
+  ending.join();
+  ASSERT_FALSE(std::holds_alternative<JournalError>(second));
+  EXPECT_EQ(std::get<0>(second)->loaded().size(), 1u);
+  // A journal its holder removes before letting go is not used as the unlinked file: a new one is made.
+  std::thread completing([&] {
+    ::usleep(150000);
+    EXPECT_TRUE(std::get<0>(second)->remove());
+    std::get<0>(second).reset();
+  });
+  auto third = ResumeJournal::open(dir.fd(), p, std::chrono::seconds(5));
+  completing.join();
+  ASSERT_FALSE(std::holds_alternative<JournalError>(third));
+  EXPECT_TRUE(std::get<0>(third)->loaded().empty());
+  EXPECT_TRUE(std::filesystem::exists(path));
+  // The wait is bounded, and a cancel ends it early.
+  std::atomic<bool> cancel{true};
+  const auto began = std::chrono::steady_clock::now();
+  auto fourth = ResumeJournal::open(dir.fd(), p, std::chrono::seconds(30), &cancel);
+  ASSERT_TRUE(std::holds_alternative<JournalError>(fourth));
+  EXPECT_TRUE(std::get<JournalError>(fourth).busy);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(5));
 }
 
 TEST(ResumeJournal, RewriteKeepsExactlyWhatIsGivenAndRemoveDeletes) {

@@ -30,6 +30,10 @@ using Clock = std::chrono::steady_clock;
 // sliding: a disk slower than the network slows the senders down, and
 // memory stays bounded by this plus each lane's window).
 constexpr uint64_t kUdpWriteBacklog = 64ull << 20;
+// How long an offer waits for the resume journal of its transfer while
+// another session holds it (files::ResumeJournal::open) before it is refused
+// as busy.
+constexpr std::chrono::milliseconds kJournalLockWait{5000};
 
 namespace {
 
@@ -664,8 +668,10 @@ void ReceiverSession::handle_offer(const Control& c) {
   const files::TransferKey key = files::transfer_key(offer, peer_key_);
   std::unique_ptr<files::ResumeJournal> journal;
   if (offer.total_bytes() > 0) {
-    auto opened = files::ResumeJournal::open(
-        cfg_.root_fd, files::JournalParams{key, offer.hash, offer.chunk_size, offer.total_bytes()});
+    // A session of this transfer that is ending (its sender just died) lets go at its last commit: wait for it.
+    auto opened = files::ResumeJournal::open(cfg_.root_fd,
+                                             files::JournalParams{key, offer.hash, offer.chunk_size, offer.total_bytes()},
+                                             kJournalLockWait, &interrupted_);
     if (auto* e = std::get_if<files::JournalError>(&opened)) {
       if (e->busy) return refuse(wire::RefuseReason::busy, e->message);
       log_.write("resume_off", {{"transfer", offer.transfer_id}, {"reason", json_safe(e->message)}});
