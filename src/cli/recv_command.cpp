@@ -1,11 +1,13 @@
 #include "cli/recv_command.hpp"
 
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
 
 #include "cli/engine_report.hpp"
+#include "cli/signal_watch.hpp"
 #include "engine/transfer/exit_codes.hpp"
 #include "engine/transfer/receiver.hpp"
 
@@ -29,9 +31,16 @@ struct RecvArgs {
   std::exit(code);
 }
 
+// The receiver SIGINT/SIGTERM interrupt (SignalWatch; null before it exists).
+std::atomic<transfer::Receiver*> g_receiver{nullptr};
+
 void run_recv(const RecvArgs& a) {
   using namespace transfer;
   ::signal(SIGPIPE, SIG_IGN);
+  // Before any thread: every thread inherits the blocked signals.
+  SignalWatch::start([](int) {
+    if (auto* r = g_receiver.load()) r->interrupt("interrupted");
+  });
   EventLog log;
   std::string error;
   if (!a.log_file.empty() && !log.open(a.log_file, error)) finish(kExitFailure, error);
@@ -46,13 +55,22 @@ void run_recv(const RecvArgs& a) {
   if (auto* f = std::get_if<Failure>(&started)) finish(f->exit_code, f->message);
   auto receiver = std::move(std::get<0>(started));
   std::cout << receiver->ready_line() << std::endl;
-  const int code = receiver->run();
+  g_receiver = receiver.get();
+  if (SignalWatch::received()) receiver->interrupt("interrupted");  // came before the receiver existed
+  int code = receiver->run();
+  const int sig = SignalWatch::received();
+  if (sig) {
+    code = SignalWatch::exit_code();
+    log.write("status", {{"status", "interrupted"}, {"signal", SignalWatch::name(sig)}});
+  }
   const auto reports = receiver->reports();
-  for (const auto& r : reports) std::cout << lane_table(r) << std::flush;
+  for (const auto& r : reports)
+    if (!r.lanes.empty()) std::cout << lane_table(r) << std::flush;
   if (!a.json_file.empty()) {
     nlohmann::json doc;
     doc["role"] = "recv";
     doc["exit_code"] = code;
+    doc["status"] = sig ? "interrupted" : code == 0 ? "verified" : "failed";
     nlohmann::json transfers = nlohmann::json::array();
     bool all = !reports.empty();
     for (const auto& r : reports) {
@@ -76,7 +94,21 @@ void run_recv(const RecvArgs& a) {
     doc["udp_ports"] = ports;
     if (auto e = write_json_file(a.json_file, doc); !e.empty()) std::cerr << "braid recv: " << e << "\n";
   }
+  g_receiver = nullptr;
   receiver.reset();
+  if (sig) {
+    uint64_t held = 0;
+    bool cut = false;  // a transfer was running
+    for (const auto& r : reports)
+      if (r.status == "interrupted") {
+        cut = true;
+        held += r.held_bytes;
+      }
+    finish(code, std::string("interrupted (") + SignalWatch::name(sig) + ")" +
+                     (cut ? ": run the same send again to resume (" + std::to_string(held) +
+                                " bytes verified here are kept)"
+                          : ""));
+  }
   finish(code, "");
 }
 

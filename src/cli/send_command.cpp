@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <mutex>
 
 #include "cli/engine_report.hpp"
+#include "cli/signal_watch.hpp"
 #include "core/chunk_plan.hpp"
 #include "core/policy_registry.hpp"
 #include "core/transport/cc_registry.hpp"
@@ -46,8 +48,44 @@ struct SendArgs {
   std::exit(code);
 }
 
+const char kResumeHint[] = "interrupted: run the same command again to resume";
+
+// What a signal (SignalWatch) finds: the session to interrupt, or — before
+// there is one (scanning, connecting) — what it needs to end the run itself.
+struct Interruptible {
+  std::mutex mu;
+  transfer::SenderSession* session = nullptr;
+  bool in_transfer = false;  // the main thread is past connect: it finishes the run
+  transfer::EventLog* log = nullptr;
+  std::string json_file;
+};
+Interruptible g_run;
+
+void on_signal(int sig) {
+  std::lock_guard lock(g_run.mu);
+  if (g_run.session) return g_run.session->interrupt("interrupted");
+  if (g_run.in_transfer) return;  // the main thread sees SignalWatch::received()
+  // Nothing sent yet: nothing to commit. Say so and go (the main thread may be inside connect).
+  const int code = SignalWatch::exit_code();
+  if (g_run.log) g_run.log->write("status", {{"status", "interrupted"}, {"signal", SignalWatch::name(sig)}});
+  if (!g_run.json_file.empty())
+    (void)write_json_file(g_run.json_file, {{"role", "send"},
+                                            {"status", "interrupted"},
+                                            {"exit_code", code},
+                                            {"message", kResumeHint},
+                                            {"all_verified", false}});
+  std::cerr << "braid send: " << kResumeHint << std::endl;
+  ::_exit(code);
+}
+
 void run_send(const SendArgs& a) {
   using namespace transfer;
+  // Before any thread: every thread inherits the blocked signals.
+  SignalWatch::start(on_signal);
+  {
+    std::lock_guard lock(g_run.mu);
+    g_run.json_file = a.json_file;
+  }
   if (a.operands.size() < 2) finish(kExitUsage, "give at least one PATH and the receiver's HOST[:PORT]");
   std::vector<std::string> paths(a.operands.begin(), a.operands.end() - 1);
   const std::string host = a.operands.back();
@@ -104,6 +142,10 @@ void run_send(const SendArgs& a) {
   EventLog log;
   std::string error;
   if (!a.log_file.empty() && !log.open(a.log_file, error)) finish(kExitFailure, error);
+  {
+    std::lock_guard lock(g_run.mu);
+    g_run.log = &log;
+  }
 
   ConnectOptions co;
   co.remote = host;
@@ -119,6 +161,12 @@ void run_send(const SendArgs& a) {
   auto connected = SenderSession::connect(co, log);
   if (auto* f = std::get_if<Failure>(&connected)) finish(f->exit_code, f->message);
   auto session = std::move(std::get<0>(connected));
+  {
+    std::lock_guard lock(g_run.mu);
+    g_run.session = session.get();
+    g_run.in_transfer = true;
+  }
+  if (SignalWatch::received()) session->interrupt("interrupted");  // came while connect returned
 
   TransferOptions to;
   to.policy = a.policy;
@@ -126,6 +174,17 @@ void run_send(const SendArgs& a) {
   to.chunk_size = chunk->count();
   to.progress = ::isatty(STDERR_FILENO) == 1;
   TransferOutcome out = session->send(scan.tree, to);
+  const int sig = SignalWatch::received();
+  if (sig && !(out.exit_code == 0 && out.report.verified)) {  // a signal after the end changes nothing
+    out.exit_code = SignalWatch::exit_code();
+    out.message = kResumeHint;
+    out.report.status = "interrupted";
+    log.write("status", {{"status", "interrupted"}, {"signal", SignalWatch::name(sig)}});
+  }
+  {
+    std::lock_guard lock(g_run.mu);
+    g_run.session = nullptr;
+  }
   session->close();
 
   if (!out.report.lanes.empty()) std::cout << lane_table(out.report) << std::flush;

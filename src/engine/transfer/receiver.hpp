@@ -55,6 +55,10 @@ class Receiver {
   int run();
   /// From any thread: makes run() return.
   void stop();
+  /// From any thread (SIGINT/SIGTERM): every session is interrupted with
+  /// `reason` (ReceiverSession::interrupt: the sender is told, the journals
+  /// are committed), a session still starting too, and run() returns.
+  void interrupt(const std::string& reason);
 
   std::vector<TransferReport> reports() const;
   /// Connections refused before reaching a session (unknown session id, bad first bytes).
@@ -86,6 +90,7 @@ class Receiver {
   std::vector<std::shared_ptr<ReceiverSession>> finished_;
   std::list<std::thread> workers_;
   std::atomic<bool> stopping_{false};
+  std::string interrupted_;  // under mu_: the reason, once interrupt() was called
   std::atomic<uint64_t> refused_{0};
   int outcome_ = 0;
   bool served_one_ = false;

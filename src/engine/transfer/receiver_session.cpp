@@ -330,7 +330,10 @@ void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vect
       }
       case wire::FrameType::error: {
         wire::ErrorMessage m;
-        if (wire::decode(c.payload, m)) note("the sender ended the session: " + json_safe(m.message));
+        if (wire::decode(c.payload, m)) {
+          log_.write("peer_error", {{"message", json_safe(m.message)}});
+          note("the sender ended the session: " + json_safe(m.message));
+        }
         std::lock_guard g(mu_);
         ending_ = true;
         break;

@@ -1481,6 +1481,14 @@ TransferReport SenderSession::build_report_locked(const files::SourceTree& tree)
   return r;
 }
 
+void SenderSession::interrupt(const std::string& reason) {
+  (void)send_control(wire::ErrorMessage{0, reason});
+  std::lock_guard lock(mu_);
+  if (active_) return fail_transfer_locked(kExitFailure, reason);
+  for (auto& l : lanes_)
+    if (!l->is_udp()) l->link->shutdown();
+}
+
 void SenderSession::close() {
   {
     std::lock_guard lock(mu_);
