@@ -8,6 +8,7 @@
 
 #include "cli/engine_report.hpp"
 #include "cli/signal_watch.hpp"
+#include "engine/files/link_policy.hpp"
 #include "engine/transfer/exit_codes.hpp"
 #include "engine/transfer/receiver.hpp"
 
@@ -23,6 +24,7 @@ struct RecvArgs {
   size_t max_lanes = 64;
   std::string json_file;
   std::string log_file;
+  std::string links = "safe";
 };
 
 [[noreturn]] void finish(int code, const std::string& msg) {
@@ -51,6 +53,7 @@ void run_recv(const RecvArgs& a) {
   o.yes = a.yes;
   o.once = a.once;
   o.max_lanes = a.max_lanes;
+  o.links = *files::parse_link_policy(a.links);  // checked by the option
   auto started = Receiver::start(o, log);
   if (auto* f = std::get_if<Failure>(&started)) finish(f->exit_code, f->message);
   auto receiver = std::move(std::get<0>(started));
@@ -125,6 +128,10 @@ void add_recv_command(CLI::App& app) {
   cmd->add_flag("--once", args->once, "Exit after one session");
   cmd->add_option("--max-lanes", args->max_lanes, "Most lanes one session may have open at once (default 64)")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--links", args->links,
+                  "Symlinks the sender sends: keep (create all), safe (default: not those whose target is absolute "
+                  "or leaves the target tree), skip (create none); those not created are reported")
+      ->check(CLI::IsMember({"keep", "safe", "skip"}));
   cmd->add_option("--json", args->json_file, "Write the final report as JSON to FILE");
   cmd->add_option("--log", args->log_file, "Write the activity log as JSON lines to FILE");
   cmd->callback([args] { run_recv(*args); });

@@ -16,6 +16,7 @@
 #include "core/units_parse.hpp"
 #include "engine/files/source_tree.hpp"
 #include "engine/lanes/tcp.hpp"
+#include "engine/security/safe_path.h"
 #include "engine/transfer/exit_codes.hpp"
 #include "engine/transfer/sender_session.hpp"
 #include "engine/udp/udp_lane_types.hpp"
@@ -34,6 +35,7 @@ struct SendArgs {
   std::string chunk = "1MiB";
   size_t max_lanes = 16;
   bool follow_symlinks = false;
+  bool strict_sources = false;
   std::string transport = "tcp";
   std::string cc;
   bool background = false;
@@ -136,8 +138,10 @@ void run_send(const SendArgs& a) {
       finish(kExitUsage, "bad --rate-limit '" + a.rate_limit + "' (e.g. 200Mbit/s)");
   }
 
-  auto scan = files::scan_sources(paths, a.follow_symlinks);
+  auto scan = files::scan_sources(paths, files::ScanOptions{a.follow_symlinks, a.strict_sources});
   if (!scan.ok()) finish(kExitFailure, scan.error);
+  for (const auto& sk : scan.skipped)
+    std::cerr << "braid send: skipped '" << security::printable_path(sk.path) << "': " << sk.reason << "\n";
 
   EventLog log;
   std::string error;
@@ -188,11 +192,20 @@ void run_send(const SendArgs& a) {
   session->close();
 
   if (!out.report.lanes.empty()) std::cout << lane_table(out.report) << std::flush;
+  // Everything sent verified, but not everything given could be sent: say so in the status.
+  if (out.exit_code == 0 && !scan.skipped.empty()) {
+    out.exit_code = kExitPartial;
+    out.message = "every file sent arrived verified, but " + std::to_string(scan.skipped.size()) +
+                  (scan.skipped.size() == 1 ? " source was" : " sources were") + " skipped (see above)";
+  }
   if (!a.json_file.empty()) {
     nlohmann::json doc = to_json(out.report);
     doc["exit_code"] = out.exit_code;
     doc["message"] = out.message;
     doc["all_verified"] = out.exit_code == 0 && out.report.verified;
+    nlohmann::json skipped = nlohmann::json::array();
+    for (const auto& sk : scan.skipped) skipped.push_back({{"path", sk.path}, {"reason", sk.reason}});
+    doc["skipped"] = skipped;
     if (auto e = write_json_file(a.json_file, doc); !e.empty()) std::cerr << "braid send: " << e << "\n";
   }
   finish(out.exit_code, out.exit_code == 0 ? "" : out.message);
@@ -236,7 +249,11 @@ void add_send_command(CLI::App& app) {
         return "--packet-size: expected auto or a number from " + std::to_string(udp::kMinPacketSize) + " to " +
                std::to_string(udp::kMaxPacketSize) + ", got '" + v + "'";
       });
-  cmd->add_flag("--follow-symlinks", args->follow_symlinks, "Send what symlinks point to instead of the links");
+  cmd->add_flag("--follow-symlinks", args->follow_symlinks,
+                "Send what symlinks point to instead of the links (a link loop or a broken link is skipped)");
+  cmd->add_flag("--strict-sources", args->strict_sources,
+                "A source braid cannot send (FIFO, socket, device, unreadable file, link loop) is an error, "
+                "not skipped with a warning (exit 11)");
   cmd->add_option("operands", args->operands, "PATH... HOST[:PORT]")->required();
   cmd->callback([args] { run_send(*args); });
 }

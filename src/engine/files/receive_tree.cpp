@@ -94,7 +94,21 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
                                                                "', which it does not send as a directory"};
     }
   }
-  // 2. Room for the data.
+  // 2. Which links are created (--links).
+  t->link_skipped_.assign(offer.entries.size(), false);
+  std::set<std::string> links;
+  for (size_t i = 0; i < offer.entries.size(); ++i)
+    if (offer.entries[i].kind == wire::EntryKind::symlink) links.insert(t->paths_[i].str());
+  for (size_t i = 0; i < offer.entries.size(); ++i) {
+    const auto& e = offer.entries[i];
+    if (e.kind != wire::EntryKind::symlink || opts.links == LinkPolicy::keep) continue;
+    std::string why = opts.links == LinkPolicy::skip ? "links are not created (--links skip)"
+                                                     : unsafe_link_reason(t->paths_[i], e.link_target, links);
+    if (why.empty()) continue;
+    t->link_skipped_[i] = true;
+    t->skipped_links_.push_back(SkippedLink{i, e.path, e.link_target, std::move(why)});
+  }
+  // 3. Room for the data.
   // BRAID_TEST_SKIP_SPACE_CHECK lets a test reach ENOSPC in the middle of a transfer.
   struct statvfs vfs {};
   if (!std::getenv("BRAID_TEST_SKIP_SPACE_CHECK") && ::fstatvfs(root_fd, &vfs) == 0) {
@@ -275,7 +289,7 @@ std::string ReceiveTree::finalize(int& err) {
   fds_.clear();
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
-    if (e.kind != wire::EntryKind::symlink) continue;
+    if (e.kind != wire::EntryKind::symlink || link_skipped_[i]) continue;
     auto parent = security::open_parent_beneath(root_fd_, paths_[i], true);
     if (!parent) {
       err = EIO;

@@ -25,6 +25,7 @@
 
 #include "engine/files/fd_cache.hpp"
 #include "engine/files/file_layout.hpp"
+#include "engine/files/link_policy.hpp"
 #include "engine/security/safe_path.h"
 #include "engine/wire/messages.hpp"
 
@@ -41,6 +42,16 @@ struct PrepareOptions {
   /// Bytes of the transfer already on disk (resume): the free-space check
   /// asks only for the rest.
   uint64_t bytes_present = 0;
+  /// Which of the offer's symlinks finalize creates (link_policy.hpp).
+  LinkPolicy links = LinkPolicy::safe;
+};
+
+/// A symlink of the offer that finalize will not create, and why.
+struct SkippedLink {
+  size_t entry = 0;
+  std::string path;  // as offered
+  std::string target;
+  std::string reason;
 };
 
 class ReceiveTree {
@@ -72,6 +83,8 @@ class ReceiveTree {
   std::string finalize(int& err);
 
   const FileLayout& layout() const { return layout_; }
+  /// The offer's links that --links keeps out of the target (decided at prepare).
+  const std::vector<SkippedLink>& skipped_links() const { return skipped_links_; }
   /// Temporary name of a file entry, relative to the target (for messages and tests).
   std::string temp_path(size_t entry) const;
 
@@ -89,6 +102,8 @@ class ReceiveTree {
   bool sealed_ = false;
   std::vector<bool> kept_;  // by entry
   std::vector<int64_t> found_;  // by entry: part_size_found
+  std::vector<SkippedLink> skipped_links_;
+  std::vector<bool> link_skipped_;  // by entry
 };
 
 /// Checks that `dir` is a directory braid can create files in (a probe file

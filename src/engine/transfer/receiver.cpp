@@ -220,6 +220,7 @@ void Receiver::run_session(security::UniqueFd fd) {
   ReceiverConfig cfg{root_fd_.get(), opts_.yes, opts_.quiet, &udp_ports_, {}};
   for (const auto& b : bound_) cfg.listen_ports.push_back(b.port());
   cfg.max_lanes = opts_.max_lanes;
+  cfg.links = opts_.links;
   const auto& fp = session.value().peer().fingerprint.bytes();
   auto s = std::make_shared<ReceiverSession>(cfg, log_, peer, std::vector<uint8_t>(fp.begin(), fp.end()), sid,
                                              session.value().lane_secret());

@@ -37,6 +37,7 @@ struct ReceiveOptions {
   bool once = false;
   size_t max_lanes = 64;  // lanes open at once per session (ReceiverConfig::max_lanes)
   bool quiet = false;  // in-process tests: no lines on stderr
+  files::LinkPolicy links = files::LinkPolicy::safe;  // recv --links
   std::optional<std::filesystem::path> config_dir;
 };
 

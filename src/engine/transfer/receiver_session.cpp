@@ -684,7 +684,7 @@ void ReceiverSession::handle_offer(const Control& c) {
   }
   const files::HeldRanges loaded = journal ? journal->loaded() : files::HeldRanges();
   auto prepared = files::ReceiveTree::prepare(cfg_.root_fd, offer,
-                                              files::PrepareOptions{key.tag(), !loaded.empty(), loaded.bytes()});
+                                              files::PrepareOptions{key.tag(), !loaded.empty(), loaded.bytes(), cfg_.links});
   if (auto* err = std::get_if<files::PrepareError>(&prepared)) {
     if (journal && loaded.empty()) (void)journal->remove();  // nothing to resume: leave nothing behind
     return refuse(err->reason, err->message);
@@ -694,6 +694,13 @@ void ReceiverSession::handle_offer(const Control& c) {
   t->tree = std::move(std::get<0>(prepared));
   const uint32_t id = t->offer.transfer_id;
   wire::Accept accept{id, {}};
+  for (const auto& l : t->tree->skipped_links()) {
+    log_.write("link_skipped", {{"transfer", id}, {"path", json_safe(l.path)}, {"target", json_safe(l.target)},
+                                {"reason", l.reason}});
+    note("not creating the link '" + security::printable_path(l.path) + "' -> '" +
+         security::printable_path(l.target) + "': " + l.reason + " (--links " + files::link_policy_name(cfg_.links) +
+         ")");
+  }
   if (journal) {
     const files::HeldRanges claimed = claimable(loaded);
     if (!loaded.empty()) {
@@ -859,6 +866,7 @@ void ReceiverSession::handle_done(const Control& c) {
   rep.refetched_bytes = t->refetched_bytes;
   rep.resume_check_seconds = t->resume_check_seconds;
   rep.held_bytes = total;
+  for (const auto& l : t->tree->skipped_links()) rep.skipped.push_back(SkippedEntry{l.path, l.reason, l.target});
   rep.rate_bytes_per_sec = seconds > 0 ? static_cast<double>(total - resumed) / seconds : 0;  // what crossed the network
   rep.verified = true;
   rep.status = "verified";

@@ -39,6 +39,8 @@ struct ReceiverConfig {
   /// hold a chunk-sized piece buffer (up to 64 MiB), so a peer cannot make
   /// the receiver hold more than this many of them.
   size_t max_lanes = 64;
+  /// Which symlinks of an offer are created (`recv --links`, files/link_policy.hpp).
+  files::LinkPolicy links = files::LinkPolicy::safe;
 };
 
 class ReceiverSession {
