@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 
+#include "cli/clean_command.hpp"
 #include "cli/recv_command.hpp"
 #include "cli/send_command.hpp"
 #include "cli/sim_command.hpp"
@@ -10,6 +11,7 @@ void add_all_commands(CLI::App& app) {
   add_sim_command(app);
   add_send_command(app);
   add_recv_command(app);
+  add_clean_command(app);
 }
 
 }  // namespace braid::cli
