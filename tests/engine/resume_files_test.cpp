@@ -323,8 +323,10 @@ TEST(ResumeRecorder, APieceIsClaimedOnlyAtACommit) {
     rec.verified(record(0, 65536));
     // Not durable yet, so not in the journal: a crash now loses the piece, never claims it.
     EXPECT_EQ(size_of(path), ResumeJournal::kHeaderSize);
+    EXPECT_EQ(rec.claimed_bytes(), 0u);  // what a report may promise the next run
     rec.commit();
     EXPECT_EQ(size_of(path), ResumeJournal::kHeaderSize + ResumeJournal::kRecordSize);
+    EXPECT_EQ(rec.claimed_bytes(), 65536u);
     rec.verified(record(65536, 65536));
   }  // the destructor's last commit (a session that ends) records the second piece
   auto j = open_journal(dir.fd(), p.params);

@@ -191,8 +191,7 @@ std::vector<TransferReport> ReceiverSession::reports() const {
     rep.bytes = t->tree->layout().total();
     for (const auto& e : t->offer.entries) rep.files += e.kind == wire::EntryKind::file;
     rep.resumed_bytes = t->resume ? t->resume->held_bytes() : 0;
-    rep.held_bytes = rep.resumed_bytes;
-    for (const auto& [piece, r] : t->pieces) rep.held_bytes += r.length;
+    rep.held_bytes = t->resume ? t->resume->claimed_bytes() : 0;  // the journal's claim: what the next run resumes
     rep.reverified_bytes = t->reverified_bytes;
     rep.refetched_bytes = t->refetched_bytes;
     rep.resume_check_seconds = t->resume_check_seconds;

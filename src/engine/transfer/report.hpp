@@ -86,8 +86,9 @@ struct TransferReport {
   uint64_t reverified_bytes = 0;  // matched: not sent again
   uint64_t refetched_bytes = 0;   // claimed, but the disk no longer held it so: sent again
   double resume_check_seconds = 0;
-  /// recv, a transfer that did not finish: bytes verified on disk (this run's
-  /// and those held from earlier), which the next run resumes.
+  /// recv, a transfer that did not finish: the bytes its resume journal
+  /// claims (verified and durable, this run's and those held from earlier):
+  /// what the next run resumes, once they read back right.
   uint64_t held_bytes = 0;
   std::vector<SkippedEntry> skipped;  // recv: links not created (--links)
   double seconds = 0;
