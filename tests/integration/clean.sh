@@ -67,6 +67,10 @@ young_resumes() {
 
 case "$CASE" in
   command)
+    "$BRAID" clean "$W/dst" --older-than 3 > /dev/null 2> "$W/bad.err"; rc=$?
+    [ "$rc" -eq 2 ] && grep -q 'expected an age' "$W/bad.err" || fail "--older-than 3: exit $rc, $(cat "$W/bad.err")"
+    "$BRAID" clean "$W/missing" > /dev/null 2> "$W/bad.err"; rc=$?
+    [ "$rc" -eq 1 ] && [ "$(wc -l < "$W/bad.err")" -eq 1 ] || fail "clean of a missing dir: exit $rc, $(cat "$W/bad.err")"
     two_leftovers
     "$BRAID" clean "$W/dst" --dry-run > "$W/clean.out" 2> "$W/clean.err" || fail "clean --dry-run failed"
     grep -q "would remove .braid-resume-$OLD" "$W/clean.out" || fail "the dry run does not list the old journal: $(cat "$W/clean.out")"

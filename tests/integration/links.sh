@@ -15,6 +15,9 @@ CASE=$2
 . "$(dirname "$0")/lib.sh"
 workspace links
 
+"$BRAID" recv --dir "$W/dst" --links all > /dev/null 2> "$W/bad.err"; rc=$?
+[ "$rc" -eq 2 ] && grep -q -- '--links' "$W/bad.err" || fail "--links all: exit $rc, $(cat "$W/bad.err")"
+
 T=$W/src/t
 mkdir -p "$T/a/b" "$W/outside"
 random_file "$T/f.bin" 100000 f
