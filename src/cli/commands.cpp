@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 
+#include "cli/clean_command.hpp"
 #include "cli/recv_command.hpp"
 #include "cli/relay_command.hpp"
 #include "cli/send_command.hpp"
@@ -12,6 +13,7 @@ void add_all_commands(CLI::App& app) {
   add_send_command(app);
   add_recv_command(app);
   add_relay_command(app);
+  add_clean_command(app);
 }
 
 }  // namespace braid::cli

@@ -1,11 +1,21 @@
 #include "cli/recv_command.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
 
+#include "cli/clean_command.hpp"
 #include "cli/engine_report.hpp"
+#include "cli/signal_watch.hpp"
+#include "engine/files/debris.hpp"
+#include "engine/files/link_policy.hpp"
+#include "engine/security/safe_path.h"
+#include "engine/security/unique_fd.h"
 #include "engine/transfer/exit_codes.hpp"
 #include "engine/transfer/receiver.hpp"
 
@@ -21,6 +31,8 @@ struct RecvArgs {
   size_t max_lanes = 64;
   std::string json_file;
   std::string log_file;
+  std::string links = "safe";
+  std::string clean_after = "7d";
 };
 
 [[noreturn]] void finish(int code, const std::string& msg) {
@@ -29,9 +41,35 @@ struct RecvArgs {
   std::exit(code);
 }
 
+// The receiver SIGINT/SIGTERM interrupt (SignalWatch; null before it exists).
+std::atomic<transfer::Receiver*> g_receiver{nullptr};
+
+// At start, before any session: what interrupted transfers left that no run
+// resumed for `age` goes (files/debris.hpp; never a running transfer's).
+void clean_target(const std::string& dir, std::chrono::seconds age, transfer::EventLog& log) {
+  security::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return;
+  const files::DebrisResult r = files::clean_debris(fd.get(), files::DebrisOptions{age, false});
+  for (const auto& e : r.removed)
+    log.write("debris_removed", {{"path", transfer::json_safe(e.path)}, {"tag", e.tag}, {"bytes", e.bytes}});
+  for (const auto& e : r.kept)
+    log.write("debris_kept", {{"path", transfer::json_safe(e.path)}, {"tag", e.tag}, {"reason", e.why}});
+  for (const auto& e : r.failed)
+    std::cerr << "braid recv: cannot remove the leftover '" << security::printable_path(e.path) << "': " << e.why
+              << "\n";
+  if (!r.removed.empty())
+    std::cerr << "braid recv: removed " << r.removed.size() << " leftover files (" << r.removed_bytes << " bytes) of "
+              << r.removed_transfers << " interrupted transfers not resumed for " << files::format_age(age)
+              << " (--clean-after)" << std::endl;
+}
+
 void run_recv(const RecvArgs& a) {
   using namespace transfer;
   ::signal(SIGPIPE, SIG_IGN);
+  // Before any thread: every thread inherits the blocked signals.
+  SignalWatch::start([](int) {
+    if (auto* r = g_receiver.load()) r->interrupt("interrupted");
+  });
   EventLog log;
   std::string error;
   if (!a.log_file.empty() && !log.open(a.log_file, error)) finish(kExitFailure, error);
@@ -42,17 +80,28 @@ void run_recv(const RecvArgs& a) {
   o.yes = a.yes;
   o.once = a.once;
   o.max_lanes = a.max_lanes;
+  o.links = *files::parse_link_policy(a.links);  // checked by the option
   auto started = Receiver::start(o, log);
   if (auto* f = std::get_if<Failure>(&started)) finish(f->exit_code, f->message);
   auto receiver = std::move(std::get<0>(started));
+  if (a.clean_after != "off") clean_target(a.dir, *files::parse_age(a.clean_after), log);
   std::cout << receiver->ready_line() << std::endl;
-  const int code = receiver->run();
+  g_receiver = receiver.get();
+  if (SignalWatch::received()) receiver->interrupt("interrupted");  // came before the receiver existed
+  int code = receiver->run();
+  const int sig = SignalWatch::received();
+  if (sig) {
+    code = SignalWatch::exit_code();
+    log.write("status", {{"status", "interrupted"}, {"signal", SignalWatch::name(sig)}});
+  }
   const auto reports = receiver->reports();
-  for (const auto& r : reports) std::cout << lane_table(r) << std::flush;
+  for (const auto& r : reports)
+    if (!r.lanes.empty()) std::cout << lane_table(r) << std::flush;
   if (!a.json_file.empty()) {
     nlohmann::json doc;
     doc["role"] = "recv";
     doc["exit_code"] = code;
+    doc["status"] = sig ? "interrupted" : code == 0 ? "verified" : "failed";
     nlohmann::json transfers = nlohmann::json::array();
     bool all = !reports.empty();
     for (const auto& r : reports) {
@@ -76,7 +125,21 @@ void run_recv(const RecvArgs& a) {
     doc["udp_ports"] = ports;
     if (auto e = write_json_file(a.json_file, doc); !e.empty()) std::cerr << "braid recv: " << e << "\n";
   }
+  g_receiver = nullptr;
   receiver.reset();
+  if (sig) {
+    uint64_t held = 0;
+    bool cut = false;  // a transfer was running
+    for (const auto& r : reports)
+      if (r.status == "interrupted") {
+        cut = true;
+        held += r.held_bytes;
+      }
+    finish(code, std::string("interrupted (") + SignalWatch::name(sig) + ")" +
+                     (cut ? ": run the same send again to resume (" + std::to_string(held) +
+                                " bytes verified here are kept)"
+                          : ""));
+  }
   finish(code, "");
 }
 
@@ -93,6 +156,14 @@ void add_recv_command(CLI::App& app) {
   cmd->add_flag("--once", args->once, "Exit after one session");
   cmd->add_option("--max-lanes", args->max_lanes, "Most lanes one session may have open at once (default 64)")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--links", args->links,
+                  "Symlinks the sender sends: keep (create all), safe (default: not those whose target is absolute "
+                  "or leaves the target tree), skip (create none); those not created are reported")
+      ->check(CLI::IsMember({"keep", "safe", "skip"}));
+  cmd->add_option("--clean-after", args->clean_after,
+                  "At start, remove what interrupted transfers left in DIR (.braid-* files) once no run resumed them "
+                  "for this long (default 7d; off: never). A running transfer's are never touched")
+      ->check([](const std::string& v) { return v == "off" ? std::string() : check_age(v); });
   cmd->add_option("--json", args->json_file, "Write the final report as JSON to FILE");
   cmd->add_option("--log", args->log_file, "Write the activity log as JSON lines to FILE");
   cmd->callback([args] { run_recv(*args); });

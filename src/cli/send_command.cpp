@@ -6,14 +6,17 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <mutex>
 
 #include "cli/engine_report.hpp"
+#include "cli/signal_watch.hpp"
 #include "core/chunk_plan.hpp"
 #include "core/policy_registry.hpp"
 #include "core/transport/cc_registry.hpp"
 #include "core/units_parse.hpp"
 #include "engine/files/source_tree.hpp"
 #include "engine/lanes/tcp.hpp"
+#include "engine/security/safe_path.h"
 #include "engine/transfer/exit_codes.hpp"
 #include "engine/transfer/sender_session.hpp"
 #include "engine/udp/udp_lane_types.hpp"
@@ -32,6 +35,7 @@ struct SendArgs {
   std::string chunk = "1MiB";
   size_t max_lanes = 16;
   bool follow_symlinks = false;
+  bool strict_sources = false;
   std::string transport = "tcp";
   std::string cc;
   bool background = false;
@@ -46,8 +50,44 @@ struct SendArgs {
   std::exit(code);
 }
 
+const char kResumeHint[] = "interrupted: run the same command again to resume";
+
+// What a signal (SignalWatch) finds: the session to interrupt, or — before
+// there is one (scanning, connecting) — what it needs to end the run itself.
+struct Interruptible {
+  std::mutex mu;
+  transfer::SenderSession* session = nullptr;
+  bool in_transfer = false;  // the main thread is past connect: it finishes the run
+  transfer::EventLog* log = nullptr;
+  std::string json_file;
+};
+Interruptible g_run;
+
+void on_signal(int sig) {
+  std::lock_guard lock(g_run.mu);
+  if (g_run.session) return g_run.session->interrupt("interrupted");
+  if (g_run.in_transfer) return;  // the main thread sees SignalWatch::received()
+  // Nothing sent yet: nothing to commit. Say so and go (the main thread may be inside connect).
+  const int code = SignalWatch::exit_code();
+  if (g_run.log) g_run.log->write("status", {{"status", "interrupted"}, {"signal", SignalWatch::name(sig)}});
+  if (!g_run.json_file.empty())
+    (void)write_json_file(g_run.json_file, {{"role", "send"},
+                                            {"status", "interrupted"},
+                                            {"exit_code", code},
+                                            {"message", kResumeHint},
+                                            {"all_verified", false}});
+  std::cerr << "braid send: " << kResumeHint << std::endl;
+  ::_exit(code);
+}
+
 void run_send(const SendArgs& a) {
   using namespace transfer;
+  // Before any thread: every thread inherits the blocked signals.
+  SignalWatch::start(on_signal);
+  {
+    std::lock_guard lock(g_run.mu);
+    g_run.json_file = a.json_file;
+  }
   if (a.operands.size() < 2) finish(kExitUsage, "give at least one PATH and the receiver's HOST[:PORT]");
   std::vector<std::string> paths(a.operands.begin(), a.operands.end() - 1);
   const std::string host = a.operands.back();
@@ -98,12 +138,18 @@ void run_send(const SendArgs& a) {
       finish(kExitUsage, "bad --rate-limit '" + a.rate_limit + "' (e.g. 200Mbit/s)");
   }
 
-  auto scan = files::scan_sources(paths, a.follow_symlinks);
+  auto scan = files::scan_sources(paths, files::ScanOptions{a.follow_symlinks, a.strict_sources});
   if (!scan.ok()) finish(kExitFailure, scan.error);
+  for (const auto& sk : scan.skipped)
+    std::cerr << "braid send: skipped '" << security::printable_path(sk.path) << "': " << sk.reason << "\n";
 
   EventLog log;
   std::string error;
   if (!a.log_file.empty() && !log.open(a.log_file, error)) finish(kExitFailure, error);
+  {
+    std::lock_guard lock(g_run.mu);
+    g_run.log = &log;
+  }
 
   ConnectOptions co;
   co.remote = host;
@@ -119,6 +165,12 @@ void run_send(const SendArgs& a) {
   auto connected = SenderSession::connect(co, log);
   if (auto* f = std::get_if<Failure>(&connected)) finish(f->exit_code, f->message);
   auto session = std::move(std::get<0>(connected));
+  {
+    std::lock_guard lock(g_run.mu);
+    g_run.session = session.get();
+    g_run.in_transfer = true;
+  }
+  if (SignalWatch::received()) session->interrupt("interrupted");  // came while connect returned
 
   TransferOptions to;
   to.policy = a.policy;
@@ -126,14 +178,34 @@ void run_send(const SendArgs& a) {
   to.chunk_size = chunk->count();
   to.progress = ::isatty(STDERR_FILENO) == 1;
   TransferOutcome out = session->send(scan.tree, to);
+  const int sig = SignalWatch::received();
+  if (sig && !(out.exit_code == 0 && out.report.verified)) {  // a signal after the end changes nothing
+    out.exit_code = SignalWatch::exit_code();
+    out.message = kResumeHint;
+    out.report.status = "interrupted";
+    log.write("status", {{"status", "interrupted"}, {"signal", SignalWatch::name(sig)}});
+  }
+  {
+    std::lock_guard lock(g_run.mu);
+    g_run.session = nullptr;
+  }
   session->close();
 
   if (!out.report.lanes.empty()) std::cout << lane_table(out.report) << std::flush;
+  // Everything sent verified, but not everything given could be sent: say so in the status.
+  if (out.exit_code == 0 && !scan.skipped.empty()) {
+    out.exit_code = kExitPartial;
+    out.message = "every file sent arrived verified, but " + std::to_string(scan.skipped.size()) +
+                  (scan.skipped.size() == 1 ? " source was" : " sources were") + " skipped (see above)";
+  }
   if (!a.json_file.empty()) {
     nlohmann::json doc = to_json(out.report);
     doc["exit_code"] = out.exit_code;
     doc["message"] = out.message;
     doc["all_verified"] = out.exit_code == 0 && out.report.verified;
+    nlohmann::json skipped = nlohmann::json::array();
+    for (const auto& sk : scan.skipped) skipped.push_back({{"path", sk.path}, {"reason", sk.reason}});
+    doc["skipped"] = skipped;
     if (auto e = write_json_file(a.json_file, doc); !e.empty()) std::cerr << "braid send: " << e << "\n";
   }
   finish(out.exit_code, out.exit_code == 0 ? "" : out.message);
@@ -177,7 +249,11 @@ void add_send_command(CLI::App& app) {
         return "--packet-size: expected auto or a number from " + std::to_string(udp::kMinPacketSize) + " to " +
                std::to_string(udp::kMaxPacketSize) + ", got '" + v + "'";
       });
-  cmd->add_flag("--follow-symlinks", args->follow_symlinks, "Send what symlinks point to instead of the links");
+  cmd->add_flag("--follow-symlinks", args->follow_symlinks,
+                "Send what symlinks point to instead of the links (a link loop or a broken link is skipped)");
+  cmd->add_flag("--strict-sources", args->strict_sources,
+                "A source braid cannot send (FIFO, socket, device, unreadable file, link loop) is an error, "
+                "not skipped with a warning (exit 11)");
   cmd->add_option("operands", args->operands, "PATH... HOST[:PORT]")->required();
   cmd->callback([args] { run_send(*args); });
 }

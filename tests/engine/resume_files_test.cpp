@@ -10,8 +10,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "engine/files/held_ranges.hpp"
+#include "engine/files/held_verify.hpp"
 #include "engine/files/receive_tree.hpp"
 #include "engine/files/resume_journal.hpp"
 #include "engine/files/resume_recorder.hpp"
@@ -239,6 +241,42 @@ TEST(ResumeJournal, ASecondOpenIsBusy) {
   EXPECT_FALSE(std::holds_alternative<JournalError>(ResumeJournal::open(dir.fd(), p)));
 }
 
+TEST(ResumeJournal, AnOpenWaitsForASessionThatLetsGo) {
+  TempDir dir;
+  const auto p = params_of(offer_of(1000));
+  const auto path = dir.path() / ResumeJournal::file_name(p.key);
+  auto first = open_journal(dir.fd(), p);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->append_held({record(0, 500)}), 0);
+  // The holder commits and lets go a little later, as a session whose sender just died.
+  std::thread ending([&] {
+    ::usleep(150000);
+    first.reset();
+  });
+  auto second = ResumeJournal::open(dir.fd(), p, std::chrono::seconds(5));
+  ending.join();
+  ASSERT_FALSE(std::holds_alternative<JournalError>(second));
+  EXPECT_EQ(std::get<0>(second)->loaded().size(), 1u);
+  // A journal its holder removes before letting go is not used as the unlinked file: a new one is made.
+  std::thread completing([&] {
+    ::usleep(150000);
+    EXPECT_TRUE(std::get<0>(second)->remove());
+    std::get<0>(second).reset();
+  });
+  auto third = ResumeJournal::open(dir.fd(), p, std::chrono::seconds(5));
+  completing.join();
+  ASSERT_FALSE(std::holds_alternative<JournalError>(third));
+  EXPECT_TRUE(std::get<0>(third)->loaded().empty());
+  EXPECT_TRUE(std::filesystem::exists(path));
+  // The wait is bounded, and a cancel ends it early.
+  std::atomic<bool> cancel{true};
+  const auto began = std::chrono::steady_clock::now();
+  auto fourth = ResumeJournal::open(dir.fd(), p, std::chrono::seconds(30), &cancel);
+  ASSERT_TRUE(std::holds_alternative<JournalError>(fourth));
+  EXPECT_TRUE(std::get<JournalError>(fourth).busy);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(5));
+}
+
 TEST(ResumeJournal, RewriteKeepsExactlyWhatIsGivenAndRemoveDeletes) {
   TempDir dir;
   const auto p = params_of(offer_of(1 << 20));
@@ -285,8 +323,10 @@ TEST(ResumeRecorder, APieceIsClaimedOnlyAtACommit) {
     rec.verified(record(0, 65536));
     // Not durable yet, so not in the journal: a crash now loses the piece, never claims it.
     EXPECT_EQ(size_of(path), ResumeJournal::kHeaderSize);
+    EXPECT_EQ(rec.claimed_bytes(), 0u);  // what a report may promise the next run
     rec.commit();
     EXPECT_EQ(size_of(path), ResumeJournal::kHeaderSize + ResumeJournal::kRecordSize);
+    EXPECT_EQ(rec.claimed_bytes(), 65536u);
     rec.verified(record(65536, 65536));
   }  // the destructor's last commit (a session that ends) records the second piece
   auto j = open_journal(dir.fd(), p.params);
@@ -382,6 +422,77 @@ TEST(ReceiveTreeResume, ATagMustBeHex) {
   const wire::Offer o = offer_of(10);
   auto t = ReceiveTree::prepare(dir.fd(), o, PrepareOptions{"../x", false, 0});
   EXPECT_TRUE(std::holds_alternative<PrepareError>(t));
+}
+
+// ---- the read-back of held ranges ------------------------------------------------------
+
+// The record a piece of `bytes` at `offset` would have had when it was verified.
+PieceRecord hashed(uint64_t offset, std::span<const uint8_t> bytes) {
+  PieceHasher h(wire::HashAlgo::xxh3_128);
+  h.update(bytes);
+  return PieceRecord{offset, bytes.size(), h.finish()};
+}
+
+TEST(VerifyHeld, OnlyRangesWhoseBytesOnDiskMatchTheirHashCount) {
+  TempDir dir;
+  Prepared p = prepare(dir);
+  std::vector<uint8_t> data(1 << 20);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 131 + (i >> 9));
+  ASSERT_EQ(p.tree->write(0, data), 0);
+  HeldRanges claimed;
+  for (uint64_t at = 0; at < data.size(); at += 65536)
+    claimed.add(hashed(at, std::span<const uint8_t>(data).subspan(at, 65536)));
+  // A claim whose bytes never reached the disk (the journal ahead of the file).
+  std::vector<uint8_t> other(65536, 0x77);
+  claimed.add(hashed(5 * 65536, other));
+  // 20 bytes changed behind the receiver's back in the range at 10 × 64 KiB.
+  const std::vector<uint8_t> twenty(20, 0xEE);
+  ASSERT_EQ(p.tree->write(10 * 65536 + 100, twenty), 0);
+  for (unsigned threads : {1u, 3u}) {
+    HeldVerifyResult v = verify_held(*p.tree, claimed, wire::HashAlgo::xxh3_128, {threads, nullptr});
+    EXPECT_FALSE(v.cancelled);
+    ASSERT_EQ(v.failed.size(), 2u);
+    EXPECT_EQ(v.failed[0].offset, 5u * 65536);
+    EXPECT_EQ(v.failed[1].offset, 10u * 65536);
+    EXPECT_EQ(v.failed_bytes, 2u * 65536);
+    EXPECT_EQ(v.verified_bytes, 14u * 65536);
+    EXPECT_EQ(v.verified.bytes(), 14u * 65536);
+    EXPECT_FALSE(v.verified.overlaps(5 * 65536, 1));
+    EXPECT_FALSE(v.verified.overlaps(10 * 65536, 1));
+  }
+}
+
+TEST(VerifyHeld, ACutPartFailsWhatLayBeyondTheCut) {
+  TempDir dir;
+  Prepared p = prepare(dir);
+  std::vector<uint8_t> data(1 << 20, 0x42);
+  ASSERT_EQ(p.tree->write(0, data), 0);
+  HeldRanges claimed;
+  for (uint64_t at = 0; at < data.size(); at += 65536)
+    claimed.add(hashed(at, std::span<const uint8_t>(data).subspan(at, 65536)));
+  const auto part = dir.path() / p.tree->temp_path(0);
+  p.tree.reset();
+  std::filesystem::resize_file(part, 3 * 65536 + 5);  // cut
+  Prepared again = prepare(dir, true);               // as the next offer reopens it
+  EXPECT_EQ(again.tree->part_size_found(0), 3 * 65536 + 5);
+  EXPECT_FALSE(again.tree->part_kept(0));
+  HeldVerifyResult v = verify_held(*again.tree, claimed, wire::HashAlgo::xxh3_128);
+  EXPECT_EQ(v.verified_bytes, 3u * 65536);
+  EXPECT_EQ(v.failed_bytes, 13u * 65536);
+}
+
+TEST(VerifyHeld, ACancelledCheckTrustsNothingItDidNotFinish) {
+  TempDir dir;
+  Prepared p = prepare(dir);
+  std::vector<uint8_t> data(1 << 20, 0x42);
+  ASSERT_EQ(p.tree->write(0, data), 0);
+  HeldRanges claimed;
+  claimed.add(hashed(0, data));
+  std::atomic<bool> cancel{true};
+  HeldVerifyResult v = verify_held(*p.tree, claimed, wire::HashAlgo::xxh3_128, {2, &cancel});
+  EXPECT_TRUE(v.cancelled);
+  EXPECT_TRUE(v.verified.empty());
+  EXPECT_TRUE(v.failed.empty());  // not checked is not failed: the journal keeps its claim
 }
 
 }  // namespace

@@ -12,6 +12,15 @@
 #   other-file     a different file under the same name: nothing is reused
 #   small-files    many small and empty files, nested dirs: resumed, identical
 #                  with modes and mtimes
+#   damaged | truncated | extended | zeroed
+#                  the receiver's .part is changed between the runs (20 bytes
+#                  at 10 MiB; cut to 5 MiB; 1 MiB appended; replaced by a file
+#                  of zeros): the held ranges are read back before the accept,
+#                  what no longer matches is fetched again and reported
+#                  (refetched_bytes), the result is identical
+#   journal-ahead  the journal claims more than the .part holds (the .part put
+#                  back to a copy from an earlier interruption): exactly the
+#                  ranges missing from it are fetched again
 set -uo pipefail
 BRAID=$1
 CASE=$2
@@ -81,6 +90,36 @@ rerun_identical() {
   fingerprint "$W/src" > "$W/src.fp"
   fingerprint "$W/dst" > "$W/dst.fp"
   diff "$W/src.fp" "$W/dst.fp" > "$W/diff.txt" || fail "trees differ: $(head -5 "$W/diff.txt")"
+}
+
+# The receiver's report of the first run: what it held verified when the sender died.
+save_first_report() { cp "$W/recv.json" "$W/recv1.json"; }
+held_first() { python3 -c "import json; print(json.load(open('$W/recv1.json'))['transfers'][0]['held_bytes'])"; }
+part_file() { find "$W/dst" -name '.braid-*.part' | head -1; }
+
+# damage_case NAME: a 64 MiB transfer interrupted after 40 MiB, the .part
+# damaged by the case's command, then resumed; checks the report's figures.
+damage_case() {
+  SIZE=$((64 * MiB))
+  random_file "$W/src/data.bin" $SIZE dmg
+  crash_sender_after $((40 * MiB)) "$W/src/data.bin"
+  save_first_report
+  HELD=$(held_first)
+  [ "$HELD" -ge $((32 * MiB)) ] || fail "the first run held only $HELD bytes"
+  P=$(part_file)
+  [ -n "$P" ] || fail "no .part file after the interruption"
+  case "$1" in
+    damaged) printf '%s' 'twenty bytes changed' | dd of="$P" bs=1 seek=$((10 * MiB)) conv=notrunc status=none ;;
+    truncated) truncate -s $((5 * MiB + 123)) "$P" ;;
+    extended) random_file "$W/junk" $MiB junk; cat "$W/junk" >> "$P" ;;
+    zeroed) head -c "$(stat -c %s "$P")" /dev/zero > "$W/zeros"; mv "$W/zeros" "$P" ;;
+  esac
+  rerun_identical "$W/src/data.bin"
+  no_temporary_files
+  echo "$1: held $HELD; second run: $(python3 -c "import json; r=json.load(open('$W/recv.json'))['transfers'][0]; print('reverified', r['reverified_bytes'], 'refetched', r['refetched_bytes'], 'in', r['resume_check_seconds'], 's')")"
+  check_json "r['reverified_bytes'] + r['refetched_bytes'] == $HELD" "r['resumed_bytes'] == r['reverified_bytes']" \
+    "s['resumed_bytes'] == r['resumed_bytes']" \
+    "sum(l['bytes'] for l in s['lanes']) == $SIZE - s['resumed_bytes']"
 }
 
 no_temporary_files() {
@@ -188,6 +227,52 @@ PY
     rerun_identical "$T"
     no_temporary_files
     check_json "s['resumed_bytes'] >= 12 * 2**20" "r['resumed_bytes'] == s['resumed_bytes']" "s['files'] == 401"
+    ;;
+
+  damaged)
+    damage_case damaged
+    # 20 bytes at 10 MiB: the one or two pieces they touch, no more.
+    check_json "20 <= r['refetched_bytes'] <= 2 * 2**20"
+    grep -q '"event":"resume_mismatch"' "$W/recv.log" || fail "the receiver did not log the mismatch"
+    grep -q 'fetched again' "$W/recv.err" || fail "the receiver did not say what it fetched again"
+    ;;
+
+  truncated)
+    damage_case truncated
+    # What lay below the cut still matches; everything above it is fetched again.
+    check_json "4 * 2**20 <= r['reverified_bytes'] <= 5 * 2**20 + 123"
+    grep -q '"event":"resume_part_resized"' "$W/recv.log" || fail "the cut .part was not noticed"
+    ;;
+
+  extended)
+    damage_case extended
+    # Bytes past the file's end mean nothing: cut off, every held range still matches.
+    check_json "r['refetched_bytes'] == 0"
+    grep -q '"event":"resume_part_resized"' "$W/recv.log" || fail "the extended .part was not noticed"
+    ;;
+
+  zeroed)
+    damage_case zeroed
+    check_json "r['reverified_bytes'] == 0" "s['resumed_bytes'] == 0"
+    ;;
+
+  journal-ahead)
+    SIZE=$((64 * MiB))
+    random_file "$W/src/data.bin" $SIZE ahead
+    crash_sender_after $((16 * MiB)) "$W/src/data.bin"
+    save_first_report
+    HELD1=$(held_first)
+    cp "$(part_file)" "$W/part-after-first-run"
+    crash_sender_after $((16 * MiB)) "$W/src/data.bin"
+    save_first_report
+    HELD2=$(held_first)
+    [ "$HELD2" -ge $((HELD1 + 8 * MiB)) ] || fail "the second interruption held $HELD2 bytes (first: $HELD1)"
+    # The journal of the second run with the .part of the first: it claims $HELD2 bytes, the .part holds $HELD1.
+    cp "$W/part-after-first-run" "$(part_file)"
+    rerun_identical "$W/src/data.bin"
+    no_temporary_files
+    check_json "r['reverified_bytes'] == $HELD1" "r['refetched_bytes'] == $HELD2 - $HELD1" \
+      "s['resumed_bytes'] == $HELD1"
     ;;
 
   *) echo "unknown case $CASE" >&2; exit 2 ;;

@@ -104,6 +104,11 @@ void Sender::close(Time now) {
   requests_.clear();
 }
 
+void Sender::interrupt(const std::string& reason, Time now) {
+  send_control(wire::ErrorMessage{0, reason}, now);
+  end_transfer(make_outcome(TransferOutcome::End::interrupted, reason));
+}
+
 // ---- lanes ----------------------------------------------------------------------
 
 void Sender::open_slot(size_t i, Time now) {

@@ -100,6 +100,7 @@ struct TransferOutcome {
     timed_out,    // no answer or no result in time
     stuck,        // internal error: the scheduler stopped handing out work
     answered,     // answer_only: the receiver accepted (`accepted`, `held`)
+    interrupted,  // interrupt(): the user stopped it
   };
   End end = End::lanes_lost;
   wire::ResultStatus result = wire::ResultStatus::verified;
@@ -197,6 +198,9 @@ class Sender {
   std::optional<uint32_t> start_transfer(TransferSpec spec, Time now);
   /// Ends the session: bye, then every lane closes.
   void close(Time now);
+  /// The user stopped the sender (a signal): the receiver hears `reason` (it
+  /// commits what it verified) and the running transfer ends with it.
+  void interrupt(const std::string& reason, Time now);
 
   // ---- events ---------------------------------------------------------------
   void handle_lane_connected(LaneNo lane, const LaneTraits& traits, Time now);

@@ -94,7 +94,21 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
                                                                "', which it does not send as a directory"};
     }
   }
-  // 2. Room for the data.
+  // 2. Which links are created (--links).
+  t->link_skipped_.assign(offer.entries.size(), false);
+  std::set<std::string> links;
+  for (size_t i = 0; i < offer.entries.size(); ++i)
+    if (offer.entries[i].kind == wire::EntryKind::symlink) links.insert(t->paths_[i].str());
+  for (size_t i = 0; i < offer.entries.size(); ++i) {
+    const auto& e = offer.entries[i];
+    if (e.kind != wire::EntryKind::symlink || opts.links == LinkPolicy::keep) continue;
+    std::string why = opts.links == LinkPolicy::skip ? "links are not created (--links skip)"
+                                                     : unsafe_link_reason(t->paths_[i], e.link_target, links);
+    if (why.empty()) continue;
+    t->link_skipped_[i] = true;
+    t->skipped_links_.push_back(SkippedLink{i, e.path, e.link_target, std::move(why)});
+  }
+  // 3. Room for the data.
   // BRAID_TEST_SKIP_SPACE_CHECK lets a test reach ENOSPC in the middle of a transfer.
   struct statvfs vfs {};
   if (!std::getenv("BRAID_TEST_SKIP_SPACE_CHECK") && ::fstatvfs(root_fd, &vfs) == 0) {
@@ -113,6 +127,7 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
 
 std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
   kept_.assign(entries_.size(), false);
+  found_.assign(entries_.size(), -1);
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
     if (e.kind == wire::EntryKind::directory) {
@@ -145,6 +160,12 @@ std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
                           "'" + security::printable_path(paths_[i].str()) + "' exists as a directory in the target"};
     // Without a resume, bytes an older run left in a file of this name are
     // worth nothing: start from an empty file (and give their blocks back).
+    if (keep_parts) {  // what an earlier run left, before this one makes it the file's size
+      struct stat before {};
+      if (::fstatat(parent.value().dir.get(), (".braid-" + tag_ + "-" + std::to_string(i) + ".part").c_str(), &before,
+                    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(before.st_mode))
+        found_[i] = static_cast<int64_t>(before.st_size);
+    }
     auto fd = security::open_beneath(root_fd_, rel.value(), O_RDWR | O_CREAT | (keep_parts ? 0 : O_TRUNC), 0600);
     if (!fd) return PrepareError{wire::RefuseReason::not_writable, fd.error().message};
     struct stat part {};
@@ -194,6 +215,39 @@ int ReceiveTree::write(uint64_t offset, std::span<const uint8_t> data) {
   return result;
 }
 
+int ReceiveTree::read(uint64_t offset, std::span<uint8_t> out) {
+  int result = 0;
+  const bool ok = layout_.for_each(offset, out.size(), [&](const Extent& x) {
+    std::string error;
+    auto fd = fds_.get(x.entry, error);
+    if (!fd) {
+      result = EIO;
+      return false;
+    }
+    uint8_t* p = out.data() + (x.transfer_offset - offset);
+    uint64_t left = x.length;
+    off_t at = static_cast<off_t>(x.file_offset);
+    while (left > 0) {
+      const ssize_t n = ::pread(fd->get(), p, left, at);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        result = errno;
+        return false;
+      }
+      if (n == 0) {  // shorter than the file it stands for: someone cut it meanwhile
+        result = ENODATA;
+        return false;
+      }
+      p += n;
+      at += n;
+      left -= static_cast<uint64_t>(n);
+    }
+    return true;
+  });
+  if (!ok && result == 0) result = EINVAL;
+  return result;
+}
+
 int ReceiveTree::sync_file(size_t entry) {
   std::string error;
   auto fd = fds_.get(entry, error);
@@ -235,7 +289,7 @@ std::string ReceiveTree::finalize(int& err) {
   fds_.clear();
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
-    if (e.kind != wire::EntryKind::symlink) continue;
+    if (e.kind != wire::EntryKind::symlink || link_skipped_[i]) continue;
     auto parent = security::open_parent_beneath(root_fd_, paths_[i], true);
     if (!parent) {
       err = EIO;

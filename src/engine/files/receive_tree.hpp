@@ -25,6 +25,7 @@
 
 #include "engine/files/fd_cache.hpp"
 #include "engine/files/file_layout.hpp"
+#include "engine/files/link_policy.hpp"
 #include "engine/security/safe_path.h"
 #include "core/wire/messages.hpp"
 
@@ -41,6 +42,16 @@ struct PrepareOptions {
   /// Bytes of the transfer already on disk (resume): the free-space check
   /// asks only for the rest.
   uint64_t bytes_present = 0;
+  /// Which of the offer's symlinks finalize creates (link_policy.hpp).
+  LinkPolicy links = LinkPolicy::safe;
+};
+
+/// A symlink of the offer that finalize will not create, and why.
+struct SkippedLink {
+  size_t entry = 0;
+  std::string path;  // as offered
+  std::string target;
+  std::string reason;
 };
 
 class ReceiveTree {
@@ -59,12 +70,21 @@ class ReceiveTree {
   /// With keep_parts: the entry's temporary file was there already, at its
   /// full size, and was kept as it was (its bytes may be resumed).
   bool part_kept(size_t entry) const { return entry < kept_.size() && kept_[entry]; }
+  /// With keep_parts: the size the entry's temporary file had when it was
+  /// reopened (-1: there was none), before it was cut or extended to the
+  /// file's size. Resume reads back what it holds either way (held_verify.hpp).
+  int64_t part_size_found(size_t entry) const { return entry < found_.size() ? found_[entry] : -1; }
+  /// Reads `out.size()` bytes at transfer offset `offset` from the temporary
+  /// files (any thread). 0 or the errno of the failure (EINVAL: outside the transfer).
+  int read(uint64_t offset, std::span<uint8_t> out);
 
   /// Everything verified: put every entry in place. Empty string on success,
   /// else what failed (and errno in `err`).
   std::string finalize(int& err);
 
   const FileLayout& layout() const { return layout_; }
+  /// The offer's links that --links keeps out of the target (decided at prepare).
+  const std::vector<SkippedLink>& skipped_links() const { return skipped_links_; }
   /// Temporary name of a file entry, relative to the target (for messages and tests).
   std::string temp_path(size_t entry) const;
 
@@ -81,6 +101,9 @@ class ReceiveTree {
   std::shared_mutex sealing_;  // write: shared; finalize: exclusive
   bool sealed_ = false;
   std::vector<bool> kept_;  // by entry
+  std::vector<int64_t> found_;  // by entry: part_size_found
+  std::vector<SkippedLink> skipped_links_;
+  std::vector<bool> link_skipped_;  // by entry
 };
 
 /// Checks that `dir` is a directory braid can create files in (a probe file

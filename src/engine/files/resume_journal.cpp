@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "core/wire/byte_codec.hpp"
 
@@ -104,15 +105,31 @@ ResumeJournal::ResumeJournal(int dir_fd, security::UniqueFd fd, const JournalPar
 
 ResumeJournal::~ResumeJournal() = default;
 
-std::variant<std::unique_ptr<ResumeJournal>, JournalError> ResumeJournal::open(int dir_fd, const JournalParams& p) {
+std::variant<std::unique_ptr<ResumeJournal>, JournalError> ResumeJournal::open(int dir_fd, const JournalParams& p,
+                                                                               std::chrono::milliseconds wait,
+                                                                               const std::atomic<bool>* cancel) {
   const std::string name = file_name(p.key);
-  // The name is ours (hex), directly in the target directory: no path from the peer.
-  security::UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd.valid()) return JournalError{false, "cannot open the resume journal '" + name + "': " + std::strerror(errno)};
-  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK)
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  security::UniqueFd fd;
+  for (;;) {
+    // The name is ours (hex), directly in the target directory: no path from the peer.
+    fd.reset(::openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd.valid())
+      return JournalError{false, "cannot open the resume journal '" + name + "': " + std::strerror(errno)};
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
+      // Still the file under that name? The holder may have removed it before letting go.
+      struct stat mine {}, named {};
+      if (::fstat(fd.get(), &mine) == 0 && ::fstatat(dir_fd, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+          mine.st_ino == named.st_ino && mine.st_dev == named.st_dev)
+        break;
+      continue;
+    }
+    if (errno != EWOULDBLOCK)
+      return JournalError{false, "cannot lock the resume journal '" + name + "': " + std::strerror(errno)};
+    if (std::chrono::steady_clock::now() >= deadline || (cancel && cancel->load()))
       return JournalError{true, "the same transfer is being received by another braid session (" + name + " is locked)"};
-    return JournalError{false, "cannot lock the resume journal '" + name + "': " + std::strerror(errno)};
+    fd.reset();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   std::unique_ptr<ResumeJournal> j(new ResumeJournal(dir_fd, std::move(fd), p));
   if (!j->read_all()) {

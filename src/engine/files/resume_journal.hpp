@@ -26,6 +26,8 @@
 // temporary files.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <variant>
@@ -61,7 +63,17 @@ class ResumeJournal {
   /// journal written for other parameters, or with a broken header, starts
   /// over empty. Room for the records a transfer of these parameters will
   /// append is reserved now, so a disk that fills up later still takes them.
-  static std::variant<std::unique_ptr<ResumeJournal>, JournalError> open(int dir_fd, const JournalParams& p);
+  ///
+  /// Locked by another session: waits up to `wait` for it (polling; `cancel`
+  /// set stops the wait), then says busy. A session whose sender just died
+  /// holds the lock until its last commit — fdatasync of what it received,
+  /// tens of milliseconds to a second — so a run of the same command right
+  /// after it is not refused. A journal removed or replaced by the session
+  /// that held it (the transfer completed, `braid clean`) is opened again
+  /// by name, never used as the unlinked file it was.
+  static std::variant<std::unique_ptr<ResumeJournal>, JournalError> open(
+      int dir_fd, const JournalParams& p, std::chrono::milliseconds wait = std::chrono::milliseconds(0),
+      const std::atomic<bool>* cancel = nullptr);
   ~ResumeJournal();  // releases the lock; the file stays unless removed
 
   /// The ranges the journal claimed when it was opened.

@@ -94,8 +94,11 @@ void ResumeRecorder::commit() {
   }
   std::lock_guard j(journal_mu_);
   if (journal_gone_locked()) return;
-  if (const int err = journal_->append_held(batch); err != 0)
+  if (const int err = journal_->append_held(batch); err != 0) {
     (void)give_up_locked(std::string("cannot append to the resume journal: ") + std::strerror(err));
+    return;
+  }
+  for (const auto& r : batch) committed_bytes_ += r.length;
 }
 
 void ResumeRecorder::halt_thread(bool keep_pending) {
@@ -147,6 +150,12 @@ std::vector<PieceRecord> ResumeRecorder::held() const {
 uint64_t ResumeRecorder::held_bytes() const {
   std::lock_guard lock(mu_);
   return held_.bytes();
+}
+
+uint64_t ResumeRecorder::claimed_bytes() const {
+  const uint64_t held = held_bytes();
+  std::lock_guard j(journal_mu_);
+  return journal_deleted_ ? 0 : held + committed_bytes_;
 }
 
 std::string ResumeRecorder::error() const {

@@ -68,6 +68,10 @@ class ResumeRecorder {
   /// The held ranges still claimed (they belong in the root hash).
   std::vector<PieceRecord> held() const;
   uint64_t held_bytes() const;
+  /// What the journal on disk claims now: the held ranges still standing
+  /// plus this run's committed pieces (0 once the journal was given up) —
+  /// what the next run can resume.
+  uint64_t claimed_bytes() const;
   /// Why the journal was given up, if it was.
   std::string error() const;
 
@@ -88,6 +92,7 @@ class ResumeRecorder {
   mutable std::mutex journal_mu_;       // journal_, error_ (after mu_ when both)
   std::string error_;
   bool journal_deleted_ = false;        // no journal on disk claims anything any more
+  uint64_t committed_bytes_ = 0;        // this run's pieces appended to the journal
   mutable std::mutex mu_;               // what follows
   std::condition_variable cv_;
   HeldRanges held_;

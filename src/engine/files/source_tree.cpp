@@ -1,6 +1,7 @@
 #include "engine/files/source_tree.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <set>
+#include <utility>
 
 namespace braid::files {
 namespace {
@@ -29,53 +31,106 @@ std::string last_component(const std::string& path) {
   return leaf;
 }
 
+std::string real_path(const std::string& path) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (!real) return path;
+  std::string r(real);
+  std::free(real);
+  return r;
+}
+
+const char* kind_of(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  return "not a regular file, directory or symlink";
+}
+
+FileStamp stamp_of(const struct stat& st) {
+  return FileStamp{static_cast<uint64_t>(st.st_size), st.st_mtim, st.st_ctim, st.st_dev, st.st_ino};
+}
+
+bool same_time(const timespec& a, const timespec& b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; }
+
 class Walker {
  public:
-  explicit Walker(bool follow) : follow_(follow) {}
+  explicit Walker(const ScanOptions& opts) : opts_(opts) {}
 
-  bool add(const std::string& local, const std::string& rel) {
+  /// false: stop (error() says why).
+  bool add(const std::string& local, const std::string& rel, bool operand) {
     struct stat st {};
-    int rc = follow_ ? ::stat(local.c_str(), &st) : ::lstat(local.c_str(), &st);
-    if (rc != 0) return fail("cannot read '" + local + "': " + std::strerror(errno));
+    if (::lstat(local.c_str(), &st) != 0) {
+      const int e = errno;
+      if (operand) return fail("cannot read '" + local + "': " + std::strerror(e));
+      return skip(local, e == ENOENT ? "vanished while the tree was read" : std::string("cannot read: ") + std::strerror(e));
+    }
+    std::string open_path = local;
+    if (S_ISLNK(st.st_mode) && opts_.follow_symlinks) {
+      struct stat target {};
+      if (::stat(local.c_str(), &target) != 0) {
+        const int e = errno;
+        return skip(local, e == ELOOP    ? "a symlink loop (too many levels of links)"
+                           : e == ENOENT ? "a broken symlink (its target does not exist)"
+                                         : std::string("cannot follow the link: ") + std::strerror(e));
+      }
+      st = target;
+      // Opened later with O_NOFOLLOW on the last component: name the file itself.
+      if (S_ISREG(st.st_mode)) open_path = real_path(local);
+    }
     wire::ManifestEntry e;
     e.path = rel;
     e.mode = st.st_mode & 07777;
     e.mtime_sec = st.st_mtim.tv_sec;
     e.mtime_nsec = static_cast<uint32_t>(st.st_mtim.tv_nsec);
     if (S_ISREG(st.st_mode)) {
+      // Opened now, once, to know it can be: a file braid cannot read is skipped here, not mid-transfer.
+      const int fd = ::open(open_path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+      if (fd < 0) return skip(local, std::string("cannot open: ") + std::strerror(errno));
+      ::close(fd);
       e.kind = wire::EntryKind::file;
       e.size = static_cast<uint64_t>(st.st_size);
-      if (::access(local.c_str(), R_OK) != 0) return fail("cannot read '" + local + "': " + std::strerror(errno));
       out_.total_bytes += e.size;
       ++out_.file_count;
-      push(std::move(e), local);
+      push(std::move(e), open_path, st);
       return true;
     }
     if (S_ISLNK(st.st_mode)) {
       std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
       ssize_t n = ::readlink(local.c_str(), target.data(), target.size());
-      if (n < 0) return fail("cannot read the link '" + local + "': " + std::strerror(errno));
+      if (n < 0) return skip(local, std::string("cannot read the link: ") + std::strerror(errno));
       target.resize(static_cast<size_t>(n));
       e.kind = wire::EntryKind::symlink;
       e.link_target = std::move(target);
-      push(std::move(e), local);
+      push(std::move(e), local, st);
       return true;
     }
     if (S_ISDIR(st.st_mode)) {
+      for (const auto& [where, id] : ancestors_)
+        if (id.first == st.st_dev && id.second == st.st_ino)
+          return skip(local, "a symlink loop: it leads back to '" + where + "', which contains it");
+      DIR* d = ::opendir(local.c_str());
+      if (!d) return skip(local, std::string("cannot list: ") + std::strerror(errno));
       e.kind = wire::EntryKind::directory;
-      push(std::move(e), local);
-      return walk_dir(local, rel);
+      push(std::move(e), local, st);
+      ancestors_.emplace_back(local, std::make_pair(st.st_dev, st.st_ino));
+      const bool ok = walk_dir(d, local, rel);
+      ancestors_.pop_back();
+      return ok;
     }
-    return fail("'" + local + "' is not a regular file, directory or symlink; braid does not send it");
+    return skip(local, kind_of(st.st_mode));
   }
 
-  SourceTree take() { return std::move(out_); }
+  ScanResult take() {
+    ScanResult r;
+    r.tree = std::move(out_);
+    r.skipped = std::move(skipped_);
+    return r;
+  }
   const std::string& error() const { return error_; }
 
  private:
-  bool walk_dir(const std::string& local, const std::string& rel) {
-    DIR* d = ::opendir(local.c_str());
-    if (!d) return fail("cannot list '" + local + "': " + std::strerror(errno));
+  bool walk_dir(DIR* d, const std::string& local, const std::string& rel) {
     std::vector<std::string> names;
     while (dirent* de = ::readdir(d)) {
       std::string n = de->d_name;
@@ -84,13 +139,20 @@ class Walker {
     ::closedir(d);
     std::sort(names.begin(), names.end());
     for (const auto& n : names)
-      if (!add(local + "/" + n, rel + "/" + n)) return false;
+      if (!add(local + "/" + n, rel + "/" + n, false)) return false;
     return true;
   }
 
-  void push(wire::ManifestEntry e, const std::string& local) {
+  void push(wire::ManifestEntry e, const std::string& local, const struct stat& st) {
     out_.entries.push_back(std::move(e));
     out_.local_paths.push_back(local);
+    out_.stamps.push_back(stamp_of(st));
+  }
+
+  bool skip(const std::string& local, std::string reason) {
+    if (opts_.strict) return fail("'" + local + "': " + reason + " (--strict-sources: nothing is sent)");
+    skipped_.push_back(SkippedSource{local, std::move(reason)});
+    return true;
   }
 
   bool fail(std::string msg) {
@@ -98,25 +160,59 @@ class Walker {
     return false;
   }
 
-  bool follow_;
+  ScanOptions opts_;
   SourceTree out_;
+  std::vector<SkippedSource> skipped_;
+  std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> ancestors_;  // the directories being walked
   std::string error_;
 };
 
+std::optional<std::string> compare(const SourceTree& tree, size_t entry, const struct stat& now, bool by_path) {
+  const FileStamp& was = tree.stamps[entry];
+  const std::string name = "'" + tree.local_paths[entry] + "' changed while it was sent: ";
+  if (by_path && (now.st_ino != was.ino || now.st_dev != was.dev)) return name + "another file now stands under its name";
+  const uint64_t size = static_cast<uint64_t>(now.st_size);
+  if (size > was.size) return name + "it grew from " + std::to_string(was.size) + " to " + std::to_string(size) + " bytes";
+  if (size < was.size)
+    return name + "it shrank from " + std::to_string(was.size) + " to " + std::to_string(size) + " bytes";
+  if (!same_time(now.st_mtim, was.mtime)) return name + "its modification time changed (it was written to)";
+  if (!same_time(now.st_ctim, was.ctime)) return name + "its change time changed (written to, or its metadata changed)";
+  return std::nullopt;
+}
+
 }  // namespace
 
-ScanResult scan_sources(const std::vector<std::string>& paths, bool follow_symlinks) {
-  Walker w(follow_symlinks);
+ScanResult scan_sources(const std::vector<std::string>& paths, const ScanOptions& opts) {
+  Walker w(opts);
   std::set<std::string> tops;
   for (const auto& p : paths) {
     std::string leaf = last_component(p);
-    if (leaf.empty() || leaf == "/") return {{}, "cannot send '" + p + "': it has no name to arrive under"};
+    if (leaf.empty() || leaf == "/") return {{}, {}, "cannot send '" + p + "': it has no name to arrive under"};
     if (!tops.insert(leaf).second)
-      return {{}, "two PATHs would arrive under the same name '" + leaf + "'; send them separately"};
-    const std::string& local = p;
-    if (!w.add(local, leaf)) return {{}, w.error()};
+      return {{}, {}, "two PATHs would arrive under the same name '" + leaf + "'; send them separately"};
+    if (!w.add(p, leaf, true)) return {{}, {}, w.error()};
   }
-  return {w.take(), {}};
+  ScanResult r = w.take();
+  if (r.tree.entries.empty() && !r.skipped.empty())
+    r.error = "nothing to send: every PATH was skipped ('" + r.skipped.front().path + "': " + r.skipped.front().reason + ")";
+  return r;
+}
+
+std::optional<std::string> check_unchanged(const SourceTree& tree, size_t entry, int fd) {
+  if (entry >= tree.stamps.size()) return "internal error: no manifest entry " + std::to_string(entry);
+  struct stat now {};
+  if (::fstat(fd, &now) != 0)
+    return "'" + tree.local_paths[entry] + "' can no longer be examined: " + std::strerror(errno);
+  return compare(tree, entry, now, false);
+}
+
+std::optional<std::string> check_unchanged(const SourceTree& tree, size_t entry) {
+  if (entry >= tree.stamps.size()) return "internal error: no manifest entry " + std::to_string(entry);
+  struct stat now {};
+  if (::stat(tree.local_paths[entry].c_str(), &now) != 0)
+    return "'" + tree.local_paths[entry] + "' changed while it was sent: it can no longer be found (" +
+           std::strerror(errno) + ")";
+  return compare(tree, entry, now, true);
 }
 
 }  // namespace braid::files

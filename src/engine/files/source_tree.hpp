@@ -1,13 +1,26 @@
 // The sender's view of what it sends: the PATHs given on the command line
 // walked into a manifest (files, directories, symlinks with their modes and
-// mtimes), each entry remembering where it lives on this machine.
+// mtimes), each entry remembering where it lives on this machine and what
+// stat said of it then.
 //
 // Names are taken byte for byte (spaces, newlines, non-UTF-8 all kept). A
 // PATH arrives under its last component, like `scp -r` and `rsync` without
 // a trailing slash. Symlinks are sent as links, never followed, unless
-// `follow_symlinks` is set.
+// `follow_symlinks` is set: then a link to a file is sent as that file, a
+// link to a directory as that directory — except a link that leads back to
+// a directory it is inside (a loop), and a link that leads nowhere.
+//
+// What braid cannot send is skipped with a reason, and the walk goes on:
+// FIFOs, sockets and devices (reading them would block, or never end), a
+// file or directory that cannot be opened, an entry that vanished while the
+// walk ran, a symlink loop or a broken link when following. With `strict`,
+// the first such entry is an error instead.
 #pragma once
 
+#include <sys/types.h>
+
+#include <ctime>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,19 +28,53 @@
 
 namespace braid::files {
 
+/// What stat said of an entry when the manifest was made (the followed
+/// target's, for a followed link).
+struct FileStamp {
+  uint64_t size = 0;
+  timespec mtime{};
+  timespec ctime{};
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
 struct SourceTree {
   std::vector<wire::ManifestEntry> entries;
-  std::vector<std::string> local_paths;  // one per entry
+  std::vector<std::string> local_paths;  // one per entry (a followed link to a file: the file's real path)
+  std::vector<FileStamp> stamps;         // one per entry
   uint64_t total_bytes = 0;
   size_t file_count = 0;
 };
 
+struct SkippedSource {
+  std::string path;    // as found on this machine
+  std::string reason;  // "a FIFO (named pipe)", "cannot open: Permission denied", …
+};
+
+struct ScanOptions {
+  bool follow_symlinks = false;
+  bool strict = false;  // a source that would be skipped is an error
+};
+
 struct ScanResult {
   SourceTree tree;
+  std::vector<SkippedSource> skipped;
   std::string error;  // empty on success; else a sentence naming the path
   bool ok() const { return error.empty(); }
 };
 
-ScanResult scan_sources(const std::vector<std::string>& paths, bool follow_symlinks = false);
+ScanResult scan_sources(const std::vector<std::string>& paths, const ScanOptions& opts);
+inline ScanResult scan_sources(const std::vector<std::string>& paths, bool follow_symlinks = false) {
+  return scan_sources(paths, ScanOptions{follow_symlinks, false});
+}
+
+/// For the sender's read path, after the last read of a file entry: is it
+/// still the file the manifest described? nullopt if its size, mtime and
+/// ctime are what the manifest saw; else a sentence saying what changed
+/// ("'x' changed while it was sent: it grew from 10 to 20 bytes"). With an
+/// fd (the one that was read), fstat of that very file; without, stat of its
+/// path, which also sees a file replaced under its name (another inode).
+std::optional<std::string> check_unchanged(const SourceTree& tree, size_t entry, int fd);
+std::optional<std::string> check_unchanged(const SourceTree& tree, size_t entry);
 
 }  // namespace braid::files

@@ -17,6 +17,10 @@ enum ExitCode : int {
   kExitDiskFull = 8,       // no space left for the data (temporary files are kept)
   kExitVerifyFailed = 9,   // a hash did not match
   kExitLanesLost = 10,     // every lane failed before the transfer completed
+  kExitPartial = 11,       // send: everything sent arrived verified, but some sources were skipped
+                           // (FIFOs, sockets, devices, unreadable files, link loops; listed in --json)
+  kExitSigint = 130,       // interrupted by SIGINT (128 + 2): the same command resumes
+  kExitSigterm = 143,      // interrupted by SIGTERM (128 + 15)
 };
 
 }  // namespace braid::transfer

@@ -95,6 +95,17 @@ void Receiver::stop() {
   for (auto& [id, s] : sessions_) (void)s;  // sessions end when their peer closes
 }
 
+void Receiver::interrupt(const std::string& reason) {
+  std::vector<std::shared_ptr<ReceiverSession>> running;
+  {
+    std::lock_guard lock(mu_);
+    interrupted_ = reason;
+    for (auto& [id, s] : sessions_) running.push_back(s);
+  }
+  for (auto& s : running) s->interrupt(reason);
+  stop();
+}
+
 std::vector<TransferReport> Receiver::reports() const {
   std::lock_guard lock(mu_);
   std::vector<TransferReport> out;
@@ -209,13 +220,17 @@ void Receiver::run_session(security::UniqueFd fd) {
   ReceiverConfig cfg{root_fd_.get(), opts_.yes, opts_.quiet, &udp_ports_, {}};
   for (const auto& b : bound_) cfg.listen_ports.push_back(b.port());
   cfg.max_lanes = opts_.max_lanes;
+  cfg.links = opts_.links;
   const auto& fp = session.value().peer().fingerprint.bytes();
   auto s = std::make_shared<ReceiverSession>(cfg, log_, peer, std::vector<uint8_t>(fp.begin(), fp.end()), sid,
                                              session.value().lane_secret());
+  std::string interrupted;
   {
     std::lock_guard lock(mu_);
     sessions_[sid] = s;
+    interrupted = interrupted_;
   }
+  if (!interrupted.empty()) s->interrupt(interrupted);  // began while the receiver was being interrupted
   log_.write("status", {{"status", "session"}, {"peer", peer},
                         {"how", session.value().peer().how == security::PeerAuth::paired ? "paired" : "pinned"}});
   if (!opts_.quiet) std::cerr << "braid: session with '" << peer << "'" << std::endl;

@@ -37,6 +37,7 @@ struct ReceiveOptions {
   bool once = false;
   size_t max_lanes = 64;  // lanes open at once per session (ReceiverConfig::max_lanes)
   bool quiet = false;  // in-process tests: no lines on stderr
+  files::LinkPolicy links = files::LinkPolicy::safe;  // recv --links
   std::optional<std::filesystem::path> config_dir;
 };
 
@@ -55,6 +56,10 @@ class Receiver {
   int run();
   /// From any thread: makes run() return.
   void stop();
+  /// From any thread (SIGINT/SIGTERM): every session is interrupted with
+  /// `reason` (ReceiverSession::interrupt: the sender is told, the journals
+  /// are committed), a session still starting too, and run() returns.
+  void interrupt(const std::string& reason);
 
   std::vector<TransferReport> reports() const;
   /// Connections refused before reaching a session (unknown session id, bad first bytes).
@@ -86,6 +91,7 @@ class Receiver {
   std::vector<std::shared_ptr<ReceiverSession>> finished_;
   std::list<std::thread> workers_;
   std::atomic<bool> stopping_{false};
+  std::string interrupted_;  // under mu_: the reason, once interrupt() was called
   std::atomic<uint64_t> refused_{0};
   int outcome_ = 0;
   bool served_one_ = false;

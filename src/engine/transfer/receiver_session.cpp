@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/chunk_plan.hpp"
+#include "engine/files/held_verify.hpp"
 #include "engine/files/piece_hasher.hpp"
 #include "engine/files/resume_recorder.hpp"
 #include "engine/files/transfer_key.hpp"
@@ -29,24 +30,23 @@ using Clock = std::chrono::steady_clock;
 // sliding: a disk slower than the network slows the senders down, and
 // memory stays bounded by this plus each lane's window).
 constexpr uint64_t kUdpWriteBacklog = 64ull << 20;
+// How long an offer waits for the resume journal of its transfer while
+// another session holds it (files::ResumeJournal::open) before it is refused
+// as busy.
+constexpr std::chrono::milliseconds kJournalLockWait{5000};
 
 namespace {
 
-// The held ranges of a journal that still stand: every temporary file a
-// range touches was found at its full size (one missing or cut means the
-// range's bytes are gone), and no more than one accept can list.
-files::HeldRanges held_in_kept_parts(const files::HeldRanges& loaded, const files::ReceiveTree& tree) {
-  files::HeldRanges held;
+// The ranges a journal claims, at most as many as one accept can list (the
+// rest is sent again). None of them counts yet: each is read back from disk
+// and hashed first (files::verify_held).
+files::HeldRanges claimable(const files::HeldRanges& loaded) {
+  files::HeldRanges out;
   for (const auto& r : loaded.records()) {
-    if (held.size() >= wire::kMaxHeldRanges) break;
-    bool kept = true;
-    (void)tree.layout().for_each(r.offset, r.length, [&](const files::Extent& x) {
-      kept = kept && tree.part_kept(x.entry);
-      return kept;
-    });
-    if (kept) held.add(r);
+    if (out.size() >= wire::kMaxHeldRanges) break;
+    out.add(r);
   }
-  return held;
+  return out;
 }
 
 }  // namespace
@@ -65,6 +65,10 @@ struct ReceiverSession::Incoming {
   bool failed = false;
   bool finished = false;
   Clock::time_point start = Clock::now();
+  // Resume: what the journal claimed, read back from disk at the offer.
+  uint64_t reverified_bytes = 0;  // matched their hash: held, not sent again
+  uint64_t refetched_bytes = 0;   // claimed but not on disk as claimed: sent again
+  double resume_check_seconds = 0;
 };
 
 struct ReceiverSession::Lane {
@@ -165,8 +169,69 @@ int ReceiverSession::outcome() const {
 }
 
 std::vector<TransferReport> ReceiverSession::reports() const {
+  std::vector<std::shared_ptr<Incoming>> all;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, t] : transfers_) all.push_back(t);
+  }
+  // Each transfer's lock before the session's (the order handle_done takes
+  // them in), so a transfer is either finished and reported, or not yet.
+  std::vector<std::unique_lock<std::mutex>> held;
+  for (const auto& t : all) held.emplace_back(t->mu);
   std::lock_guard lock(mu_);
-  return reports_;
+  std::vector<TransferReport> out = reports_;
+  for (const auto& t : all) {
+    if (t->finished) continue;
+    TransferReport rep;
+    rep.role = "recv";
+    rep.transfer_id = t->offer.transfer_id;
+    rep.peer = peer_;
+    rep.hash = wire::hash_algo_name(t->offer.hash);
+    rep.chunk_size = t->offer.chunk_size;
+    rep.bytes = t->tree->layout().total();
+    for (const auto& e : t->offer.entries) rep.files += e.kind == wire::EntryKind::file;
+    rep.resumed_bytes = t->resume ? t->resume->held_bytes() : 0;
+    rep.held_bytes = t->resume ? t->resume->claimed_bytes() : 0;  // the journal's claim: what the next run resumes
+    rep.reverified_bytes = t->reverified_bytes;
+    rep.refetched_bytes = t->refetched_bytes;
+    rep.resume_check_seconds = t->resume_check_seconds;
+    rep.seconds = std::chrono::duration<double>(Clock::now() - t->start).count();
+    rep.status = t->failed ? "failed" : interrupted_ ? "interrupted" : "incomplete";
+    out.push_back(std::move(rep));
+  }
+  return out;
+}
+
+// ---- interruption ----------------------------------------------------------------
+
+void ReceiverSession::interrupt(const std::string& reason) {
+  if (interrupted_.exchange(true)) return;
+  log_.write("interrupted", {{"reason", reason}});
+  // The sender hears why before its lanes close, and says so.
+  (void)reply(0, wire::ErrorMessage{0, reason});
+  std::vector<Lane*> tcp;
+  std::vector<udp::UdpRecvLane*> udp;
+  {
+    std::lock_guard lock(mu_);
+    ending_ = true;  // run() ends: the unfinished transfers' journals are committed there
+    for (auto& l : lanes_) {
+      if (!l->alive) continue;
+      l->alive = false;
+      l->close_reason = reason;
+      tcp.push_back(l.get());
+    }
+    for (auto& u : udp_lanes_) {
+      if (!u->alive || !u->lane) continue;
+      u->peer_closed = true;  // told already: the error above
+      udp.push_back(u->lane.get());
+    }
+    cv_.notify_all();
+  }
+  for (Lane* l : tcp) {
+    log_.write("lane_closed", {{"lane", l->id}, {"reason", reason}});
+    l->link->shutdown();
+  }
+  for (auto* u : udp) u->close(reason);  // on_udp_closed records the reason
 }
 
 uint64_t ReceiverSession::rejected_frames() const {
@@ -264,7 +329,10 @@ void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vect
       }
       case wire::FrameType::error: {
         wire::ErrorMessage m;
-        if (wire::decode(c.payload, m)) note("the sender ended the session: " + json_safe(m.message));
+        if (wire::decode(c.payload, m)) {
+          log_.write("peer_error", {{"message", json_safe(m.message)}});
+          note("the sender ended the session: " + json_safe(m.message));
+        }
         std::lock_guard g(mu_);
         ending_ = true;
         break;
@@ -602,8 +670,10 @@ void ReceiverSession::handle_offer(const Control& c) {
   const files::TransferKey key = files::transfer_key(offer, peer_key_);
   std::unique_ptr<files::ResumeJournal> journal;
   if (offer.total_bytes() > 0) {
-    auto opened = files::ResumeJournal::open(
-        cfg_.root_fd, files::JournalParams{key, offer.hash, offer.chunk_size, offer.total_bytes()});
+    // A session of this transfer that is ending (its sender just died) lets go at its last commit: wait for it.
+    auto opened = files::ResumeJournal::open(cfg_.root_fd,
+                                             files::JournalParams{key, offer.hash, offer.chunk_size, offer.total_bytes()},
+                                             kJournalLockWait, &interrupted_);
     if (auto* e = std::get_if<files::JournalError>(&opened)) {
       if (e->busy) return refuse(wire::RefuseReason::busy, e->message);
       log_.write("resume_off", {{"transfer", offer.transfer_id}, {"reason", json_safe(e->message)}});
@@ -613,7 +683,7 @@ void ReceiverSession::handle_offer(const Control& c) {
   }
   const files::HeldRanges loaded = journal ? journal->loaded() : files::HeldRanges();
   auto prepared = files::ReceiveTree::prepare(cfg_.root_fd, offer,
-                                              files::PrepareOptions{key.tag(), !loaded.empty(), loaded.bytes()});
+                                              files::PrepareOptions{key.tag(), !loaded.empty(), loaded.bytes(), cfg_.links});
   if (auto* err = std::get_if<files::PrepareError>(&prepared)) {
     if (journal && loaded.empty()) (void)journal->remove();  // nothing to resume: leave nothing behind
     return refuse(err->reason, err->message);
@@ -623,10 +693,49 @@ void ReceiverSession::handle_offer(const Control& c) {
   t->tree = std::move(std::get<0>(prepared));
   const uint32_t id = t->offer.transfer_id;
   wire::Accept accept{id, {}};
+  for (const auto& l : t->tree->skipped_links()) {
+    log_.write("link_skipped", {{"transfer", id}, {"path", json_safe(l.path)}, {"target", json_safe(l.target)},
+                                {"reason", l.reason}});
+    note("not creating the link '" + security::printable_path(l.path) + "' -> '" +
+         security::printable_path(l.target) + "': " + l.reason + " (--links " + files::link_policy_name(cfg_.links) +
+         ")");
+  }
   if (journal) {
-    files::HeldRanges held = held_in_kept_parts(loaded, *t->tree);
+    const files::HeldRanges claimed = claimable(loaded);
+    if (!loaded.empty()) {
+      // A temporary file another size than its file: cut, extended or gone
+      // since the earlier run. Made the right size again; what of it still
+      // matches is kept like the rest, after the read-back below.
+      for (size_t i = 0; i < t->offer.entries.size(); ++i) {
+        const auto& e = t->offer.entries[i];
+        const int64_t found = t->tree->part_size_found(i);
+        if (e.kind != wire::EntryKind::file || found == static_cast<int64_t>(e.size)) continue;
+        log_.write("resume_part_resized", {{"transfer", id}, {"entry", i}, {"found", found}, {"size", e.size}});
+        note("resume: '" + security::printable_path(t->tree->temp_path(i)) + "' " +
+             (found < 0 ? "was missing" : "had " + std::to_string(found) + " bytes") + ", its file has " +
+             std::to_string(e.size) + ": its held bytes are checked on disk, what differs is fetched again");
+      }
+    }
+    // Nothing held counts before it is read back and matches its hash.
+    files::HeldVerifyResult v = files::verify_held(*t->tree, claimed, t->offer.hash, {0, &interrupted_});
+    if (v.cancelled) {
+      // The journal is left as it was (its claims unchecked, not dropped): the next run checks them.
+      wire::Refuse r{id, wire::RefuseReason::busy, "the receiver was interrupted"};
+      (void)reply(c.lane_id, r);
+      return;
+    }
+    files::HeldRanges held = std::move(v.verified);
+    t->reverified_bytes = held.bytes();
+    t->refetched_bytes = loaded.bytes() - held.bytes();
+    t->resume_check_seconds = v.seconds;
+    for (const auto& f : v.failed)
+      log_.write("resume_mismatch", {{"transfer", id}, {"offset", f.offset}, {"length", f.length}});
+    if (!v.failed.empty())
+      note("resume: " + std::to_string(v.failed_bytes) + " bytes held from an earlier run (" +
+           std::to_string(v.failed.size()) + " ranges) differ from what was verified then: fetched again");
     // The journal now says exactly what the accept says: nothing the sender
-    // is not told about can stay claimed.
+    // is not told about can stay claimed — a range that failed the read-back
+    // loses its claim here, durably, before anything is written over it.
     if (const int err = journal->rewrite(held.records()); err != 0) {
       log_.write("resume_off", {{"transfer", id}, {"reason", std::string("cannot rewrite the resume journal: ") +
                                                                std::strerror(err)}});
@@ -636,8 +745,10 @@ void ReceiverSession::handle_offer(const Control& c) {
     for (const auto& r : held.records()) accept.held.push_back(wire::HeldRange{r.offset, r.length, r.hash});
     if (!loaded.empty())
       log_.write("resume", {{"transfer", id}, {"held_ranges", held.size()}, {"held_bytes", held.bytes()},
-                            {"dropped_ranges", loaded.size() - held.size()}, {"journal_records_dropped",
-                                                                                journal->dropped_records()}});
+                            {"dropped_ranges", loaded.size() - held.size()},
+                            {"journal_records_dropped", journal->dropped_records()},
+                            {"reverified_bytes", t->reverified_bytes}, {"refetched_bytes", t->refetched_bytes},
+                            {"mismatched_ranges", v.failed.size()}, {"check_seconds", v.seconds}});
     t->resume = std::make_unique<files::ResumeRecorder>(std::move(journal), *t->tree, std::move(held));
   }
   {
@@ -750,6 +861,11 @@ void ReceiverSession::handle_done(const Control& c) {
   rep.bytes = total;
   rep.seconds = seconds;
   rep.resumed_bytes = resumed;
+  rep.reverified_bytes = t->reverified_bytes;
+  rep.refetched_bytes = t->refetched_bytes;
+  rep.resume_check_seconds = t->resume_check_seconds;
+  rep.held_bytes = total;
+  for (const auto& l : t->tree->skipped_links()) rep.skipped.push_back(SkippedEntry{l.path, l.reason, l.target});
   rep.rate_bytes_per_sec = seconds > 0 ? static_cast<double>(total - resumed) / seconds : 0;  // what crossed the network
   rep.verified = true;
   rep.status = "verified";

@@ -4,6 +4,7 @@
 // transfer's root hash and puts its files in place.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -38,6 +39,8 @@ struct ReceiverConfig {
   /// hold a chunk-sized piece buffer (up to 64 MiB), so a peer cannot make
   /// the receiver hold more than this many of them.
   size_t max_lanes = 64;
+  /// Which symlinks of an offer are created (`recv --links`, files/link_policy.hpp).
+  files::LinkPolicy links = files::LinkPolicy::safe;
 };
 
 class ReceiverSession {
@@ -58,7 +61,15 @@ class ReceiverSession {
   uint64_t id() const { return session_id_; }
   /// 0 if every transfer verified, else the exit code of the first failure.
   int outcome() const;
+  /// Every finished transfer's report, then one for each transfer accepted
+  /// and not finished (status "interrupted", "failed" or "incomplete", with
+  /// the bytes it holds verified on disk for the next run).
   std::vector<TransferReport> reports() const;
+  /// From any thread (SIGINT/SIGTERM): tells the sender `reason` (an error
+  /// message), closes every lane with it, and makes run() end — which
+  /// commits each unfinished transfer's resume journal and releases it. An
+  /// offer whose held ranges are being read back stops and is refused.
+  void interrupt(const std::string& reason);
   uint64_t rejected_frames() const;
 
  private:
@@ -123,6 +134,7 @@ class ReceiverSession {
   std::vector<TransferReport> reports_;
   int outcome_ = 0;
   bool ending_ = false;
+  std::atomic<bool> interrupted_{false};
   // Last: it runs jobs that use everything above. UDP lanes' finished
   // pieces and their replies run here, off the shared port's I/O thread,
   // which serves other sessions' lanes too.

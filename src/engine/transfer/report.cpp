@@ -50,9 +50,17 @@ nlohmann::json to_json(const LaneReport& l) {
   return j;
 }
 
+nlohmann::json to_json(const SkippedEntry& e) {
+  nlohmann::json j = {{"path", e.path}, {"reason", e.reason}};
+  if (!e.link_target.empty()) j["link_target"] = e.link_target;
+  return j;
+}
+
 nlohmann::json to_json(const TransferReport& r) {
   nlohmann::json lanes = nlohmann::json::array();
   for (const auto& l : r.lanes) lanes.push_back(to_json(l));
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const auto& e : r.skipped) skipped.push_back(to_json(e));
   return {{"role", r.role},
           {"transfer_id", r.transfer_id},
           {"peer", r.peer},
@@ -63,6 +71,11 @@ nlohmann::json to_json(const TransferReport& r) {
           {"bytes", r.bytes},
           {"resumed_bytes", r.resumed_bytes},
           {"resume_rejected_bytes", r.resume_rejected_bytes},
+          {"reverified_bytes", r.reverified_bytes},
+          {"refetched_bytes", r.refetched_bytes},
+          {"resume_check_seconds", r.resume_check_seconds},
+          {"held_bytes", r.held_bytes},
+          {"skipped", skipped},
           {"seconds", r.seconds},
           {"rate_bytes_per_sec", r.rate_bytes_per_sec},
           {"rate_mbit_per_sec", r.rate_bytes_per_sec * 8 / 1e6},

@@ -62,6 +62,15 @@ struct LaneReport {
   std::string close_reason;
 };
 
+/// Something not sent or not created, and why: a source the sender skipped
+/// (a FIFO, a device, an unreadable file), a link the receiver did not
+/// create (--links).
+struct SkippedEntry {
+  std::string path;
+  std::string reason;
+  std::string link_target;  // links only
+};
+
 struct TransferReport {
   std::string role;  // "send" or "recv"
   uint32_t transfer_id = 0;
@@ -73,6 +82,15 @@ struct TransferReport {
   uint64_t bytes = 0;          // the transfer's bytes, all of them in place when verified
   uint64_t resumed_bytes = 0;  // of which held from an earlier run (not sent again)
   uint64_t resume_rejected_bytes = 0;  // send: held by the receiver but changed here (sent again)
+  // recv, resume: what the journal claimed, read back from disk and hashed before the accept.
+  uint64_t reverified_bytes = 0;  // matched: not sent again
+  uint64_t refetched_bytes = 0;   // claimed, but the disk no longer held it so: sent again
+  double resume_check_seconds = 0;
+  /// recv, a transfer that did not finish: the bytes its resume journal
+  /// claims (verified and durable, this run's and those held from earlier):
+  /// what the next run resumes, once they read back right.
+  uint64_t held_bytes = 0;
+  std::vector<SkippedEntry> skipped;  // recv: links not created (--links)
   double seconds = 0;
   double rate_bytes_per_sec = 0;  // (bytes - resumed_bytes) / seconds: what crossed the network
   bool verified = false;
@@ -85,6 +103,7 @@ struct TransferReport {
 };
 
 nlohmann::json to_json(const LaneReport& l);
+nlohmann::json to_json(const SkippedEntry& e);
 nlohmann::json to_json(const TransferReport& r);
 
 }  // namespace braid::transfer

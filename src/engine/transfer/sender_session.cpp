@@ -582,6 +582,17 @@ void SenderSession::tcp_pacing_loop() {
   }
 }
 
+void SenderSession::interrupt(const std::string& reason) {
+  std::lock_guard lock(mu_);
+  if (!machine_) return;
+  machine_->interrupt(reason, now());
+  drain_locked();
+  if (!active_) {
+    // Between transfers: whatever waits on a lane returns.
+    for (auto& [id, l] : lanes_) l->close(reason);
+  }
+}
+
 void SenderSession::close() {
   std::vector<Connector> connectors;
   {

@@ -113,6 +113,11 @@ class SenderSession : private DataLaneEvents {
   OfferAnswer offer_only(wire::Offer offer);
   /// Says bye and closes every lane.
   void close();
+  /// From any thread (SIGINT/SIGTERM): tells the receiver `reason` (an error
+  /// message: it commits what it verified and says so) and fails the running
+  /// transfer with it, so send() returns; between transfers the lanes are
+  /// shut, so whatever waits on them returns too. close() still follows.
+  void interrupt(const std::string& reason);
 
   size_t live_lanes() const;
   std::string peer_name() const { return peer_name_; }

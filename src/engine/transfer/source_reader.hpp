@@ -19,6 +19,7 @@ class SourceReader final : public PieceSource {
  public:
   SourceReader(uint32_t id, const files::SourceTree& tree, wire::HashAlgo hash)
       : id_(id),
+        tree_(tree),
         hash_(hash),
         layout_(tree.entries),
         fds_(512, [&tree](size_t entry, std::string& error) {
@@ -38,19 +39,29 @@ class SourceReader final : public PieceSource {
         ssize_t got = ::pread(fd->get(), p, left, static_cast<off_t>(at));
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) {
-          error = got == 0 ? "a file shrank while it was being sent" : std::string("read failed: ") + std::strerror(errno);
+          error = got == 0 ? "'" + tree_.local_paths[x.entry] + "' shrank while it was being sent"
+                           : std::string("read failed: ") + std::strerror(errno);
           return false;
         }
         p += got;
         at += static_cast<uint64_t>(got);
         left -= static_cast<uint64_t>(got);
       }
+      // After a file's last bytes are read: if it changed since the scan
+      // (grew, shrank, was written to), what was sent is not the file —
+      // say so rather than deliver a silently cut or mixed copy.
+      if (x.file_offset + x.length == tree_.entries[x.entry].size)
+        if (auto why = files::check_unchanged(tree_, x.entry, fd->get())) {
+          error = *why;
+          return false;
+        }
       return true;
     });
   }
 
  private:
   uint32_t id_;
+  const files::SourceTree& tree_;  // outlives the transfer (the caller's)
   wire::HashAlgo hash_;
   files::FileLayout layout_;
   files::FdCache fds_;

@@ -1,0 +1,249 @@
+// The sender's manifest: what it skips (FIFOs, sockets, devices, unreadable
+// entries, link loops), following links, and the check that a file is still
+// what the manifest saw after it was read.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <fstream>
+#include <thread>
+
+#include "engine/files/source_tree.hpp"
+
+namespace braid::files {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Scratch {
+ public:
+  Scratch() {
+    std::string tmpl = fs::temp_directory_path().string() + "/braid-src-XXXXXX";
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::permissions(path_, fs::perms::all, ec);
+    fs::remove_all(path_, ec);
+  }
+  fs::path operator/(const std::string& p) const { return path_ / p; }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+void write_file(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+const SkippedSource* skipped(const ScanResult& r, const std::string& leaf) {
+  for (const auto& s : r.skipped)
+    if (fs::path(s.path).filename() == leaf) return &s;
+  return nullptr;
+}
+
+bool listed(const ScanResult& r, const std::string& rel) {
+  for (const auto& e : r.tree.entries)
+    if (e.path == rel) return true;
+  return false;
+}
+
+TEST(SourceTree, FifosSocketsAndDevicesAreSkippedWithTheirReason) {
+  Scratch s;
+  fs::create_directory(s / "t");
+  write_file(s / "t/a.txt", "hello");
+  ASSERT_EQ(::mkfifo((s / "t/fifo").c_str(), 0644), 0);
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string sp = (s / "t/sock").string();
+  ASSERT_LT(sp.size(), sizeof addr.sun_path);
+  std::memcpy(addr.sun_path, sp.c_str(), sp.size() + 1);
+  ASSERT_EQ(::bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ::close(sock);
+  const bool device = ::mknod((s / "t/null").c_str(), S_IFCHR | 0644, makedev(1, 3)) == 0;
+  if (!device) std::cout << "[ note ] mknod failed (" << std::strerror(errno) << ", needs root): no device in the tree\n";
+
+  ScanResult r = scan_sources({(s / "t").string()});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_TRUE(listed(r, "t/a.txt"));
+  EXPECT_FALSE(listed(r, "t/fifo"));
+  EXPECT_FALSE(listed(r, "t/sock"));
+  ASSERT_TRUE(skipped(r, "fifo"));
+  EXPECT_EQ(skipped(r, "fifo")->reason, "a FIFO (named pipe)");
+  ASSERT_TRUE(skipped(r, "sock"));
+  EXPECT_EQ(skipped(r, "sock")->reason, "a socket");
+  if (device) {
+    ASSERT_TRUE(skipped(r, "null"));
+    EXPECT_EQ(skipped(r, "null")->reason, "a character device");
+  }
+  EXPECT_EQ(r.tree.file_count, 1u);
+  EXPECT_EQ(r.tree.stamps.size(), r.tree.entries.size());
+
+  // --strict-sources: the first one is an error, nothing is sent.
+  ScanResult strict = scan_sources({(s / "t").string()}, ScanOptions{false, true});
+  EXPECT_FALSE(strict.ok());
+  EXPECT_NE(strict.error.find("--strict-sources"), std::string::npos) << strict.error;
+
+  // A PATH that is a FIFO: skipped, and with nothing left, an error.
+  ScanResult only = scan_sources({(s / "t/fifo").string()});
+  EXPECT_FALSE(only.ok());
+  EXPECT_NE(only.error.find("nothing to send"), std::string::npos) << only.error;
+}
+
+TEST(SourceTree, AnUnreadableFileOrDirectoryIsSkipped) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads any file (integration.sources.* drops the capability instead)";
+  Scratch s;
+  fs::create_directories(s / "t/closed");
+  write_file(s / "t/secret", "x");
+  write_file(s / "t/closed/inside", "y");
+  fs::permissions(s / "t/secret", fs::perms::none);
+  fs::permissions(s / "t/closed", fs::perms::none);
+  ScanResult r = scan_sources({(s / "t").string()});
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_TRUE(skipped(r, "secret"));
+  EXPECT_NE(skipped(r, "secret")->reason.find("cannot open"), std::string::npos);
+  ASSERT_TRUE(skipped(r, "closed"));
+  EXPECT_FALSE(listed(r, "t/closed"));
+  fs::permissions(s / "t/closed", fs::perms::owner_all);
+}
+
+TEST(SourceTree, LinksAreSentAsLinksOrFollowedAndLoopsAreRefused) {
+  Scratch s;
+  fs::create_directories(s / "t/dir");
+  fs::create_directories(s / "outside");
+  write_file(s / "t/dir/f", "in dir");
+  write_file(s / "outside/o", "outside");
+  fs::create_symlink("dir/f", s / "t/to-file");
+  fs::create_symlink("../outside", s / "t/to-dir");
+  fs::create_symlink("..", s / "t/dir/up");  // a loop when followed
+  fs::create_symlink("missing", s / "t/broken");
+
+  ScanResult plain = scan_sources({(s / "t").string()});
+  ASSERT_TRUE(plain.ok()) << plain.error;
+  EXPECT_TRUE(plain.skipped.empty());
+  for (const auto& e : plain.tree.entries) {
+    if (e.path == "t/to-file" || e.path == "t/to-dir" || e.path == "t/dir/up" || e.path == "t/broken") {
+      EXPECT_EQ(e.kind, wire::EntryKind::symlink) << e.path;
+    }
+  }
+
+  ScanResult followed = scan_sources({(s / "t").string()}, ScanOptions{true, false});
+  ASSERT_TRUE(followed.ok()) << followed.error;
+  std::map<std::string, size_t> at;
+  for (size_t i = 0; i < followed.tree.entries.size(); ++i) at[followed.tree.entries[i].path] = i;
+  ASSERT_TRUE(at.count("t/to-file"));
+  EXPECT_EQ(followed.tree.entries[at["t/to-file"]].kind, wire::EntryKind::file);
+  EXPECT_EQ(followed.tree.entries[at["t/to-file"]].size, 6u);
+  // The file itself, so the sender's open (O_NOFOLLOW) opens it.
+  EXPECT_EQ(fs::path(followed.tree.local_paths[at["t/to-file"]]), fs::canonical(s / "t/dir/f"));
+  EXPECT_GE(::open(followed.tree.local_paths[at["t/to-file"]].c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC), 0);
+  ASSERT_TRUE(at.count("t/to-dir"));
+  EXPECT_EQ(followed.tree.entries[at["t/to-dir"]].kind, wire::EntryKind::directory);
+  ASSERT_TRUE(at.count("t/to-dir/o"));
+  EXPECT_EQ(followed.tree.entries[at["t/to-dir/o"]].kind, wire::EntryKind::file);
+  EXPECT_FALSE(at.count("t/dir/up"));
+  ASSERT_TRUE(skipped(followed, "up"));
+  EXPECT_NE(skipped(followed, "up")->reason.find("symlink loop"), std::string::npos);
+  ASSERT_TRUE(skipped(followed, "broken"));
+  EXPECT_NE(skipped(followed, "broken")->reason.find("broken symlink"), std::string::npos);
+
+  ScanResult strict = scan_sources({(s / "t").string()}, ScanOptions{true, true});
+  EXPECT_FALSE(strict.ok());
+}
+
+// ---- a file that changes while it is read -------------------------------------
+
+struct OneFile {
+  Scratch s;
+  fs::path file = s / "f.bin";
+  ScanResult scan;
+  explicit OneFile(const std::string& text = std::string(1000, 'a')) {
+    write_file(file, text);
+    scan = scan_sources({file.string()});
+  }
+};
+
+TEST(CheckUnchanged, NothingChangedSaysNothing) {
+  OneFile f;
+  ASSERT_TRUE(f.scan.ok());
+  EXPECT_FALSE(check_unchanged(f.scan.tree, 0));
+  const int fd = ::open(f.file.c_str(), O_RDONLY | O_CLOEXEC);
+  char buf[1000];
+  ASSERT_EQ(::read(fd, buf, sizeof buf), 1000);
+  EXPECT_FALSE(check_unchanged(f.scan.tree, 0, fd));  // reading changes none of it
+  ::close(fd);
+}
+
+TEST(CheckUnchanged, AFileThatGrewOrShrankIsCaught) {
+  {
+    OneFile f;
+    std::ofstream(f.file, std::ios::app) << "more";
+    auto why = check_unchanged(f.scan.tree, 0);
+    ASSERT_TRUE(why);
+    EXPECT_NE(why->find("grew from 1000 to 1004 bytes"), std::string::npos) << *why;
+  }
+  {
+    OneFile f;
+    const int fd = ::open(f.file.c_str(), O_RDONLY | O_CLOEXEC);
+    fs::resize_file(f.file, 10);
+    auto why = check_unchanged(f.scan.tree, 0, fd);
+    ::close(fd);
+    ASSERT_TRUE(why);
+    EXPECT_NE(why->find("shrank from 1000 to 10 bytes"), std::string::npos) << *why;
+  }
+}
+
+TEST(CheckUnchanged, AWriteThatKeepsTheSizeIsCaughtByItsTimes) {
+  OneFile f;
+  // Times are compared to the nanosecond; the write comes after the manifest's stat.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  {
+    std::fstream io(f.file, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(500);
+    io << "b";
+  }
+  auto why = check_unchanged(f.scan.tree, 0);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("modification time"), std::string::npos) << *why;
+}
+
+TEST(CheckUnchanged, AnMtimeSetBackIsStillCaughtByTheChangeTime) {
+  OneFile f;
+  const FileStamp was = f.scan.tree.stamps[0];
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  {
+    std::fstream io(f.file, std::ios::in | std::ios::out | std::ios::binary);
+    io << "z";
+  }
+  const timespec times[2] = {was.mtime, was.mtime};  // as a tool that "keeps" the mtime does
+  ASSERT_EQ(::utimensat(AT_FDCWD, f.file.c_str(), times, 0), 0);
+  auto why = check_unchanged(f.scan.tree, 0);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("change time"), std::string::npos) << *why;
+}
+
+TEST(CheckUnchanged, AFileReplacedUnderItsNameIsCaughtByPath) {
+  OneFile f;
+  const int fd = ::open(f.file.c_str(), O_RDONLY | O_CLOEXEC);
+  write_file(f.s / "new", std::string(1000, 'a'));
+  fs::rename(f.s / "new", f.file);
+  ::close(fd);  // (its fd still reads the old file, whose change time moved when it lost its name)
+  auto why = check_unchanged(f.scan.tree, 0);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("another file"), std::string::npos) << *why;
+  fs::remove(f.file);
+  why = check_unchanged(f.scan.tree, 0);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("can no longer be found"), std::string::npos) << *why;
+}
+
+}  // namespace
+}  // namespace braid::files
