@@ -26,7 +26,15 @@ start_recv() {
 }
 
 send() {
-  XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code clean-test --json "$W/send.json" "$@" "127.0.0.1:$PORT" \
+  # KILL_AT=BYTES: the test kills the sender (SIGKILL) once its log shows
+  # that many bytes acked (kill_when.py), paced so the moment can be caught.
+  local KILL_WRAP=()
+  if [ -n "${KILL_AT:-}" ]; then
+    rm -f "$W/send.log"
+    KILL_WRAP=(python3 "$(dirname "$0")/kill_when.py" "$W/send.log" "$KILL_AT" --)
+    set -- --rate-limit 400Mbit/s --log "$W/send.log" "$@"
+  fi
+  XDG_CONFIG_HOME=$W/scfg "${KILL_WRAP[@]}" "$BRAID" send --code clean-test --json "$W/send.json" "$@" "127.0.0.1:$PORT" \
     > "$W/send.out" 2> "$W/send.err"
   SEND_RC=$?
 }
@@ -36,7 +44,7 @@ interrupted() {
   local before after
   before=$(ls -a "$W/dst" | grep '^\.braid-resume-' | sort)
   start_recv
-  BRAID_TEST_CRASH_AFTER=$((8 * MiB)) send "$1"
+  KILL_AT=$((8 * MiB)) send "$1"
   [ "$SEND_RC" -eq 137 ] || fail "the sender was to die, it exited $SEND_RC"
   wait_recv
   after=$(ls -a "$W/dst" | grep '^\.braid-resume-' | sort)

@@ -43,7 +43,15 @@ start_recv() {
 
 # send [args...]: the same command line every run (only the environment differs).
 send() {
-  XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code resume-test --json "$W/send.json" --log "$W/send.log" "$@" \
+  # KILL_AT=BYTES: the test kills the sender (SIGKILL) once its log shows
+  # that many bytes acked (kill_when.py), paced so the moment can be caught.
+  local KILL_WRAP=()
+  if [ -n "${KILL_AT:-}" ]; then
+    rm -f "$W/send.log"
+    KILL_WRAP=(python3 "$(dirname "$0")/kill_when.py" "$W/send.log" "$KILL_AT" --)
+    set -- --rate-limit 400Mbit/s "$@"
+  fi
+  XDG_CONFIG_HOME=$W/scfg "${KILL_WRAP[@]}" "$BRAID" send --code resume-test --json "$W/send.json" --log "$W/send.log" "$@" \
     "127.0.0.1:$PORT" > "$W/send.out" 2> "$W/send.err"
   SEND_RC=$?
 }
@@ -74,7 +82,7 @@ wire_bytes() { python3 -c "import json; print(sum(l['wire_bytes'] for l in json.
 crash_sender_after() {
   local after=$1; shift
   start_recv
-  BRAID_TEST_CRASH_AFTER=$after send "$@"
+  KILL_AT=$after send "$@"
   [ "$SEND_RC" -eq 137 ] || fail "the sender was to die of SIGKILL, it exited $SEND_RC"
   wait_recv
   [ "$RECV_RC" -ne 0 ] || fail "the receiver reported success for an interrupted transfer"

@@ -6,15 +6,6 @@
 
 namespace braid::session {
 
-const char* lane_kind_name(LaneKind k) {
-  switch (k) {
-    case LaneKind::tcp: return "tcp";
-    case LaneKind::udp: return "udp";
-    case LaneKind::stream: return "stream";
-  }
-  return "?";
-}
-
 namespace {
 LaneTraits default_traits(LaneKind k) {
   switch (k) {

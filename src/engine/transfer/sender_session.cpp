@@ -372,7 +372,6 @@ void SenderSession::on_message(LaneNo lane, const session::ToSender& msg) {
   if (const auto* e = std::get_if<wire::ErrorMessage>(&msg)) peer_error_ = *e;
   machine_->handle_message(lane, msg, now());
   if (std::holds_alternative<wire::Ack>(msg) || std::holds_alternative<wire::LaneAck>(msg)) {
-    crash_if_asked_locked();
     log_progress_locked();
   }
   drain_locked();
@@ -405,7 +404,6 @@ void SenderSession::on_piece_delivered(LaneNo lane, uint32_t transfer, core::Pie
   std::lock_guard lock(mu_);
   if (!active_ || active_->id != transfer) return;
   machine_->handle_piece_delivered(lane, piece, now());
-  crash_if_asked_locked();
   log_progress_locked();
   drain_locked();
 }
@@ -472,7 +470,6 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
   t.id = *id;
   t.source = std::make_shared<SourceReader>(t.id, tree, opts.hash);
   t.start = now();
-  if (const char* c = std::getenv("BRAID_TEST_CRASH_AFTER")) t.crash_after = std::strtoull(c, nullptr, 10);
   if (opts.progress) t.progress = std::make_unique<ProgressLine>();
   // What each lane carried before this transfer (a lane that opens later starts from zero).
   for (const auto& [lid, l] : lanes_) t.at_start[lid] = l->counters();
@@ -549,19 +546,6 @@ void SenderSession::bury_closed_lanes() {
   dead.clear();  // joins their threads; their last events take mu_
   for (auto& t : finished) t.join();
 }
-
-// BRAID_TEST_CRASH_AFTER=BYTES: the end-to-end tests interrupt a transfer the
-// hardest way — the process dies (SIGKILL, no cleanup) once BYTES of this
-// run were acked.
-void SenderSession::crash_if_asked_locked() {
-  if (!active_ || active_->crash_after == UINT64_MAX || !machine_->scheduler()) return;
-  const uint64_t delivered = machine_->scheduler()->plan().delivered_bytes().count();
-  if (delivered - machine_->resumed_bytes() < active_->crash_after) return;
-  log_.write("test_crash", {{"transfer", active_->id}, {"delivered", delivered}});
-  std::raise(SIGKILL);
-}
-
-// ---- --background on TCP lanes ---------------------------------------------------------
 
 void SenderSession::tcp_pacing_loop() {
   auto next = std::chrono::steady_clock::now();

@@ -146,7 +146,6 @@ class SenderSession : private DataLaneEvents {
   /// threads' last events take it).
   void bury_closed_lanes();
   void tcp_pacing_loop();
-  void crash_if_asked_locked();
   void log_progress_locked();
   void log_sample_locked();
   void draw_progress_locked(bool final);

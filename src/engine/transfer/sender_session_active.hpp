@@ -26,8 +26,6 @@ struct SenderActive {
   std::map<LaneNo, DataLaneCounters> at_start;
   std::map<LaneNo, Time> first_send;
   std::map<LaneNo, std::string> names;  // lanes seen in this transfer (for the report, even once closed)
-  // BRAID_TEST_CRASH_AFTER: die like a crash once this many bytes of this run were acked.
-  uint64_t crash_after = UINT64_MAX;
 };
 
 }  // namespace braid::transfer
