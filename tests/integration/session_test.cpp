@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -298,6 +299,57 @@ TEST_F(SessionFixture, LanesBeyondTheReceiversCapAreRefusedWithTheReasonAndTheTr
   count(opened, refused);
   EXPECT_EQ(opened, 2u);   // 5 lanes asked, 2 taken
   EXPECT_EQ(refused, 3u);  // and the sender was told why for each of the others
+}
+
+}  // namespace
+}  // namespace braid::transfer
+
+namespace braid::transfer {
+namespace {
+
+// The source changed after a piece was hashed (the fault flips the last data
+// byte of lane 0's 10th data frame once its hash is taken): the transfer
+// fails loudly, the file never stands under its final name, and no byte of
+// that piece reached the disk — every block of the kept .part is the
+// source's or was never written.
+struct FlipAfterHash : lanes::FrameFaults {
+  void before_seal(uint32_t lane, uint64_t frame, std::span<uint8_t> payload) override {
+    if (lane == 0 && frame == 9 && payload.size() > wire::PieceHeader::kSize) payload.back() ^= 0x01;
+  }
+};
+
+TEST_F(SessionFixture, APieceWhoseBytesDoNotMatchItsHashFailsAndNeverReachesTheDisk) {
+  const fs::path src = tmp / "src/big.bin";
+  testing::write_random_file(src, 6 << 20, 9);
+  RunningReceiver r(dst, recv_cfg, "bad-piece", false, 1);
+  ConnectOptions co;
+  co.remote = r.address();
+  co.code = "bad-piece";
+  co.streams = 1;
+  co.max_lanes = 1;
+  co.config_dir = send_cfg;
+  co.frame_faults = std::make_shared<FlipAfterHash>();
+  auto c = SenderSession::connect(co, log);
+  ASSERT_TRUE(std::holds_alternative<std::unique_ptr<SenderSession>>(c));
+  auto s = std::move(std::get<0>(c));
+  auto out = s->send(scan({src}), TransferOptions{});
+  EXPECT_EQ(out.exit_code, kExitVerifyFailed) << out.message;
+  EXPECT_NE(out.message.find("did not match"), std::string::npos) << out.message;
+  s->close();
+  EXPECT_FALSE(fs::exists(dst / "big.bin"));
+  std::ifstream a(src, std::ios::binary);
+  std::string want((std::istreambuf_iterator<char>(a)), {});
+  for (const auto& e : fs::directory_iterator(dst)) {
+    if (e.path().extension() != ".part") continue;
+    std::ifstream b(e.path(), std::ios::binary);
+    std::string got((std::istreambuf_iterator<char>(b)), {});
+    for (size_t at = 0; at < got.size(); at += 4096) {
+      const std::string_view blk(got.data() + at, std::min<size_t>(4096, got.size() - at));
+      const bool zero = blk.find_first_not_of('\0') == std::string_view::npos;
+      EXPECT_TRUE(zero || std::string_view(want).substr(at, blk.size()) == blk) << "block at " << at;
+    }
+  }
+  EXPECT_TRUE(nothing_outside());
 }
 
 }  // namespace

@@ -18,26 +18,6 @@ namespace {
 
 using security::FrameStatus;
 
-struct Hooks {
-  long corrupt_lane = -1, corrupt_frame = -1;
-  long kill_lane = -1;
-  unsigned long long kill_after = 0;
-  long stale_lane = -1;
-  long flip_lane = -1, flip_frame = -1;
-
-  Hooks() {
-    if (const char* s = std::getenv("BRAID_TEST_CORRUPT_FRAME")) std::sscanf(s, "%ld:%ld", &corrupt_lane, &corrupt_frame);
-    if (const char* s = std::getenv("BRAID_TEST_KILL_LANE")) std::sscanf(s, "%ld:%llu", &kill_lane, &kill_after);
-    if (const char* s = std::getenv("BRAID_TEST_STALE_FRAMES")) std::sscanf(s, "%ld", &stale_lane);
-    if (const char* s = std::getenv("BRAID_TEST_FLIP_DATA")) std::sscanf(s, "%ld:%ld", &flip_lane, &flip_frame);
-  }
-};
-
-const Hooks& hooks() {
-  static const Hooks h;
-  return h;
-}
-
 }  // namespace
 
 std::unique_ptr<LaneLink> LaneLink::create(security::UniqueFd fd, uint64_t session_id, uint32_t lane_id,
@@ -56,18 +36,17 @@ std::unique_ptr<LaneLink> LaneLink::create(security::UniqueFd fd, uint64_t sessi
     return nullptr;
   }
   return std::unique_ptr<LaneLink>(new LaneLink(std::move(fd), lane_id, session_id, std::move(sealer.value()),
-                                                std::move(opener.value()), secret, role));
+                                                std::move(opener.value()), role));
 }
 
 LaneLink::LaneLink(security::UniqueFd fd, uint32_t lane_id, uint64_t session_id, security::FrameSealer sealer,
-                   security::FrameOpener opener, const security::LaneSecret& secret, security::Role role)
+                   security::FrameOpener opener, security::Role role)
     : fd_(std::move(fd)),
       lane_id_(lane_id),
       session_id_(session_id),
       role_(role),
       sealer_(std::move(sealer)),
       opener_(std::move(opener)) {
-  if (hooks().stale_lane == static_cast<long>(lane_id)) secret_ = secret;
   struct stat st{};
   socket_ = ::fstat(fd_.get(), &st) != 0 || S_ISSOCK(st.st_mode);
   if (!socket_) ::fcntl(fd_.get(), F_SETFL, ::fcntl(fd_.get(), F_GETFL) | O_NONBLOCK);
@@ -152,11 +131,6 @@ bool LaneLink::write_frame(std::span<const uint8_t> bytes) {
     return false;
   }
   bytes_sent_.fetch_add(bytes.size(), std::memory_order_relaxed);
-  const Hooks& h = hooks();
-  if (h.kill_lane == static_cast<long>(lane_id_) && bytes_sent() >= h.kill_after) {
-    // Like `ss -K`: the lane's socket dies under the engine's feet.
-    ::shutdown(fd_.get(), SHUT_RDWR);
-  }
   return true;
 }
 
@@ -173,41 +147,12 @@ bool LaneLink::send_in_place(wire::FrameType type, std::span<uint8_t> frame, siz
   std::span<uint8_t> sealed = frame.first(total);
   std::lock_guard lock(send_mu_);
   if (shut_) return false;
-  const Hooks& h = hooks();
-  if (h.flip_lane == static_cast<long>(lane_id_) && h.flip_frame == static_cast<long>(data_frames_sent_) &&
-      payload_len > wire::PieceHeader::kSize)
-    sealed[security::kFrameHeaderSize + payload_len - 1] ^= 0x01;  // the data's last byte, after it was hashed
+  if (faults_) faults_->before_seal(lane_id_, data_frames_sent_, sealed.subspan(security::kFrameHeaderSize, payload_len));
   if (sealer_.seal(static_cast<uint8_t>(type), sealed.subspan(security::kFrameHeaderSize, payload_len), sealed) !=
       FrameStatus::ok)
     return false;
-  run_send_hooks(sealed);
+  ++data_frames_sent_;
   return write_frame(sealed);
-}
-
-void LaneLink::run_send_hooks(std::span<uint8_t> sealed) {
-  const Hooks& h = hooks();
-  const uint64_t n = data_frames_sent_++;
-  if (h.corrupt_lane == static_cast<long>(lane_id_) && h.corrupt_frame == static_cast<long>(n))
-    sealed[security::kFrameHeaderSize + 100] ^= 0x10;  // inside the ciphertext
-  if (h.stale_lane != static_cast<long>(lane_id_)) return;
-  if (n == 0) first_data_frame_.assign(sealed.begin(), sealed.end());
-  if (n != 4) return;
-  // 1. A replay of this lane's first data frame.
-  (void)write_frame(first_data_frame_);
-  // 2. A frame from "another session" (an older one): other id, other keys.
-  security::LaneSecret other;
-  RAND_bytes(other.data(), static_cast<int>(other.size()));
-  const auto dir = security::sending_direction(role_);
-  std::vector<uint8_t> junk(64, 0xAB), out(security::sealed_frame_size(64));
-  if (auto keys = security::derive_lane_keys(other, session_id_ ^ 0x5A5A, lane_id_); keys)
-    if (auto s = security::FrameSealer::create(keys.value().for_direction(dir), session_id_ ^ 0x5A5A, lane_id_, dir); s)
-      if (s.value().seal(static_cast<uint8_t>(wire::FrameType::piece_abort), junk, out) == FrameStatus::ok)
-        (void)write_frame(out);
-  // 3. A frame of this session sealed for another lane.
-  if (auto keys = security::derive_lane_keys(secret_, session_id_, lane_id_ + 1000); keys)
-    if (auto s = security::FrameSealer::create(keys.value().for_direction(dir), session_id_, lane_id_ + 1000, dir); s)
-      if (s.value().seal(static_cast<uint8_t>(wire::FrameType::piece_abort), junk, out) == FrameStatus::ok)
-        (void)write_frame(out);
 }
 
 Incoming LaneLink::read(const Landing* landing) {

@@ -12,14 +12,8 @@
 //   broken    forged/corrupted or the framing is gone: the lane must close;
 //   closed    the connection ended (EOF or a socket error).
 //
-// Test hooks (environment variables, read once; for the end-to-end tests):
-//   BRAID_TEST_CORRUPT_FRAME=LANE:N   flip one bit of the N-th data frame sent on lane LANE
-//   BRAID_TEST_KILL_LANE=LANE:BYTES   shut lane LANE's socket down after BYTES sent
-//   BRAID_TEST_FLIP_DATA=LANE:N       flip one bit of the N-th data frame's file bytes on lane LANE
-//                                     before it is sealed (as if the source changed after hashing)
-//   BRAID_TEST_STALE_FRAMES=LANE      after the 4th data frame on lane LANE, also send a
-//                                     replayed frame, one from another session and one
-//                                     for another lane
+// Faults come from outside: tests break lanes through a proxy
+// (tests/integration/fault_proxy.py) or, in-process, through FrameFaults.
 #pragma once
 
 #include <array>
@@ -60,6 +54,16 @@ struct Incoming {
   std::string reason;  // for rejected/broken/closed
 };
 
+/// A fault a test injects into a lane's outgoing data frames, in process
+/// (never set in production): a source that changed after it was hashed.
+class FrameFaults {
+ public:
+  virtual ~FrameFaults() = default;
+  /// Before the lane's `frame`-th data frame (from 0) is sealed; `payload`
+  /// (piece header and data) was hashed already and may be changed.
+  virtual void before_seal(uint32_t lane, uint64_t frame, std::span<uint8_t> payload) = 0;
+};
+
 class LaneLink {
  public:
   /// Takes over `fd` (a connected socket, already past any TLS handshake).
@@ -83,6 +87,8 @@ class LaneLink {
   bool send_in_place(wire::FrameType type, std::span<uint8_t> frame, size_t payload_len);
 
   Incoming read(const Landing* landing = nullptr);
+  /// In-process tests only (see FrameFaults).
+  void set_faults(std::shared_ptr<FrameFaults> faults) { faults_ = std::move(faults); }
 
   /// Ends the connection both ways (wakes a blocked reader and writer).
   void shutdown();
@@ -97,19 +103,17 @@ class LaneLink {
 
  private:
   LaneLink(security::UniqueFd fd, uint32_t lane_id, uint64_t session_id, security::FrameSealer sealer,
-           security::FrameOpener opener, const security::LaneSecret& secret, security::Role role);
+           security::FrameOpener opener, security::Role role);
   bool write_frame(std::span<const uint8_t> bytes);
   /// Whole-buffer I/O. A pty or a pipe has no shutdown(): on those the lane
   /// is non-blocking and polls, so that shutdown() still wakes both sides.
   bool send_bytes(const uint8_t* data, size_t len, int& err);
   bool recv_bytes(uint8_t* data, size_t len, int& err);
-  void run_send_hooks(std::span<uint8_t> sealed);
 
   security::UniqueFd fd_;
   uint32_t lane_id_;
   uint64_t session_id_;
   security::Role role_;
-  security::LaneSecret secret_;  // kept only for the stale-frame test hook
   std::mutex send_mu_;
   security::FrameSealer sealer_;
   security::FrameOpener opener_;
@@ -121,7 +125,7 @@ class LaneLink {
   std::array<std::atomic<uint64_t>, security::kFrameStatusCount> rejected_{};
   std::string send_error_;
   uint64_t data_frames_sent_ = 0;
-  std::vector<uint8_t> first_data_frame_;  // for the replay hook
+  std::shared_ptr<FrameFaults> faults_;
 };
 
 }  // namespace braid::lanes

@@ -30,14 +30,6 @@ namespace braid::transfer {
 
 namespace {
 
-// BRAID_TEST_DELAY_LANE=LANE:MS holds lane LANE's TCP connect back by MS
-// milliseconds, so a test can watch a lane open in the middle of a transfer.
-std::optional<std::chrono::milliseconds> test_lane_delay(uint32_t lane_id) {
-  const char* v = std::getenv("BRAID_TEST_DELAY_LANE");
-  long id = -1, ms = 0;
-  if (!v || std::sscanf(v, "%ld:%ld", &id, &ms) != 2 || id != static_cast<long>(lane_id) || ms <= 0) return std::nullopt;
-  return std::chrono::milliseconds(ms);
-}
 
 
 }  // namespace
@@ -114,6 +106,7 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   const lanes::Endpoint local = lanes::local_endpoint_of(fd.get());
   auto link = lanes::LaneLink::create(std::move(fd), s->session_id_, 0, s->secret_, security::Role::client, error);
   if (!link) return Failure{kExitFailure, error};
+  link->set_faults(opts.frame_faults);
   lanes::Incoming first = link->read();
   wire::Addresses addrs;
   if (first.status != lanes::ReadStatus::frame || first.type != wire::FrameType::addresses ||
@@ -213,7 +206,6 @@ void SenderSession::act(session::OpenLane& a) {
 }
 
 void SenderSession::connect_lane(session::LaneNo id, session::PathSpec path) {
-  if (const auto delay = test_lane_delay(id)) std::this_thread::sleep_for(*delay);
   LanePath where;
   {
     std::lock_guard lock(mu_);
@@ -243,6 +235,7 @@ void SenderSession::connect_lane(session::LaneNo id, session::PathSpec path) {
     machine_->handle_lane_failed(id, error, false, now());
     return drain_locked();
   }
+  link->set_faults(opts_.frame_faults);
   if (!machine_->expects_connect(id)) return;  // given up meanwhile (its join timed out): the link closes here
   const bool tcp = where.command.empty();
   uint32_t rtt_us = 0, retrans = 0;

@@ -29,6 +29,7 @@
 #include "core/session/sender.hpp"
 #include "engine/files/source_tree.hpp"
 #include "engine/lanes/endpoint.hpp"
+#include "engine/lanes/lane_link.hpp"
 #include "engine/transfer/data_lane.hpp"
 #include "engine/transfer/event_log.hpp"
 #include "engine/transfer/lane_paths.hpp"
@@ -73,6 +74,9 @@ struct ConnectOptions {
   size_t max_lanes = 16;
   std::optional<std::filesystem::path> config_dir;  // default: $XDG_CONFIG_HOME/braid
   int connect_timeout_ms = 10'000;
+  /// In-process tests only: a fault every TCP or stream lane's frames go
+  /// through (lanes::FrameFaults). Never set by the command line.
+  std::shared_ptr<lanes::FrameFaults> frame_faults;
 };
 
 struct TransferOptions {
