@@ -1482,42 +1482,67 @@ TransferReport SenderSession::build_report_locked(const files::SourceTree& tree)
 }
 
 void SenderSession::close() {
+  // The result is known: nothing here may wait on a lane whose path died.
+  // A lane's socket is shut down after at most kByeWait + kPeerCloseWait;
+  // shutdown(SHUT_RDWR) wakes every thread blocked in a send or recv on it,
+  // so the joins below wait only for threads that are already returning.
+  constexpr auto kByeWait = std::chrono::milliseconds(200);        // bye to the kernel: instant on a live lane
+  constexpr auto kPeerCloseWait = std::chrono::milliseconds(300);  // the receiver closes its lanes on bye: 1 RTT
   {
     std::lock_guard lock(mu_);
     if (closing_) return;
   }
-  (void)send_control(wire::Bye{});
+  // Bye on a thread of its own, waited for only a little: the control lane
+  // may be a dead path, whose full socket buffer — or a writer stuck in a
+  // send there, holding the lane's send lock — would block it until the
+  // kernel gives up on the connection (TCP_USER_TIMEOUT).
+  bool bye_done = false;
+  std::thread bye;
+  try {
+    bye = std::thread([this, &bye_done] {
+      (void)send_control(wire::Bye{});
+      std::lock_guard lock(mu_);
+      bye_done = true;
+      cv_.notify_all();
+    });
+  } catch (const std::system_error&) {
+    bye_done = true;  // no thread: no bye; the receiver sees the lanes close instead
+  }
   std::vector<std::thread> connectors;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, kByeWait, [&] { return bye_done; });
+    const bool bye_sent = bye_done;
     closing_ = true;
     cv_.notify_all();
     pacer_cv_.notify_all();
     connectors.swap(connectors_);
+    // The receiver answers bye by closing its lanes; wait a little for that
+    // (its log then shows a clean end), then close whatever is left.
+    if (bye_sent)
+      cv_.wait_for(lock, kPeerCloseWait, [&] {
+        for (auto& l : lanes_)
+          if (l->alive) return false;
+        return true;
+      });
   }
-  if (tcp_pacer_.joinable()) tcp_pacer_.join();
   // A lane still connecting adds nothing once closing_ is set (add_lane).
-  for (auto& t : connectors) t.join();
-  // The receiver answers bye by closing its lanes; wait a little for that,
-  // then close whatever is left.
-  {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, std::chrono::seconds(2), [&] {
-      for (auto& l : lanes_)
-        if (l->alive) return false;
-      return true;
-    });
-  }
   for (auto& l : lanes_) {
-    if (l->is_udp())
-      l->udp->close("session closed");
-    else
+    if (l->is_udp()) {
+      if (l->udp) l->udp->close("session closed");
+    } else {
       l->link->shutdown();
+    }
   }
+  if (bye.joinable()) bye.join();
+  if (tcp_pacer_.joinable()) tcp_pacer_.join();
   for (auto& l : lanes_) {
     if (l->reader.joinable()) l->reader.join();
     if (l->writer.joinable()) l->writer.join();
   }
+  // Bounded by the connect timeout (≤ 3 s) and the welcome's SO_RCVTIMEO;
+  // usually long done.
+  for (auto& t : connectors) t.join();
   // A UDP lane's destructor joins its I/O thread, whose events take mu_: not under it.
   for (auto& l : lanes_) {
     auto u = std::move(l->udp);  // l->udp is null while its thread's last events run
