@@ -29,6 +29,7 @@ struct RecvArgs {
   bool yes = false;
   bool once = false;
   size_t max_lanes = 64;
+  size_t max_sessions = 16;
   std::string json_file;
   std::string log_file;
   std::string links = "safe";
@@ -81,6 +82,7 @@ void run_recv(const RecvArgs& a) {
   o.once = a.once;
   o.max_lanes = a.max_lanes;
   o.links = *files::parse_link_policy(a.links);  // checked by the option
+  o.max_sessions = a.max_sessions;
   auto started = Receiver::start(o, log);
   if (auto* f = std::get_if<Failure>(&started)) finish(f->exit_code, f->message);
   auto receiver = std::move(std::get<0>(started));
@@ -112,6 +114,16 @@ void run_recv(const RecvArgs& a) {
     doc["all_verified"] = all && code == 0;
     doc["rejected_frames"] = receiver->rejected_frames();
     doc["refused_connections"] = receiver->refused_connections();
+    const ConnectionStats c = receiver->connection_stats();
+    doc["connections"] = {{"accepted", c.accepted},
+                          {"refused", c.refused},
+                          {"closed_silent", c.closed_silent},
+                          {"timed_out", c.timed_out},
+                          {"dropped_pending_full", c.dropped_pending_full},
+                          {"dropped_handshakes_full", c.dropped_handshakes_full},
+                          {"shed_no_fd", c.shed_no_fd},
+                          {"accept_pauses", c.accept_pauses},
+                          {"sessions_refused", c.sessions_refused}};
     // Datagrams on the shared UDP ports that no lane took: stray, foreign or forged.
     nlohmann::json ports = nlohmann::json::array();
     for (const auto& [address, st] : receiver->udp_port_stats())
@@ -164,6 +176,9 @@ void add_recv_command(CLI::App& app) {
                   "At start, remove what interrupted transfers left in DIR (.braid-* files) once no run resumed them "
                   "for this long (default 7d; off: never). A running transfer's are never touched")
       ->check([](const std::string& v) { return v == "off" ? std::string() : check_age(v); });
+  cmd->add_option("--max-sessions", args->max_sessions,
+                  "Most authenticated sessions served at once; one more is refused (default 16)")
+      ->check(CLI::Range(1, 4096));
   cmd->add_option("--json", args->json_file, "Write the final report as JSON to FILE");
   cmd->add_option("--log", args->log_file, "Write the activity log as JSON lines to FILE");
   cmd->callback([args] { run_recv(*args); });

@@ -15,6 +15,7 @@ ipv6_ok() { python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(
 
 # start_recv [extra recv args...]: starts the receiver, sets PORT.
 start_recv() {
+  rm -f "$W/recv.out"  # a second receiver must not be mistaken for the first
   local listen=(--listen 127.0.0.1:0)
   ipv6_ok && listen+=(--listen '[::1]:0')
   XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" "${listen[@]}" --once --json "$W/recv.json" \
@@ -66,20 +67,6 @@ same_trees() {
 
 json() { python3 -c "import json,sys; d=json.load(open('$1')); print($2)"; }
 
-# start_proxy [faults...]: a fault proxy (fault_proxy.py) in front of the
-# receiver's port; sets PROXY (its port). Faults come from outside the
-# binary, as a network or an attacker would cause them.
-start_proxy() {
-  rm -f "$W/proxy.port"
-  python3 "$(dirname "$0")/fault_proxy.py" "$W/proxy.port" "127.0.0.1:$PORT" "$@" 2> "$W/proxy.err" &
-  PROXY_PIDS+=($!)
-  for _ in $(seq 100); do [ -s "$W/proxy.port" ] && break; sleep 0.05; done
-  PROXY=$(cat "$W/proxy.port" 2>/dev/null)
-  [ -n "$PROXY" ] || fail "the fault proxy did not start"
-}
-PROXY_PIDS=()
-stop_proxies() { for p in "${PROXY_PIDS[@]}"; do kill "$p" 2>/dev/null; done; PROXY_PIDS=(); }
-trap 'stop_proxies; cleanup' EXIT
 
 small_tree() {
   mkdir -p "$W/src/t/sub"

@@ -15,6 +15,7 @@ workspace() {
 }
 
 cleanup() {
+  stop_proxies
   [ -n "$RECV_PID" ] && kill "$RECV_PID" 2>/dev/null
   rm -rf "$W"
 }
@@ -35,4 +36,23 @@ wait_recv() {
 # A seeded pseudo-random file of $2 bytes (AES-CTR keystream: fast, not sparse).
 random_file() {
   head -c "$2" /dev/zero | openssl enc -aes-128-ctr -nosalt -pass "pass:$3" -pbkdf2 2>/dev/null > "$1"
+}
+
+# start_proxy [faults...]: a fault proxy (fault_proxy.py) in front of the
+# receiver's 127.0.0.1:$PORT; sets PROXY (its port). Faults come from
+# outside the binary, as a network or an attacker would cause them.
+PROXY_PIDS=()
+start_proxy() {
+  rm -f "$W/proxy.port"
+  python3 "$(dirname "$0")/fault_proxy.py" "$W/proxy.port" "127.0.0.1:$PORT" "$@" 2> "$W/proxy.err" &
+  PROXY_PIDS+=($!)
+  local _
+  for _ in $(seq 100); do [ -s "$W/proxy.port" ] && break; sleep 0.05; done
+  PROXY=$(cat "$W/proxy.port" 2>/dev/null)
+  [ -n "$PROXY" ] || fail "the fault proxy did not start"
+}
+stop_proxies() {
+  local p
+  for p in "${PROXY_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  PROXY_PIDS=()
 }

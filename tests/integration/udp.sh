@@ -148,8 +148,11 @@ for _ in range(2000):
     # they go again over the TCP data lane, and every piece still verifies.
     make_file $((128 << 20))
     start_recv
-    BRAID_TEST_KILL_LANE=0:1200 send --lane "tcp:127.0.0.1=127.0.0.1:$PORT" --lane "udp:127.0.0.1=127.0.0.1:$PORT" \
-      "$W/src/data.bin" "127.0.0.1:$PORT"
+    # Lane 0 through a fault proxy that resets it 0.3 s in (the rate limit
+    # keeps the transfer going for seconds).
+    start_proxy --kill-after-ms 300
+    send --rate-limit 400Mbit/s --lane "tcp:127.0.0.1=127.0.0.1:$PORT" --lane "udp:127.0.0.1=127.0.0.1:$PORT" \
+      "$W/src/data.bin" "127.0.0.1:$PROXY"
     check_identical
     grep '"lane_closed"' "$W/send.log" | grep -q '"lane":0' || fail "lane 0 was not killed"
     grep '"ordered_lane"' "$W/send.log" | grep -q '"headers_resent":[1-9]' || fail "no headers were sent again"

@@ -152,6 +152,8 @@ void Sender::lane_open(Lane& l, Time now) {
       if (req.sent_on == UINT32_MAX) {
         req.sent_on = l.id;
         push(SendMessage{l.id, msg});
+        req.resend_after = resend_after(l.id);
+        req.resend_at = now + req.resend_after;
       }
   update_bootstrap_data(now);
   attach(l, now);
@@ -254,39 +256,85 @@ void Sender::update_bootstrap_data(Time now) {
 }
 
 // --rate-limit caps the whole transfer: an even share per live data lane.
+// A lane that stalled and has delivered nothing since (its path may be
+// dead, and TCP takes up to its user timeout to say so) shares only an
+// eighth of the cap with the other such lanes, so the live ones are not
+// held at a fraction of it; the sum never exceeds the cap.
 void Sender::split_rate() {
   if (!cfg_.rate_limit) return;
-  size_t n = 0;
-  for (const auto& l : lanes_) n += l.state == LaneState::open && l.data;
+  size_t healthy = 0, stalled = 0;
+  for (const auto& l : lanes_)
+    if (l.state == LaneState::open && l.data) (suspect(l) ? stalled : healthy) += 1;
+  const double limit = cfg_.rate_limit->bytes_per_second();
+  const double for_stalled = healthy > 0 && stalled > 0 ? limit / 8 : 0;
   for (auto& l : lanes_) {
     if (l.state != LaneState::open) continue;
     std::optional<Rate> want;
-    if (l.data && n > 0) want = Rate::bytes_per_sec(cfg_.rate_limit->bytes_per_second() / static_cast<double>(n));
+    if (l.data && healthy + stalled > 0) {
+      if (healthy == 0) want = Rate::bytes_per_sec(limit / static_cast<double>(stalled));
+      else if (suspect(l)) want = Rate::bytes_per_sec(for_stalled / static_cast<double>(stalled));
+      else want = Rate::bytes_per_sec((limit - for_stalled) / static_cast<double>(healthy));
+    }
     if (want == l.rate_cap) continue;
     l.rate_cap = want;
     push(SetLaneRate{l.id, want});
   }
 }
 
-std::optional<LaneNo> Sender::control_lane() const {
+bool Sender::suspect(const Lane& l) const {
+  return transfer_ && transfer_->sched && !transfer_->ended && l.sched &&
+         transfer_->sched->consecutive_stalls(*l.sched) > 0;
+}
+
+std::optional<LaneNo> Sender::control_lane() const { return control_lane_except(std::nullopt); }
+
+std::optional<LaneNo> Sender::control_lane_except(std::optional<LaneNo> avoid) const {
   // The live message lane with the lowest RTT its acks measured; before any
   // measurement, the lowest id (the handshake's hint would make the choice a
-  // coin toss between lanes of equal paths).
+  // coin toss between lanes of equal paths). A lane that stalled and has
+  // delivered nothing since comes last: its path may be dead, and a dead
+  // lane keeps the RTT it last measured.
+  // A lane not heard for a while when another was (longer than a few of its
+  // round trips) is passed over too: after the last acks, a dead lane that
+  // had nothing left in flight shows no stall, only silence.
+  Time freshest = Time::never();
+  for (const auto& l : lanes_)
+    if (l.state == LaneState::open && l.last_heard != Time::never() && (freshest == Time::never() || l.last_heard > freshest))
+      freshest = l.last_heard;
   std::optional<LaneNo> best;
   double best_rtt = 1e300;
   for (const auto& l : lanes_) {
-    if (l.state != LaneState::open || !l.traits.carries_messages) continue;
+    if (l.state != LaneState::open || !l.traits.carries_messages || l.id == avoid) continue;
     double rtt = 1e299;
+    Duration srtt = Duration::zero();
     if (transfer_ && transfer_->sched && l.sched) {
       const auto& est = transfer_->sched->estimator(*l.sched);
-      if (est.measured() && est.srtt().ns() > 0) rtt = est.srtt().to_seconds();
+      if (est.measured() && est.srtt().ns() > 0) {
+        rtt = est.srtt().to_seconds();
+        srtt = est.srtt();
+      }
     }
+    const Duration patience = std::max(Duration::millis(100), srtt * 4.0);
+    const bool quiet = freshest != Time::never() &&
+                       (l.last_heard == Time::never() ? true : freshest - l.last_heard > patience);
+    if (suspect(l)) rtt += 1e200;
+    if (quiet) rtt += 1e100;
     if (!best || rtt < best_rtt) {
       best = l.id;
       best_rtt = rtt;
     }
   }
   return best;
+}
+
+Duration Sender::resend_after(LaneNo lane) const {
+  // Several round trips of the lane (queueing behind data included), never
+  // under 1 s: a repeat costs little, the receiver answers it as before.
+  Duration rtt = Duration::zero();
+  const Lane* l = find(lane);
+  if (l && transfer_ && transfer_->sched && l->sched) rtt = transfer_->sched->planning_rtt(*l->sched);
+  if (l && rtt.ns() == 0 && l->traits.rtt_hint) rtt = *l->traits.rtt_hint;
+  return std::max(Duration::seconds(1), rtt * 8.0);
 }
 
 // A lane that carries messages (or will, once it joins): without one, no
@@ -330,17 +378,23 @@ void Sender::send_request(Request::Kind kind, ToReceiver msg, LaneNo udp_lane, T
   r.deadline = now + (kind == Request::Kind::udp_open ? cfg_.join_timeout : cfg_.answer_timeout);
   const auto lane = control_lane();
   r.sent_on = lane ? *lane : UINT32_MAX;  // sent when a message lane opens
-  if (lane) push(SendMessage{*lane, msg});
+  if (lane) {
+    push(SendMessage{*lane, msg});
+    r.resend_after = resend_after(*lane);
+    r.resend_at = now + r.resend_after;
+  }
   requests_.emplace_back(r, std::move(msg));
 }
 
-void Sender::resend_requests_from(LaneNo dead, Time) {
+void Sender::resend_requests_from(LaneNo dead, Time now) {
   for (auto& [req, msg] : requests_) {
     if (req.sent_on != dead) continue;
     const auto lane = control_lane();
     req.sent_on = lane ? *lane : UINT32_MAX;
     if (!lane) continue;
     push(SendMessage{*lane, msg});
+    req.resend_after = resend_after(*lane);
+    req.resend_at = now + req.resend_after;
     push(Note{"request_resent", *lane, "its lane " + std::to_string(dead) + " closed before the answer"});
   }
 }
@@ -356,7 +410,10 @@ std::vector<Sender::LaneView> Sender::lanes() const {
 // ---- messages ---------------------------------------------------------------------
 
 void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
-  if (Lane* l = find(on)) l->heard = true;
+  if (Lane* l = find(on)) {
+    l->heard = true;
+    l->last_heard = now;
+  }
   std::visit(
       [&](const auto& m) {
         using M = std::decay_t<decltype(m)>;
@@ -512,6 +569,7 @@ void Sender::drain_scheduler(Time now) {
   }
   maybe_finish(now);
   if (t.ended || t.phase != Transfer::Phase::sending) return;
+  split_rate();
   // Safety net: nothing in flight, nothing queued, no timer, bytes left.
   bool busy = t.sched->poll_timeout().has_value();
   for (size_t i = 0; i < t.sched->lane_count() && !busy; ++i)
@@ -545,7 +603,11 @@ void Sender::maybe_finish(Time now) {
   std::optional<LaneNo> lane = t.ordered_lane;
   if (!lane || !find(*lane) || find(*lane)->state != LaneState::open) lane = control_lane();
   r.sent_on = lane ? *lane : UINT32_MAX;
-  if (lane) push(SendMessage{*lane, done});
+  if (lane) {
+    push(SendMessage{*lane, done});
+    r.resend_after = resend_after(*lane);
+    r.resend_at = now + r.resend_after;
+  }
   requests_.emplace_back(r, done);
   push(Note{"verifying", lane.value_or(0), "every piece acked; done sent"});
 }
@@ -627,6 +689,7 @@ void Sender::handle_piece_written(LaneNo lane, core::PieceId piece, Time now) {
 }
 
 void Sender::handle_piece_delivered(LaneNo lane, core::PieceId piece, Time now) {
+  if (Lane* x = find(lane)) x->last_heard = now;
   if (!transfer_running() || !transfer_->sched) return;
   const Lane* l = find(lane);
   if (!l || !l->sched || piece >= sched().plan().piece_count()) return;
@@ -655,6 +718,18 @@ void Sender::handle_timeout(Time now) {
     if (closing_ || s.given_up || s.lane || s.retry_at > now) continue;
     push(Note{"path_reopen", 0, s.path.local + "->" + s.path.remote});
     open_slot(i, now);
+  }
+  for (auto& [r, m] : requests_) {
+    if (r.resend_at > now || r.sent_on == UINT32_MAX) continue;
+    // Unanswered: the lane may be dead without a word. Again, on another
+    // message lane if there is one (the receiver answers a repeat as before).
+    const auto other = control_lane_except(r.sent_on);
+    r.resend_after = r.resend_after * 2.0;
+    r.resend_at = now + r.resend_after;
+    if (!other) continue;
+    push(SendMessage{*other, m});
+    push(Note{"request_resent", *other, "no answer on lane " + std::to_string(r.sent_on) + " in time"});
+    r.sent_on = *other;
   }
   std::vector<LaneNo> unanswered_udp;
   bool request_timed_out = false;
@@ -706,7 +781,10 @@ std::optional<Time> Sender::poll_timeout() const {
   if (!closing_)
     for (const auto& s : slots_)
       if (!s.given_up && !s.lane) take(s.retry_at);
-  for (const auto& [r, m] : requests_) take(r.deadline);
+  for (const auto& [r, m] : requests_) {
+    take(r.deadline);
+    take(r.resend_at);
+  }
   if (transfer_running()) {
     const Transfer& tr = *transfer_;
     if (tr.sched && tr.phase == Transfer::Phase::sending)

@@ -274,6 +274,7 @@ class Sender {
     std::string close_reason;
     Time opened = Time::never();
     std::optional<core::LaneId> sched;
+    Time last_heard = Time::never();  // the lane's last message, ack or transport progress
     // Pieces given to a lane without messages, waiting for their hash (then
     // their header goes on the ordered lane): piece -> assign.
     std::map<core::PieceId, core::Assign> awaiting_hash;
@@ -292,6 +293,10 @@ class Sender {
     LaneNo sent_on = 0;
     LaneNo udp_lane = 0;  // udp_open
     Time deadline = Time::never();
+    /// No answer by then: sent again on another message lane (its lane may
+    /// be dead without a word: no data in flight on it shows a stall).
+    Time resend_at = Time::never();
+    Duration resend_after;
   };
   struct Transfer {
     uint32_t id = 0;
@@ -320,6 +325,11 @@ class Sender {
   void send_control(ToReceiver msg, Time now);
   void send_request(Request::Kind kind, ToReceiver msg, LaneNo udp_lane, Time now);
   void resend_requests_from(LaneNo dead, Time now);
+  /// When a request sent on `lane` now is sent again if unanswered.
+  Duration resend_after(LaneNo lane) const;
+  /// A lane that stalled and delivered nothing since: maybe dead.
+  bool suspect(const Lane& l) const;
+  std::optional<LaneNo> control_lane_except(std::optional<LaneNo> avoid) const;
   void attach(Lane& lane, Time now);
   void drain_scheduler(Time now);
   void split_rate();

@@ -51,6 +51,12 @@ security::UniqueFd connect_tcp(const Endpoint& remote, const Endpoint* local, in
   return fd;
 }
 
+// Connections the kernel holds until the receiver's accept loop takes them.
+// A burst (a sender's lanes, many senders, a flood) beyond it has its SYNs
+// dropped, and each such connect waits a 1 s SYN retransmission — longer
+// than a lane's whole budget on a fast path. The kernel caps it at somaxconn.
+constexpr int kListenBacklog = 4096;
+
 security::UniqueFd listen_tcp(const Endpoint& where, std::string& error) {
   security::UniqueFd fd(::socket(where.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) {
@@ -63,7 +69,7 @@ security::UniqueFd listen_tcp(const Endpoint& where, std::string& error) {
     int v6only = where.is_wildcard() ? 0 : 1;
     ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
   }
-  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&where.addr), where.len) != 0 || ::listen(fd.get(), 64) != 0) {
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&where.addr), where.len) != 0 || ::listen(fd.get(), kListenBacklog) != 0) {
     error = "cannot listen on " + where.str() + ": " + std::strerror(errno);
     return {};
   }
@@ -75,12 +81,21 @@ void tune_lane_socket(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   int lowat = kNotSentLowat;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat);
+  // A lane whose peer vanished (a cable pulled, a host gone, a NAT that
+  // forgot us) errors out in about 15 s instead of hanging:
+  //  - idle, keepalive probes start after 5 s of silence, 3 probes 2 s apart
+  //    (a lane is idle only between transfers: acks flow while data does);
+  //  - with data unacknowledged, TCP_USER_TIMEOUT ends the connection after
+  //    15 s without one ack. A slow but alive lane is not killed by it: acks
+  //    come every RTT, and a whole 1 MiB chunk queued on a 1.5 Mbit/s link
+  //    (5.6 s, the seed's Bluetooth) still sees acks all along; 15 s covers
+  //    ~6 back-to-back retransmission timeouts (200 ms doubling) of a lossy one.
   ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-  int idle = 10, intvl = 5, cnt = 3;
+  int idle = 5, intvl = 2, cnt = 3;
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
-  unsigned user_timeout_ms = 30'000;
+  unsigned user_timeout_ms = 15'000;
   ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
 }
 

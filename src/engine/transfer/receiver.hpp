@@ -5,10 +5,33 @@
 // naming no running session (e.g. from an older one) is counted and closed
 // without touching any session. UDP lanes (negotiated over a session's TCP
 // lane) come in on the same port numbers the listeners have.
+//
+// Resources (issue 11): no thread is started for a connection that has not
+// authenticated, and nothing a connection or a session holds outlives it.
+//   - run()'s thread is the accept loop: epoll over the listeners and every
+//     connection whose first bytes have not come (non-blocking, at most
+//     ReceiveLimits::max_pending, each for at most `first_bytes`);
+//   - a ClientHello waits in a bounded queue for one of a few handshake
+//     workers; a handshake has `handshake` to finish, or its socket is shut;
+//   - an authenticated session gets its control thread (at most
+//     --max-sessions at once); its lanes a reader each (at most --max-lanes);
+//     when it ends, that thread destroys it — fds, threads, buffers, UDP
+//     lanes, the writer — keeps its reports and outcome, and is joined by
+//     the accept loop at once;
+//   - accept failing for want of fds or memory is logged once per episode,
+//     the excess connection is closed (a reserve fd), and the listeners rest
+//     `accept_pause`; running sessions go on. A thread that cannot start
+//     refuses its session (or lane) with a log line.
+// Threads: 1 + handshake_workers + per session (1 control + 1 writer + a
+// reader per lane), + one per shared UDP port in use.
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <filesystem>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -16,10 +39,13 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
 #include "engine/lanes/endpoint.hpp"
+#include "engine/lanes/lane_link.hpp"
+#include "engine/security/frame_format.h"
 #include "engine/security/pairing_code.h"
 #include "engine/security/unique_fd.h"
 #include "engine/transfer/event_log.hpp"
@@ -29,6 +55,43 @@
 
 namespace braid::transfer {
 
+/// Starts a thread running `body`. The default is std::thread; in-process
+/// tests pass one that throws std::system_error (what std::thread throws
+/// when the system has no thread left to give) to see the receiver refuse
+/// that one session and go on.
+using ThreadStarter = std::function<std::thread(std::function<void()> body)>;
+
+/// How much the receiver gives connections that have not authenticated.
+/// Tests shorten the times; `braid recv` keeps these.
+struct ReceiveLimits {
+  /// A braid sender writes its ClientHello, or a lane's lane_join frame, as
+  /// soon as its connect returns; 5 s covers a few SYN and data
+  /// retransmissions (1 s RTO) on a lossy path and bounds how long a silent
+  /// connection holds an fd.
+  std::chrono::milliseconds first_bytes{5000};
+  /// From a ClientHello's arrival to an authenticated session, the wait for
+  /// a worker included: TLS 1.3 (1 RTT, ~3 KB of certificates) and the peer
+  /// check (HELLO, then proof and confirm: 2 RTTs) are a few RTTs even over
+  /// a 600 ms satellite path or a 1.5 Mbit/s link. Session::establish's
+  /// per-read timeout alone would let a peer trickling a byte a second hold
+  /// a worker forever: the accept loop shuts the socket down at this deadline.
+  std::chrono::milliseconds handshake{10000};
+  /// A handshake is ~1 ms of CPU (ECDHE and a signature each way) but a peer
+  /// on a slow path holds its worker for several RTTs: four serve hundreds
+  /// of sessions a second, and three slow peers still leave one free.
+  size_t handshake_workers = 4;
+  /// Connections waiting for their first bytes, and ClientHellos waiting for
+  /// a worker. Each holds an fd: besides these caps, at most a quarter (an
+  /// eighth) of RLIMIT_NOFILE, so a flood of them never takes the fds that
+  /// sessions need for their lanes and files. When full, the oldest waiting
+  /// connection is dropped (it had the most time to speak); a ClientHello
+  /// finding the queue full is dropped.
+  size_t max_pending = 1024;
+  size_t max_queued_handshakes = 64;
+  /// Out of fds or memory, accept is tried again after this long, not in a busy loop.
+  std::chrono::milliseconds accept_pause{100};
+};
+
 struct ReceiveOptions {
   std::string dir;
   std::vector<std::string> listen;  // ADDR:PORT; default: every interface, port 7878
@@ -36,9 +99,29 @@ struct ReceiveOptions {
   bool yes = false;
   bool once = false;
   size_t max_lanes = 64;  // lanes open at once per session (ReceiverConfig::max_lanes)
+  /// Authenticated sessions served at once; one more is refused with the
+  /// reason. Each costs a control thread, a writer thread and one reader
+  /// per lane (≤ max_lanes), so this bounds the receiver's threads.
+  size_t max_sessions = 16;
   bool quiet = false;  // in-process tests: no lines on stderr
   files::LinkPolicy links = files::LinkPolicy::safe;  // recv --links
   std::optional<std::filesystem::path> config_dir;
+  ThreadStarter start_thread;  // empty: std::thread
+  ReceiveLimits limits;
+};
+
+/// What happened to connections that never became a session or a lane
+/// (`--json`'s "connections").
+struct ConnectionStats {
+  uint64_t accepted = 0;
+  uint64_t refused = 0;            // bad first bytes, or a lane for no running session
+  uint64_t closed_silent = 0;      // closed (or reset) by the peer before any byte
+  uint64_t timed_out = 0;          // no first bytes / no finished handshake in time
+  uint64_t dropped_pending_full = 0;    // the oldest waiting one, to make room
+  uint64_t dropped_handshakes_full = 0; // the handshake queue was full
+  uint64_t shed_no_fd = 0;         // accepted and closed at once while out of fds (reserve fd)
+  uint64_t accept_pauses = 0;      // episodes of accept failing for want of fds or memory
+  uint64_t sessions_refused = 0;   // handshake failed, --max-sessions reached, or no thread
 };
 
 class Receiver {
@@ -52,7 +135,8 @@ class Receiver {
   const std::vector<lanes::Endpoint>& listening() const { return bound_; }
 
   /// Accepts and serves sessions until stop() (or, with --once, the end of
-  /// the first session). Returns the exit code.
+  /// the first session). Then waits for the running sessions to end (their
+  /// peers close them) and returns the exit code.
   int run();
   /// From any thread: makes run() return.
   void stop();
@@ -61,17 +145,55 @@ class Receiver {
   /// are committed), a session still starting too, and run() returns.
   void interrupt(const std::string& reason);
 
+  /// The reports of finished sessions (the latest 1000: receiver.cpp, kMaxKeptReports) and of running ones.
   std::vector<TransferReport> reports() const;
   /// Connections refused before reaching a session (unknown session id, bad first bytes).
-  uint64_t refused_connections() const { return refused_.load(); }
+  uint64_t refused_connections() const;
+  ConnectionStats connection_stats() const;
   uint64_t rejected_frames() const;
   /// What reached the shared UDP ports and no lane took (by local address).
   std::vector<std::pair<std::string, udp::UdpPortStats>> udp_port_stats() const;
 
  private:
+  using Clock = std::chrono::steady_clock;
+  /// A connection whose first bytes have not arrived yet (the accept loop's).
+  struct Pending {
+    security::UniqueFd fd;
+    Clock::time_point deadline;
+    int lowat = 1;  // SO_RCVLOWAT now: poll wakes only once this many bytes wait
+  };
+  /// A TLS ClientHello waiting for (or in) a handshake worker.
+  struct Handshake {
+    security::UniqueFd fd;
+    Clock::time_point deadline;
+  };
+  /// An authenticated session and its control thread.
+  struct Running {
+    uint64_t id = 0;
+    std::shared_ptr<ReceiverSession> session;
+    std::unique_ptr<lanes::LaneLink> lane0;  // until the thread takes it
+    std::thread thread;
+    bool done = false;  // its thread is about to return: join it
+  };
+
   Receiver(EventLog& log, security::PairingCode code) : log_(log), code_(std::move(code)) {}
-  void handle_connection(security::UniqueFd fd);
-  void run_session(security::UniqueFd fd);
+  std::thread start_thread(std::function<void()> body);
+  void accept_ready(int listener, Clock::time_point now);
+  void accept_failed(int listener, int err, Clock::time_point now);
+  /// Looks at a pending connection's first bytes: false while it must wait for more.
+  bool classify(Pending& p, uint32_t events, Clock::time_point now);
+  void watch_listeners(bool on);
+  void adopt(security::UniqueFd fd, const security::FrameHeader& h);
+  void handshake_worker();
+  void handshake(Handshake h);
+  void start_session(security::UniqueFd fd, security::Session session);
+  void refuse_session(lanes::LaneLink* link, const std::string& peer, const std::string& why);
+  void session_main(Running& r);
+  /// Joins the threads of sessions that ended. Outside mu_.
+  void reap_sessions();
+  /// Shuts down handshakes past their deadline (all of them with `all`).
+  void enforce_handshake_deadlines(Clock::time_point now, bool all);
+  void wake();
 
   EventLog& log_;
   ReceiveOptions opts_;
@@ -84,17 +206,33 @@ class Receiver {
   /// UDP lanes of every session, on the listeners' port numbers (one shared
   /// socket per local address, opened on a lane's first use of it).
   udp::UdpRecvPorts udp_ports_;
-  security::UniqueFd wake_;  // eventfd: stop() pokes it
+  security::UniqueFd wake_;  // eventfd: stop() and an ending session poke it
+  /// Held open so that, out of fds, one can be given back to accept and
+  /// close the excess connection (the peer hears a close, not silence).
+  security::UniqueFd reserve_fd_;
+  size_t max_pending_ = 0, max_queued_handshakes_ = 0;  // from RLIMIT_NOFILE (receiver.cpp)
+
+  // The accept loop's own (run()'s thread).
+  security::UniqueFd epoll_;
+  std::unordered_map<uint64_t, Pending> pending_;  // by id (the epoll tag)
+  std::deque<uint64_t> pending_order_;             // ids in accept order (some already gone)
+  uint64_t next_pending_id_ = 1ull << 32;  // receiver.cpp: kFirstPendingId
+  Clock::time_point paused_until_{};
+  bool accept_paused_ = false;  // in an episode of EMFILE/ENFILE/ENOBUFS/ENOMEM
+  uint64_t shed_in_episode_ = 0;
 
   mutable std::mutex mu_;
-  std::map<uint64_t, std::shared_ptr<ReceiverSession>> sessions_;
-  std::vector<std::shared_ptr<ReceiverSession>> finished_;
-  std::list<std::thread> workers_;
+  std::condition_variable hs_cv_;
+  std::deque<Handshake> handshakes_;            // waiting for a worker
+  std::map<int, Clock::time_point> in_handshake_;  // fd -> deadline; the worker closes it only after erasing it
+  std::vector<std::thread> hs_workers_;
+  std::list<Running> running_;
+  std::deque<TransferReport> finished_reports_;
+  uint64_t finished_rejected_frames_ = 0;
+  ConnectionStats stats_;
   std::atomic<bool> stopping_{false};
   std::string interrupted_;  // under mu_: the reason, once interrupt() was called
-  std::atomic<uint64_t> refused_{0};
   int outcome_ = 0;
-  bool served_one_ = false;
 };
 
 }  // namespace braid::transfer

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <optional>
 #include <set>
+#include <system_error>
 
 #include "core/chunk_plan.hpp"
 #include "engine/files/held_verify.hpp"
@@ -34,6 +35,10 @@ constexpr uint64_t kUdpWriteBacklog = 64ull << 20;
 // another session holds it (files::ResumeJournal::open) before it is refused
 // as busy.
 constexpr std::chrono::milliseconds kJournalLockWait{5000};
+
+// Lanes whose lane_join is being checked at once (adopt_lane): above any
+// sender's burst of lanes (its --max-lanes is at most 256, 16 by default).
+constexpr size_t kMaxJoining = 256;
 
 namespace {
 
@@ -243,7 +248,7 @@ uint64_t ReceiverSession::rejected_frames() const {
   return n;
 }
 
-void ReceiverSession::start_lane(std::unique_ptr<lanes::LaneLink> link, bool needs_join) {
+bool ReceiverSession::start_lane(std::unique_ptr<lanes::LaneLink> link, bool needs_join) {
   auto lane = std::make_unique<Lane>();
   lane->id = link->id();
   lane->local = lanes::local_endpoint_of(link->fd()).str();
@@ -253,27 +258,46 @@ void ReceiverSession::start_lane(std::unique_ptr<lanes::LaneLink> link, bool nee
   Lane& l = *lane;
   std::lock_guard lock(mu_);
   lanes_.push_back(std::move(lane));
-  l.reader = std::thread([this, &l, needs_join] {
-    reader_loop(l, needs_join);
-    // A closed lane stays listed until the session ends; its piece buffer
-    // (up to a chunk, 64 MiB) goes now, or lanes opened and closed over and
-    // over would add up.
-    std::vector<uint8_t>().swap(l.piece_bytes);
-  });
+  try {
+    l.reader = std::thread([this, &l, needs_join] {
+      reader_loop(l, needs_join);
+      // A closed lane stays listed until the session ends; its piece buffer
+      // (up to a chunk, 64 MiB) goes now, or lanes opened and closed over and
+      // over would add up.
+      std::vector<uint8_t>().swap(l.piece_bytes);
+    });
+  } catch (const std::system_error& e) {
+    // No thread to read it: the lane never was (its fd closes with the session).
+    l.alive = false;
+    l.close_reason = std::string("no thread for its reader: ") + e.what();
+    l.link->shutdown();
+    cv_.notify_all();
+    log_.write("lane_refused", {{"lane", l.id}, {"remote", l.remote}, {"reason", l.close_reason}});
+    return false;
+  }
+  return true;
 }
 
 bool ReceiverSession::adopt_lane(security::UniqueFd fd, uint32_t lane_id) {
   {
     std::lock_guard lock(mu_);
     if (ending_) return false;
-    for (const auto& l : lanes_)
+    size_t joining = 0;
+    for (const auto& l : lanes_) {
       if (l->id == lane_id) return false;  // a lane id joins once: a replayed join is refused
+      joining += l->alive && !l->joined;
+    }
+    // Lanes whose join is not checked yet each hold a reader thread. The
+    // Receiver hands over a lane only once its whole lane_join frame is
+    // buffered, so each is checked within microseconds; the bound is loose
+    // (a sender opening all its lanes at once is told the cap's reason on
+    // each lane beyond it, which needs its join read first).
+    if (joining >= std::max<size_t>(cfg_.max_lanes, kMaxJoining)) return false;
   }
   std::string error;
   auto link = lanes::LaneLink::create(std::move(fd), session_id_, lane_id, secret_, security::Role::server, error);
   if (!link) return false;
-  start_lane(std::move(link), true);
-  return true;
+  return start_lane(std::move(link), true);
 }
 
 void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vector<std::string>& advertised) {

@@ -83,7 +83,8 @@ class ReceiverSession {
     std::vector<uint8_t> payload;
   };
 
-  void start_lane(std::unique_ptr<lanes::LaneLink> link, bool needs_join);
+  /// Lists the lane and starts its reader; false (the lane listed as closed) if no thread could start.
+  bool start_lane(std::unique_ptr<lanes::LaneLink> link, bool needs_join);
   void reader_loop(Lane& lane, bool needs_join);
   std::span<uint8_t> piece_landing(Lane& lane);
   void handle_piece(Lane& lane, const lanes::Incoming& in);
