@@ -328,7 +328,7 @@ TEST_F(SessionFixture, APieceWhoseBytesDoNotMatchItsHashFailsAndNeverReachesTheD
   co.streams = 1;
   co.max_lanes = 1;
   co.config_dir = send_cfg;
-  co.frame_faults = std::make_shared<FlipAfterHash>();
+  co.faults.frames = std::make_shared<FlipAfterHash>();
   auto c = SenderSession::connect(co, log);
   ASSERT_TRUE(std::holds_alternative<std::unique_ptr<SenderSession>>(c));
   auto s = std::move(std::get<0>(c));
@@ -350,6 +350,81 @@ TEST_F(SessionFixture, APieceWhoseBytesDoNotMatchItsHashFailsAndNeverReachesTheD
     }
   }
   EXPECT_TRUE(nothing_outside());
+}
+
+}  // namespace
+}  // namespace braid::transfer
+
+namespace braid::transfer {
+namespace {
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// UDP blocked on the path (every datagram the sender's UDP lanes send is
+// lost): each UDP lane gives up after 2 s without an answer and a TCP lane
+// takes its path; the file arrives whole.
+TEST_F(SessionFixture, UdpBlockedOnThePathFallsBackToTcpLanes) {
+  const fs::path src = tmp / "src/data.bin";
+  testing::write_random_file(src, 32 << 20, 21);
+  RunningReceiver r(dst, recv_cfg, "udp-blocked");
+  EventLog slog;
+  std::string error;
+  ASSERT_TRUE(slog.open((tmp / "send.log").string(), error)) << error;
+  ConnectOptions co;
+  co.remote = r.address();
+  co.code = "udp-blocked";
+  co.config_dir = send_cfg;
+  co.lanes = {"udp:127.0.0.1=" + r.address(), "udp:127.0.0.1=" + r.address()};
+  co.faults.udp.drop_probability = 1.0;
+  auto c = SenderSession::connect(co, slog);
+  ASSERT_TRUE(std::holds_alternative<std::unique_ptr<SenderSession>>(c));
+  auto s = std::move(std::get<0>(c));
+  auto out = s->send(scan({src}), TransferOptions{});
+  s->close();
+  EXPECT_EQ(out.exit_code, 0) << out.message;
+  EXPECT_EQ(read_all(src), read_all(dst / "data.bin"));
+  const std::string log = read_all(tmp / "send.log");
+  EXPECT_EQ(count_of(log, "\"udp_fallback\""), 2u);
+  EXPECT_NE(log.find("no answer over UDP"), std::string::npos);
+  uint64_t by_fallback = 0;
+  for (const auto& l : out.report.lanes)
+    if (l.kind == "tcp" && l.lane_id >= 3) by_fallback += l.bytes;
+  EXPECT_GT(by_fallback, 0u);
+}
+
+// UDP lane 1 dies after 32 MiB: the transfer completes on lane 2, and the
+// report says why lane 1 closed.
+TEST_F(SessionFixture, AUdpLaneThatDiesMidTransferHoldsNothingUp) {
+  const fs::path src = tmp / "src/data.bin";
+  testing::write_random_file(src, 128 << 20, 22);
+  RunningReceiver r(dst, recv_cfg, "udp-kill");
+  ConnectOptions co;
+  co.remote = r.address();
+  co.code = "udp-kill";
+  co.config_dir = send_cfg;
+  co.lanes = {"udp:127.0.0.1=" + r.address(), "udp:127.0.0.1=" + r.address()};
+  co.faults.udp_kill_after[1] = 32 << 20;
+  auto c = SenderSession::connect(co, log);
+  ASSERT_TRUE(std::holds_alternative<std::unique_ptr<SenderSession>>(c));
+  auto s = std::move(std::get<0>(c));
+  auto out = s->send(scan({src}), TransferOptions{});
+  s->close();
+  EXPECT_EQ(out.exit_code, 0) << out.message;
+  EXPECT_EQ(read_all(src), read_all(dst / "data.bin"));
+  ASSERT_EQ(out.report.lanes.size(), 2u);
+  EXPECT_FALSE(out.report.lanes[0].open_at_end);
+  EXPECT_NE(out.report.lanes[0].close_reason.find("lane killed"), std::string::npos) << out.report.lanes[0].close_reason;
+  EXPECT_TRUE(out.report.lanes[1].open_at_end);
+  EXPECT_GT(out.report.lanes[1].bytes, 0u);
 }
 
 }  // namespace

@@ -106,7 +106,7 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   const lanes::Endpoint local = lanes::local_endpoint_of(fd.get());
   auto link = lanes::LaneLink::create(std::move(fd), s->session_id_, 0, s->secret_, security::Role::client, error);
   if (!link) return Failure{kExitFailure, error};
-  link->set_faults(opts.frame_faults);
+  link->set_faults(opts.faults.frames);
   lanes::Incoming first = link->read();
   wire::Addresses addrs;
   if (first.status != lanes::ReadStatus::frame || first.type != wire::FrameType::addresses ||
@@ -235,7 +235,7 @@ void SenderSession::connect_lane(session::LaneNo id, session::PathSpec path) {
     machine_->handle_lane_failed(id, error, false, now());
     return drain_locked();
   }
-  link->set_faults(opts_.frame_faults);
+  link->set_faults(opts_.faults.frames);
   if (!machine_->expects_connect(id)) return;  // given up meanwhile (its join timed out): the link closes here
   const bool tcp = where.command.empty();
   uint32_t rtt_us = 0, retrans = 0;
@@ -280,9 +280,7 @@ void SenderSession::start_udp_lane(session::LaneNo id, const session::PathSpec& 
       cfg.local = *udp::SocketAddress::parse(remote->family() == AF_INET6 ? "[::]:0" : "0.0.0.0:0");
     cfg.packet_size = opts_.packet_size;
     cfg.cc = opts_.cc;
-    // BRAID_TEST_UDP_BLOCKED=1: every datagram the lanes send is lost, as
-    // behind a firewall that drops UDP (the tests of the TCP fall-back).
-    if (std::getenv("BRAID_TEST_UDP_BLOCKED")) cfg.fault.drop_probability = 1.0;
+    cfg.fault = opts_.faults.udp;
     cfg.cc_seed = id;
   }
   std::unique_ptr<UdpDataLane> lane;
@@ -291,11 +289,7 @@ void SenderSession::start_udp_lane(session::LaneNo id, const session::PathSpec& 
     machine_->handle_lane_failed(id, error, false, now());
     return;  // the caller drains
   }
-  if (const char* k = std::getenv("BRAID_TEST_KILL_LANE")) {
-    long kid = -1;
-    unsigned long long after = 0;
-    if (std::sscanf(k, "%ld:%llu", &kid, &after) == 2 && kid == static_cast<long>(id)) lane->kill_after(after);
-  }
+  if (auto k = opts_.faults.udp_kill_after.find(id); k != opts_.faults.udp_kill_after.end()) lane->kill_after(k->second);
   pending_open_[id] = {{"lane", id},     {"kind", "udp"},
                        {"local", lane->local()}, {"remote", address},
                        {"packet_size", lane->packet_size()}, {"cc", cfg.cc}};

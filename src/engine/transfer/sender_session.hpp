@@ -74,9 +74,15 @@ struct ConnectOptions {
   size_t max_lanes = 16;
   std::optional<std::filesystem::path> config_dir;  // default: $XDG_CONFIG_HOME/braid
   int connect_timeout_ms = 10'000;
-  /// In-process tests only: a fault every TCP or stream lane's frames go
-  /// through (lanes::FrameFaults). Never set by the command line.
-  std::shared_ptr<lanes::FrameFaults> frame_faults;
+  /// In-process tests only (never set by the command line): faults the
+  /// lanes carry — what passes through every TCP or stream lane's frames,
+  /// what a UDP lane's datagrams suffer (udp::FaultInjection: loss), and
+  /// UDP lanes that die after so many bytes of pieces (by lane id).
+  struct Faults {
+    std::shared_ptr<lanes::FrameFaults> frames;
+    udp::FaultInjection udp;
+    std::map<uint32_t, uint64_t> udp_kill_after;
+  } faults;
 };
 
 struct TransferOptions {
