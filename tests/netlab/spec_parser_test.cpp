@@ -29,6 +29,9 @@ TEST(SpecParser, NumbersTooLargeForTheModelAreRefused) {
   EXPECT_FALSE(parse_size("99999999999999999999GB"));
   EXPECT_FALSE(parse_queue("99999999999999999999p"));
   EXPECT_FALSE(parse_link("W:delay=99999999999999999999s"));
+  // Both times fit, their sum does not (found by review of the fuzz target).
+  EXPECT_FALSE(parse_event("at=9000000000s,link=W,outage=9000000000s"));
+  EXPECT_TRUE(parse_event("at=4000000000s,link=W,outage=4000000000s"));
 }
 
 TEST(SpecParser, RatesAreInBits) {

@@ -318,6 +318,9 @@ Parsed<std::vector<LinkEvent>> parse_event(std::string_view text) {
   if (outage_length && !outage_up && !outage_down)
     return R::fail("event " + quoted(text) + ": a length (for=) only goes with an outage");
 
+  // Each time fits alone; their sum may not (a signed overflow).
+  if (outage_length && *outage_length > Duration::max() - ev.at)
+    return R::fail("event " + quoted(text) + ": the outage would end too late");
   std::vector<LinkEvent> events{ev};
   if (outage_length) {
     LinkEvent back;
