@@ -5,8 +5,9 @@
 # something; the input that did it is kept under BUILD/crashes/<target>/.
 #
 #   fuzz/run.sh [BUILD_DIR] [TARGET...]        (make fuzz)
-# Environment: FUZZ_SECONDS per target (default 60); FUZZ_JOBS targets at a
-# time (default: the number of cores); FUZZ_ARGS extra libFuzzer flags.
+# Environment: FUZZ_SECONDS per target (default 60; 0: no limit, e.g. with
+# FUZZ_ARGS=-runs=10000000); FUZZ_JOBS targets at a time (default: the
+# number of cores); FUZZ_ARGS extra libFuzzer flags.
 #
 # Each target starts from its committed seeds (fuzz/corpus/<target>/, read
 # only) plus what earlier runs found (BUILD/corpus/<target>/, where new
@@ -20,6 +21,19 @@ jobs="${FUZZ_JOBS:-$(nproc)}"
 [ -f "$build/targets.txt" ] || { echo "fuzz: no targets in $build (make fuzz-build)" >&2; exit 2; }
 if [ $# -gt 0 ]; then targets=("$@"); else mapfile -t targets <"$build/targets.txt"; fi
 
+# The longest input libFuzzer makes per target: beyond these, inputs add
+# time but no behaviour (a pairing code is 24 symbols and separators, a
+# unit a few characters, the frame header 32 bytes).
+max_len_of() {
+  case "$1" in
+    frame_header) echo 64 ;;
+    units_parse) echo 64 ;;
+    pairing_code) echo 128 ;;
+    netlab_spec) echo 512 ;;
+    *) echo 4096 ;;
+  esac
+}
+
 run_one() {
   local t="$1"
   local bin="$build/fuzz_$t" seeds="$root/fuzz/corpus/$t" work="$build/corpus/$t" crashes="$build/crashes/$t"
@@ -28,10 +42,13 @@ run_one() {
   mkdir -p "$work" "$crashes"
   # -timeout: an input that takes 10 s is a hang (a finding); -rss_limit_mb:
   # so is one that grows memory past 2 GiB.
+  local start=$SECONDS
   # shellcheck disable=SC2086
-  "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  "$bin" -max_total_time="$seconds" -max_len="$(max_len_of "$t")" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$crashes/" ${FUZZ_ARGS:-} "$work" "$seeds" >"$build/logs/$t.log" 2>&1
-  echo $? >"$build/logs/$t.rc"
+  local rc=$?
+  echo $((SECONDS - start)) >"$build/logs/$t.time"
+  echo $rc >"$build/logs/$t.rc"
 }
 
 mkdir -p "$build/logs"
@@ -49,7 +66,7 @@ done
 wait
 
 failed=0
-printf '%-16s %12s %9s %7s %8s %7s  %s\n' target execs exec/s cov ft corpus result
+printf '%-16s %12s %7s %9s %7s %8s %7s  %s\n' target execs time/s exec/s cov ft corpus result
 for t in "${targets[@]}"; do
   log="$build/logs/$t.log"
   rc="$(cat "$build/logs/$t.rc" 2>/dev/null || echo 2)"
@@ -67,7 +84,8 @@ for t in "${targets[@]}"; do
     artifact="$(ls -t "$build/crashes/$t" 2>/dev/null | head -1)"
     result="FAILED (exit $rc${artifact:+, input: $build/crashes/$t/$artifact}; log: $log)"
   fi
-  printf '%-16s %12s %9s %7s %8s %7s  %s\n' "$t" "${execs:--}" "${rate:--}" "${cov:--}" "${ft:--}" "${corp:--}" "$result"
+  time="$(cat "$build/logs/$t.time" 2>/dev/null)"
+  printf '%-16s %12s %7s %9s %7s %8s %7s  %s\n' "$t" "${execs:--}" "${time:--}" "${rate:--}" "${cov:--}" "${ft:--}" "${corp:--}" "$result"
 done
 if [ "$failed" != 0 ]; then
   echo "fuzz: a target failed; reproduce with: $build/fuzz_TARGET INPUT" >&2

@@ -352,6 +352,8 @@ void text_seeds() {
   spec("event_outage", 1, "at=2s,link=W,outage=3s");
   spec("event_for", 1, "at=1s,link=*,down,for=500ms");
   spec("event_set", 1, "at=3s,link=W,rate=32Mbit,up.loss=2%,queue=50p,codel=on");
+  spec("event_latest", 1, "at=9000000000s,link=W,outage=1s");  // near the largest time
+  spec("link_longest_delay", 0, "W:delay=9000000000s,queue=9000000000s");
   spec("duration", 2, "1.5s");
   spec("rate", 3, "unlimited");
   spec("probability", 4, "12.5%");
