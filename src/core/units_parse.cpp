@@ -32,6 +32,22 @@ std::optional<NumberAndUnit> split(std::string_view text) {
   return NumberAndUnit{v, unit};
 }
 
+// Values are whole counts of bytes or nanoseconds below 2^63: beyond,
+// std::llround is unspecified and a double-to-integer cast undefined, and
+// nothing braid sizes or times needs more (2^63 ns is 292 years).
+constexpr double kTwoTo63 = 9223372036854775808.0;
+
+std::optional<int64_t> whole(double v) {
+  if (!(v < kTwoTo63)) return std::nullopt;
+  return std::llround(v);
+}
+
+// A rate from a finite number can still overflow to infinity (1e308 Gbit/s).
+std::optional<Rate> finite(Rate r) {
+  if (!std::isfinite(r.bytes_per_second())) return std::nullopt;
+  return r;
+}
+
 std::optional<double> size_factor(std::string_view u) {
   if (u == "" || u == "B") return 1.0;
   if (u == "KB" || u == "kB") return 1e3;
@@ -50,7 +66,9 @@ std::optional<Bytes> parse_size(std::string_view text) {
   if (!nu) return std::nullopt;
   auto f = size_factor(nu->unit);
   if (!f) return std::nullopt;
-  return Bytes(static_cast<uint64_t>(std::llround(nu->value * *f)));
+  const auto n = whole(nu->value * *f);
+  if (!n) return std::nullopt;
+  return Bytes(static_cast<uint64_t>(*n));
 }
 
 std::optional<Rate> parse_rate(std::string_view text) {
@@ -62,13 +80,13 @@ std::optional<Rate> parse_rate(std::string_view text) {
     if (u.size() > suffix.size() && u.ends_with(suffix) && u.find("bit") != std::string::npos)
       u.resize(u.size() - suffix.size());
   }
-  if (u == "bit" || u == "b") return Rate::bits_per_sec(nu->value);
-  if (u == "kbit" || u == "Kbit" || u == "kb") return Rate::bits_per_sec(nu->value * 1e3);
-  if (u == "Mbit" || u == "Mb") return Rate::bits_per_sec(nu->value * 1e6);
-  if (u == "Gbit" || u == "Gb") return Rate::bits_per_sec(nu->value * 1e9);
+  if (u == "bit" || u == "b") return finite(Rate::bits_per_sec(nu->value));
+  if (u == "kbit" || u == "Kbit" || u == "kb") return finite(Rate::bits_per_sec(nu->value * 1e3));
+  if (u == "Mbit" || u == "Mb") return finite(Rate::bits_per_sec(nu->value * 1e6));
+  if (u == "Gbit" || u == "Gb") return finite(Rate::bits_per_sec(nu->value * 1e9));
   if (u.ends_with("/s")) {
     auto f = size_factor(std::string_view(u).substr(0, u.size() - 2));
-    if (f) return Rate::bytes_per_sec(nu->value * *f);
+    if (f) return finite(Rate::bytes_per_sec(nu->value * *f));
   }
   return std::nullopt;
 }
@@ -76,11 +94,17 @@ std::optional<Rate> parse_rate(std::string_view text) {
 std::optional<Duration> parse_duration(std::string_view text) {
   auto nu = split(text);
   if (!nu) return std::nullopt;
-  if (nu->unit == "s") return Duration::seconds_f(nu->value);
-  if (nu->unit == "ms") return Duration::nanos(std::llround(nu->value * 1e6));
-  if (nu->unit == "us" || nu->unit == "µs") return Duration::nanos(std::llround(nu->value * 1e3));
-  if (nu->unit == "ns") return Duration::nanos(std::llround(nu->value));
-  return std::nullopt;
+  std::optional<int64_t> ns;
+  if (nu->unit == "s") {
+    if (!(nu->value * 1e9 < kTwoTo63)) return std::nullopt;
+    return Duration::seconds_f(nu->value);
+  }
+  if (nu->unit == "ms") ns = whole(nu->value * 1e6);
+  else if (nu->unit == "us" || nu->unit == "µs") ns = whole(nu->value * 1e3);
+  else if (nu->unit == "ns") ns = whole(nu->value);
+  else return std::nullopt;
+  if (!ns) return std::nullopt;
+  return Duration::nanos(*ns);
 }
 
 std::string format_rate(Rate r) {

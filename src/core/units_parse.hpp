@@ -13,6 +13,8 @@
 
 namespace braid {
 
+/// nullopt for text that is not a value in these units, and for sizes and
+/// durations of 2^63 bytes or nanoseconds or more, or rates that overflow.
 std::optional<Bytes> parse_size(std::string_view text);
 std::optional<Rate> parse_rate(std::string_view text);
 std::optional<Duration> parse_duration(std::string_view text);

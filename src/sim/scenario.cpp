@@ -190,6 +190,14 @@ std::string validate(const Scenario& s) {
 
 namespace {
 
+// A bound in seconds as a Duration; one past Duration::infinite() is
+// infinite (a slow lane and a big size reach 10^19 s and beyond, where
+// Duration::seconds_f's cast to int64 is undefined).
+Duration bound_at(double seconds) {
+  if (!(seconds < Duration::infinite().to_seconds())) return Duration::infinite();
+  return Duration::seconds_f(seconds);
+}
+
 // Piecewise-constant total rate over time, integrated until `size` bytes.
 Duration bound_over(const Scenario& s, const std::vector<size_t>& lanes) {
   struct State {
@@ -211,7 +219,7 @@ Duration bound_over(const Scenario& s, const std::vector<size_t>& lanes) {
   for (const auto& e : events) {
     const double r = total_rate(), until = e.at.to_seconds();
     if (until > t) {
-      if (r > 0 && left <= r * (until - t)) return Duration::seconds_f(t + left / r);
+      if (r > 0 && left <= r * (until - t)) return bound_at(t + left / r);
       left -= r * (until - t);
       t = until;
     }
@@ -225,7 +233,7 @@ Duration bound_over(const Scenario& s, const std::vector<size_t>& lanes) {
   }
   const double r = total_rate();
   if (r <= 0) return Duration::infinite();
-  return Duration::seconds_f(t + left / r);
+  return bound_at(t + left / r);
 }
 
 }  // namespace

@@ -34,6 +34,22 @@ TEST(Units, ParsesDurations) {
   EXPECT_FALSE(parse_duration("3 fortnights"));
 }
 
+// Found by fuzz/targets/units_parse.cpp (and sim_scenario.cpp): "215e46s"
+// reached Duration::seconds_f, whose double-to-int64 cast is undefined
+// that far out; llround gave garbage sizes; a rate could be infinite.
+TEST(Units, ValuesBeyondTheirTypesAreRefused) {
+  EXPECT_FALSE(parse_duration("215e46s"));
+  EXPECT_FALSE(parse_duration("9.3e9s"));
+  EXPECT_EQ(parse_duration("9.2e9s")->ns(), 9200000000000000000);
+  EXPECT_FALSE(parse_duration("1e16ms"));
+  EXPECT_FALSE(parse_duration("1e19ns"));
+  EXPECT_FALSE(parse_size("1e30B"));
+  EXPECT_FALSE(parse_size("10000000000GB"));  // 1e19 B: past 2^63
+  EXPECT_EQ(parse_size("9000000GB")->count(), 9000000000000000ull);
+  EXPECT_FALSE(parse_rate("1e308Gbit/s"));
+  EXPECT_FALSE(parse_rate("1e308GB/s"));
+}
+
 TEST(Units, RateTransferTimeIsNeverInfiniteByDivisionByZero) {
   EXPECT_EQ(Rate::over(Bytes(1000), Duration::zero()).bytes_per_second(), 0);
   EXPECT_EQ(Rate::zero().transfer_time(Bytes(1)), Duration::infinite());

@@ -64,6 +64,25 @@ TEST(WireMessages, OfferRefusesImpossibleEntries) {
   EXPECT_FALSE(decode(bytes, back));
 }
 
+// Found by fuzz/targets/offer.cpp: sizes that wrapped past 2^64 gave a tiny
+// total_bytes(), so the receiver's free-space check passed and its byte
+// layout described a few bytes for files claimed to be exabytes.
+TEST(WireMessages, OfferRefusesSizesThatAddUpPast2To64) {
+  Offer o;
+  o.chunk_size = 1 << 20;
+  o.entries.push_back({EntryKind::file, "a", uint64_t{1} << 63, 0644, 0, 0, ""});
+  o.entries.push_back({EntryKind::file, "b", uint64_t{1} << 63, 0644, 0, 0, ""});
+  std::vector<uint8_t> bytes;
+  encode(o, bytes);
+  Offer back;
+  EXPECT_FALSE(decode(bytes, back));
+  o.entries[1].size = (uint64_t{1} << 63) - 1;  // exactly 2^64 - 1 in all: still fine
+  bytes.clear();
+  encode(o, bytes);
+  ASSERT_TRUE(decode(bytes, back));
+  EXPECT_EQ(back.total_bytes(), UINT64_MAX);
+}
+
 TEST(WireMessages, SmallMessagesRoundTrip) {
   EXPECT_EQ(round_trip(LaneJoin{kProtocolVersion, 9}).lane_id, 9u);
   EXPECT_EQ(round_trip(LaneWelcome{4}).lane_id, 4u);

@@ -93,4 +93,17 @@ TEST(Simulator, ParsersRejectBadInputWithClearMessages) {
   EXPECT_NE(validate(sc).find("'zz'"), std::string::npos);
 }
 
+// Found by review of fuzz/targets/sim_scenario.cpp (whose UBSan build trips
+// on it): 2 GiB at 1 bit/s take 1.7e10 s, past what Duration holds, and
+// Duration::seconds_f's cast was undefined there. Such a bound is infinite.
+TEST(Simulator, FluidBoundBeyondDurationIsInfinite) {
+  Scenario sc;
+  ASSERT_EQ(parse_scenario_file("lane a:rate=1bit/s,rtt=0ms\nsize 2GiB\n", sc), "");
+  ASSERT_EQ(validate(sc), "");
+  EXPECT_EQ(fluid_bound(sc), Duration::infinite());
+  EXPECT_EQ(fluid_bound_single(sc, 0), Duration::infinite());
+  sc.size = Bytes::mib(1);
+  EXPECT_EQ(fluid_bound(sc), Duration::seconds(8 << 20));
+}
+
 }  // namespace braid::sim

@@ -18,13 +18,15 @@ uint64_t RangeSet::insert(uint64_t lo, uint64_t hi) {
       ranges_.push_back({lo, hi});
     }
   } else {
-    // First range whose end reaches lo - 1 (adjacent ranges merge).
+    // First range whose end reaches lo - 1 (adjacent ranges merge). Written
+    // without r.hi + 1 and hi + 1, which wrap to 0 at 2^64 - 1 (a packet
+    // number the peer may send).
     auto first = std::lower_bound(ranges_.begin(), ranges_.end(), lo,
-                                  [](const Range& r, uint64_t v) { return r.hi + 1 < v; });
+                                  [](const Range& r, uint64_t v) { return v > 0 && r.hi < v - 1; });
     uint64_t covered = 0;
     auto last = first;
     uint64_t new_lo = lo, new_hi = hi;
-    while (last != ranges_.end() && last->lo <= hi + 1 && hi + 1 != 0) {
+    while (last != ranges_.end() && (hi == UINT64_MAX || last->lo <= hi + 1)) {
       const uint64_t olo = std::max(last->lo, lo), ohi = std::min(last->hi, hi);
       if (olo <= ohi) covered += ohi - olo + 1;
       new_lo = std::min(new_lo, last->lo);

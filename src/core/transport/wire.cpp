@@ -48,6 +48,10 @@ size_t encode_ack_frame(ByteWriter& w, const RangeSet& received, Duration ack_de
   const auto& rs = received.ranges();
   if (rs.empty() || max_ranges == 0) return 0;
   const Range top = rs.back();
+  // A varint carries at most 2^62 - 1 (RFC 9000 §16): a packet number above
+  // that (only a misbehaving peer sends one) cannot be acknowledged. Every
+  // other field is smaller than top.hi, so this one check covers them all.
+  if (top.hi > kVarintMax) return 0;
   const uint64_t delay_us = static_cast<uint64_t>(std::max<int64_t>(0, ack_delay.ns() / 1000));
   // Count how many further ranges fit before writing, so the count is exact.
   size_t fixed = 1 + varint_size(top.hi) + varint_size(delay_us) + varint_size(top.hi - top.lo);

@@ -85,7 +85,8 @@ std::span<uint8_t> encode_data_frame(ByteWriter& w, const DataRange& d);
 bool encode_ping_frame(ByteWriter& w);
 bool encode_max_data_frame(ByteWriter& w, Bytes limit);
 /// Encodes up to `max_ranges` of the highest ranges of `received` that fit;
-/// returns how many ranges went in (0 = nothing written).
+/// returns how many ranges went in (0 = nothing written, also when the
+/// highest value is beyond kVarintMax and so cannot be encoded).
 size_t encode_ack_frame(ByteWriter& w, const RangeSet& received, Duration ack_delay,
                         size_t max_ranges);
 

@@ -212,6 +212,7 @@ bool decode(std::span<const uint8_t> in, Offer& m) {
   if (!r.ok() || n > kMaxManifestEntries || n > r.remaining() / 30) return false;  // 30: smallest entry
   m.entries.clear();
   m.entries.reserve(n);
+  uint64_t total = 0;
   for (uint32_t i = 0; i < n && r.ok(); ++i) {
     ManifestEntry e;
     const uint8_t kind = r.u8();
@@ -225,6 +226,10 @@ bool decode(std::span<const uint8_t> in, Offer& m) {
     e.link_target = r.bytes(kMaxPathBytes);
     if (e.mtime_nsec >= 1'000'000'000u) return false;
     if (e.kind != EntryKind::file && e.size != 0) return false;
+    // The receiver sizes the transfer's byte space (and its free-space check)
+    // by the sum: sizes that wrap past 2^64 would make it tiny.
+    if (e.size > UINT64_MAX - total) return false;
+    total += e.size;
     m.entries.push_back(std::move(e));
   }
   return finish(r);

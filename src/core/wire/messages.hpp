@@ -113,6 +113,8 @@ struct ManifestEntry {
   bool operator==(const ManifestEntry&) const = default;
 };
 
+/// decode refuses an offer whose file sizes add up past 2^64 - 1, so
+/// total_bytes() never wraps.
 struct Offer {
   static constexpr FrameType kType = FrameType::offer;
   uint32_t transfer_id = 0;

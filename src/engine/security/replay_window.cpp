@@ -19,7 +19,8 @@ void ReplayWindow::accept(std::uint64_t counter) {
     if (advance >= kSize) {
       bits_.fill(0);
     } else {
-      for (std::uint64_t c = highest_ + 1; c <= counter; ++c) clear(c);
+      // Counted, not `c <= counter`: at counter 2^64 - 1 that never ends.
+      for (std::uint64_t i = 1; i <= advance; ++i) clear(highest_ + i);
     }
     highest_ = counter;
   }

@@ -31,6 +31,29 @@ TEST(RangeSet, BoundedSetForgetsTheOldestRanges) {
   EXPECT_FALSE(s.below_window(25));
 }
 
+// Found by fuzz/targets/range_set.cpp: at 2^64 - 1, hi + 1 wrapped to 0, so
+// a range ending there was inserted unmerged and out of order (packet
+// numbers come from the peer and may be that large).
+TEST(RangeSet, RangesEndingAt2To64Minus1StaySortedAndMerged) {
+  RangeSet s;
+  s.insert(5, 10);
+  EXPECT_EQ(s.insert(0, UINT64_MAX), UINT64_MAX - 5);  // all but 5..10 are new
+  ASSERT_EQ(s.range_count(), 1u);
+  EXPECT_EQ(s.ranges()[0], (Range{0, UINT64_MAX}));
+
+  RangeSet t;
+  t.insert(UINT64_MAX - 1, UINT64_MAX);
+  EXPECT_EQ(t.insert(UINT64_MAX - 5, UINT64_MAX - 3), 3u);
+  ASSERT_EQ(t.range_count(), 2u);
+  EXPECT_EQ(t.ranges()[0], (Range{UINT64_MAX - 5, UINT64_MAX - 3}));
+  EXPECT_EQ(t.ranges()[1], (Range{UINT64_MAX - 1, UINT64_MAX}));
+  EXPECT_EQ(t.insert(UINT64_MAX - 2), 1u);  // fills the gap: one range
+  ASSERT_EQ(t.range_count(), 1u);
+  EXPECT_EQ(t.ranges()[0], (Range{UINT64_MAX - 5, UINT64_MAX}));
+  EXPECT_TRUE(t.contains(UINT64_MAX));
+  EXPECT_FALSE(t.contains(UINT64_MAX - 6));
+}
+
 TEST(RttEstimator, FollowsRfc9002) {
   RttEstimator rtt;
   EXPECT_EQ(rtt.smoothed(), Duration::millis(333));

@@ -97,6 +97,26 @@ TEST(Wire, AckFrameKeepsTheNewestRangesWhenLimited) {
   EXPECT_EQ(got, (std::vector<Range>{{57, 57}, {54, 54}, {51, 51}, {48, 48}}));
 }
 
+// Found by fuzz/targets/range_set.cpp: a packet number beyond the varint
+// range (the peer chooses it) made the encoder write the frame type and
+// then fail every varint silently, yet report the ranges as written.
+TEST(Wire, AckFrameOfUnencodablePacketNumbersWritesNothing) {
+  RangeSet received;
+  received.insert(5, 9);
+  received.insert(kVarintMax + 1);
+  std::array<uint8_t, 64> buf{};
+  ByteWriter w(buf);
+  EXPECT_EQ(encode_ack_frame(w, received, Duration::zero(), 8), 0u);
+  EXPECT_EQ(w.written(), 0u);
+  RangeSet fine;
+  fine.insert(kVarintMax);
+  ASSERT_EQ(encode_ack_frame(w, fine, Duration::zero(), 8), 1u);
+  ByteReader r(std::span<const uint8_t>(buf.data(), w.written()));
+  Frame f;
+  ASSERT_EQ(decode_frame(r, f), TransportError::ok);
+  EXPECT_EQ(f.ack.largest, kVarintMax);
+}
+
 TEST(Wire, AckRangeBelowZeroIsRejected) {
   // largest 2, first range 1 → [1,2]; then gap 0 would put the next range's
   // top at 1 - 0 - 2 < 0.

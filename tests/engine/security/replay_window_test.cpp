@@ -64,5 +64,19 @@ TEST(ReplayWindow, HugeCountersNearTheTop) {
   EXPECT_EQ(w.check(top - 2000), FrameStatus::too_old);
 }
 
+// Found by fuzz/targets/datagram_open.cpp: sliding up to 2^64 - 1 looped
+// forever (the slot loop's counter wrapped), so one authenticated datagram
+// with that packet number hung the lane's I/O thread.
+TEST(ReplayWindow, SlidesToTheLastCounterAndStops) {
+  ReplayWindow w;
+  ASSERT_TRUE(take(w, UINT64_MAX - 5));
+  ASSERT_TRUE(take(w, UINT64_MAX));
+  EXPECT_EQ(w.highest(), UINT64_MAX);
+  EXPECT_EQ(w.check(UINT64_MAX), FrameStatus::replayed);
+  EXPECT_EQ(w.check(UINT64_MAX - 5), FrameStatus::replayed);
+  EXPECT_EQ(w.check(UINT64_MAX - 4), FrameStatus::ok);
+  EXPECT_EQ(w.check(UINT64_MAX - 1024), FrameStatus::too_old);
+}
+
 }  // namespace
 }  // namespace braid::security

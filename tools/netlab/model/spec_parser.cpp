@@ -33,6 +33,15 @@ std::optional<NumberWithUnit> split_number(std::string_view text) {
   return out;
 }
 
+/// A scaled number as a whole count, or nothing if it does not fit in 63
+/// bits: std::llround's result is unspecified there (glibc gives a negative
+/// number), and no time, rate or size of a link needs that much.
+std::optional<std::int64_t> whole(double v) {
+  constexpr double kTwoTo63 = 9223372036854775808.0;
+  if (!(v < kTwoTo63)) return std::nullopt;
+  return std::llround(v);
+}
+
 struct UnitScale {
   std::string_view name;
   double scale;
@@ -142,7 +151,9 @@ Parsed<Duration> parse_duration(std::string_view text) {
     return Parsed<Duration>::fail("duration " + quoted(text) + " needs a unit (us, ms, s)");
   const auto scale = n->unit.empty() ? std::optional<double>{1} : scale_of(n->unit, kTimeUnits);
   if (!scale) return Parsed<Duration>::fail("unknown time unit in " + quoted(text) + " (use ns, us, ms, s)");
-  return Parsed<Duration>::ok(Duration{static_cast<Duration::rep>(std::llround(n->number * *scale))});
+  const auto ns = whole(n->number * *scale);
+  if (!ns) return Parsed<Duration>::fail("duration " + quoted(text) + " is too long");
+  return Parsed<Duration>::ok(Duration{*ns});
 }
 
 Parsed<BitRate> parse_rate(std::string_view text) {
@@ -155,7 +166,9 @@ Parsed<BitRate> parse_rate(std::string_view text) {
     return Parsed<BitRate>::fail("unknown rate unit in " + quoted(text) + " (use bit, kbit, Mbit, Gbit)");
   const double bps = n->number * *scale;
   if (bps < 1) return Parsed<BitRate>::fail("rate " + quoted(text) + " is below 1 bit/s");
-  return Parsed<BitRate>::ok(BitRate::bits_per_second(static_cast<std::uint64_t>(std::llround(bps))));
+  const auto whole_bps = whole(bps);
+  if (!whole_bps) return Parsed<BitRate>::fail("rate " + quoted(text) + " is too high");
+  return Parsed<BitRate>::ok(BitRate::bits_per_second(static_cast<std::uint64_t>(*whole_bps)));
 }
 
 Parsed<double> parse_probability(std::string_view text) {
@@ -172,14 +185,19 @@ Parsed<std::uint64_t> parse_size(std::string_view text) {
   const auto scale = scale_of(n->unit, kSizeUnits);
   if (!scale)
     return Parsed<std::uint64_t>::fail("unknown size unit in " + quoted(text) + " (use B, KB, KiB, MB, MiB)");
-  return Parsed<std::uint64_t>::ok(static_cast<std::uint64_t>(std::llround(n->number * *scale)));
+  const auto bytes = whole(n->number * *scale);
+  if (!bytes) return Parsed<std::uint64_t>::fail("size " + quoted(text) + " is too large");
+  return Parsed<std::uint64_t>::ok(static_cast<std::uint64_t>(*bytes));
 }
 
 Parsed<QueueLimit> parse_queue(std::string_view text) {
   const auto n = split_number(text);
   if (!n) return Parsed<QueueLimit>::fail("not a queue limit: " + quoted(text));
-  if (const auto packets = scale_of(n->unit, kPacketUnits))
-    return Parsed<QueueLimit>::ok(QueueLimit::packets(static_cast<std::uint64_t>(std::llround(n->number))));
+  if (scale_of(n->unit, kPacketUnits)) {
+    const auto packets = whole(n->number);
+    if (!packets) return Parsed<QueueLimit>::fail("queue " + quoted(text) + " is too long");
+    return Parsed<QueueLimit>::ok(QueueLimit::packets(static_cast<std::uint64_t>(*packets)));
+  }
   if (scale_of(n->unit, kTimeUnits)) {
     const auto d = parse_duration(text);
     if (!d) return Parsed<QueueLimit>::fail(d.error);
@@ -300,6 +318,9 @@ Parsed<std::vector<LinkEvent>> parse_event(std::string_view text) {
   if (outage_length && !outage_up && !outage_down)
     return R::fail("event " + quoted(text) + ": a length (for=) only goes with an outage");
 
+  // Each time fits alone; their sum may not (a signed overflow).
+  if (outage_length && *outage_length > Duration::max() - ev.at)
+    return R::fail("event " + quoted(text) + ": the outage would end too late");
   std::vector<LinkEvent> events{ev};
   if (outage_length) {
     LinkEvent back;
