@@ -24,7 +24,7 @@
 #include "engine/security/frame_crypto.h"
 #include "engine/transfer/code_text.hpp"
 #include "engine/udp/datagram_crypto.hpp"
-#include "engine/wire/messages.hpp"
+#include "core/wire/messages.hpp"
 #include "fixed_keys.hpp"
 
 using namespace braid;

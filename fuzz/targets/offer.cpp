@@ -17,7 +17,7 @@
 #include "engine/files/file_layout.hpp"
 #include "engine/files/transfer_key.hpp"
 #include "engine/security/safe_path.h"
-#include "engine/wire/messages.hpp"
+#include "core/wire/messages.hpp"
 #include "fuzz_support.hpp"
 
 using namespace braid;

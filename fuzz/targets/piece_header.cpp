@@ -12,7 +12,7 @@
 //     except for the two reserved bytes (which the decoder ignores).
 #include <cstring>
 
-#include "engine/wire/messages.hpp"
+#include "core/wire/messages.hpp"
 #include "fuzz_support.hpp"
 
 using namespace braid::wire;

@@ -1,4 +1,4 @@
-// Every lane message decoder (engine/wire/messages.hpp), dispatched on the
+// Every lane message decoder (core/wire/messages.hpp), dispatched on the
 // first input byte (the frame type; the rest is the payload, as a lane hands
 // it to the decoder). Properties, for every payload a decoder accepts:
 //   - decode → encode → decode succeeds and gives the same value (compared
@@ -11,7 +11,7 @@
 // Offers and piece headers have targets of their own, with more properties.
 #include <vector>
 
-#include "engine/wire/messages.hpp"
+#include "core/wire/messages.hpp"
 #include "fuzz_support.hpp"
 
 using namespace braid;

@@ -95,8 +95,11 @@ void Sender::close(Time now) {
   requests_.clear();
 }
 
-void Sender::interrupt(const std::string& reason, Time now) {
-  send_control(wire::ErrorMessage{0, reason}, now);
+void Sender::interrupt(const std::string& reason, Time) {
+  // On every message lane: the process is about to end, and a lane busy
+  // with a piece's frame may not get its turn in time.
+  for (const auto& l : lanes_)
+    if (l.state == LaneState::open && l.traits.carries_messages) push(SendMessage{l.id, wire::ErrorMessage{0, reason}});
   end_transfer(make_outcome(TransferOutcome::End::interrupted, reason));
 }
 
