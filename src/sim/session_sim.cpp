@@ -491,7 +491,7 @@ class Run {
   void do_receiver(session::FinalizeTransfer& a) {
     receiver_->handle_finalized(a.transfer, wire::ResultStatus::verified, "verified", now_);
   }
-  void do_receiver(session::AbandonTransfer& a) { abandoned_.push_back(a.transfer); }
+  void do_receiver(session::AbandonTransfer&) {}  // the temporaries stay: receiver_held is what a resume finds
   void do_receiver(session::OpenUdpLane& a) {
     const LaneNo id = a.lane;
     // The sender's lane record exists already (it asked); the path is the one it named.
@@ -508,7 +508,7 @@ class Run {
       verify(w.lane, key.first, key.second, w.rec, w.took);
     }
   }
-  void do_receiver(session::SessionEnded&) { session_ended_ = true; }
+  void do_receiver(session::SessionEnded&) {}
   void do_receiver(session::RecvNote& n) { note(n.lane, "recv " + n.event, n.detail); }
 
   void start_next_transfer() {
@@ -636,7 +636,6 @@ class Run {
   bool need_pump_ = false;
   bool finished_ = false;
   bool closing_ = false;
-  bool session_ended_ = false;
   int started_ = 0;
   std::vector<SimTransferResult> transfers_;
   std::map<uint32_t, uint64_t> sent_bytes_;
@@ -650,7 +649,6 @@ class Run {
   std::map<std::pair<uint32_t, core::PieceId>, Waiting> udp_waiting_;
   std::map<LaneNo, Time> back_last_;
   std::map<LaneNo, std::vector<session::ToSender>> held_back_;
-  std::vector<uint32_t> abandoned_;
   uint64_t delivered_total_ = 0;
   std::vector<std::pair<Time, uint64_t>> deliveries_;
   std::vector<std::string> notes_;

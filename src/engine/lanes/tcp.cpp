@@ -99,8 +99,9 @@ void tune_lane_socket(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
 }
 
-// Sockets take send()/recv() (no SIGPIPE, MSG_WAITALL); a byte-stream lane
-// over a pty, a serial device or a pipe is not a socket: write()/read().
+// Sockets take send() (no SIGPIPE); what is not a socket (braid relay's
+// stdout: a pipe or a pty) takes write(). A lane over a pty or pipe does its
+// own polled I/O (LaneLink), so recv_all is for sockets only.
 bool send_all(int fd, const uint8_t* data, size_t len, int& err) {
   bool socket = true;
   while (len > 0) {
@@ -121,15 +122,10 @@ bool send_all(int fd, const uint8_t* data, size_t len, int& err) {
 }
 
 bool recv_all(int fd, uint8_t* data, size_t len, int& err) {
-  bool socket = true;
   while (len > 0) {
-    ssize_t n = socket ? ::recv(fd, data, len, MSG_WAITALL) : ::read(fd, data, len);
+    ssize_t n = ::recv(fd, data, len, MSG_WAITALL);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == ENOTSOCK && socket) {
-        socket = false;
-        continue;
-      }
       err = errno;
       return false;
     }

@@ -301,7 +301,6 @@ void SenderSession::start_udp_lane(session::LaneNo id, const session::PathSpec& 
 
 void SenderSession::act(session::CloseLane& a) {
   auto it = lanes_.find(a.lane);
-  close_reasons_[a.lane] = a.reason;
   if (it == lanes_.end()) return;
   it->second->close(a.reason);
   closed_.push_back(std::move(it->second));
@@ -356,7 +355,6 @@ void SenderSession::act(session::Note& n) {
 void SenderSession::on_message(LaneNo lane, const session::ToSender& msg) {
   std::lock_guard lock(mu_);
   if (!machine_) return;
-  if (const auto* e = std::get_if<wire::ErrorMessage>(&msg)) peer_error_ = *e;
   machine_->handle_message(lane, msg, now());
   if (std::holds_alternative<wire::Ack>(msg) || std::holds_alternative<wire::LaneAck>(msg)) {
     log_progress_locked();

@@ -188,11 +188,8 @@ class SenderSession : private DataLaneEvents {
   std::unique_ptr<session::Sender> machine_;
   std::map<session::LaneNo, std::unique_ptr<DataLane>> lanes_;
   std::vector<std::unique_ptr<DataLane>> closed_;  // waiting to be destroyed outside mu_
-  std::map<session::LaneNo, std::string> close_reasons_;
   std::unique_ptr<Active> active_;
   std::deque<session::CheckHeld> checks_;  // for send()'s thread (reads the source)
-  std::optional<wire::ErrorMessage> peer_error_;
-  std::map<uint32_t, OfferAnswer> answers_;  // offer_only
   std::map<session::LaneNo, nlohmann::json> pending_open_;  // what a lane's connect learned, logged once it joins
   std::set<session::LaneNo> alive_;  // lanes whose threads have not reported their end
   struct Connector {

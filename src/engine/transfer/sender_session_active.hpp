@@ -25,7 +25,6 @@ struct SenderActive {
   // Per lane: its counters when the transfer began, and its first piece's start.
   std::map<LaneNo, DataLaneCounters> at_start;
   std::map<LaneNo, Time> first_send;
-  std::map<LaneNo, std::string> names;  // lanes seen in this transfer (for the report, even once closed)
 };
 
 }  // namespace braid::transfer
