@@ -268,5 +268,46 @@ TEST(SessionSim, AUdpLaneThatNeverHearsItsPeerFallsBackToTcp) {
   EXPECT_GT(wan_tcp, uint64_t{4} << 20) << dump(r);
 }
 
+// `--transport udp`: lane 0 is the only lane that carries messages (the UDP
+// pieces' headers, the acks of bad pieces, done) and its path goes away for
+// a second. Neither end gives up: the UDP lanes go on carrying data, lane 0's
+// path is opened again once it is back, every header goes again on the new
+// lane, and the transfer ends near the UDP lanes' own bound.
+TEST(SessionSim, TheOnlyMessageLaneDiesAndTheUdpLanesCarryOn) {
+  SessionScenario sc;
+  sc.paths = {path("boot", 100, 4, 1), path("wan", 80, 20, 2, LaneKind::udp)};
+  sc.size = Bytes::mib(64);
+  sc.events = {event(PathEvent::Kind::down, 1.0, "boot", Duration::millis(100)), event(PathEvent::Kind::up, 2.0, "boot")};
+  const auto r = run_session(sc);
+  expect_verified(r);
+  bool resent = false, reopened = false;
+  for (const auto& n : r.notes) {
+    resent = resent || n.find("ordered_lane") != std::string::npos;
+    reopened = reopened || n.find("path_reopen") != std::string::npos;
+  }
+  EXPECT_TRUE(resent) << dump(r);
+  EXPECT_TRUE(reopened) << dump(r);
+  // wan alone until boot's path is open again: it is back at 2.0 s, the
+  // reopen tried at 1.6 s (0.5 s after the loss) fails at 2.6 s (connect
+  // timeout on a dead path) and the next, 1 s later, opens a TCP lane that
+  // carries data beside the UDP lanes from 3.6 s.
+  EXPECT_LT(seconds(r.transfers[0]), fluid_bound(sc.size.as_double(), {{0, 80}, {3.6, 180}}) * 1.05) << dump(r);
+}
+
+// Without a lane that carries messages coming back, the receiver does not
+// wait forever: it ends the session after its grace.
+TEST(SessionSim, NoMessageLaneEverAgainEndsTheSessionAfterTheGrace) {
+  SessionScenario sc;
+  sc.paths = {path("boot", 100, 4, 1), path("wan", 80, 20, 2, LaneKind::udp)};
+  sc.size = Bytes::mib(256);
+  sc.events = {event(PathEvent::Kind::down, 1.0, "boot", Duration::millis(100))};
+  const auto r = run_session(sc);
+  ASSERT_EQ(r.transfers.size(), 1u);
+  ASSERT_TRUE(r.transfers[0].ended) << dump(r);
+  EXPECT_FALSE(r.transfers[0].outcome.verified());
+  // Down at 1.0 s, noticed 0.1 s later; both ends wait 10 s for a new lane.
+  EXPECT_LT(seconds(r.transfers[0]), 1.1 + 10.0 + 1.0) << dump(r);
+}
+
 }  // namespace
 }  // namespace braid::sim

@@ -52,6 +52,9 @@ size_t Receiver::open_lanes() const {
 bool Receiver::handle_lane_connected(LaneNo id, const LaneTraits& traits, Time) {
   if (ended_) return false;
   if (find(id)) return false;  // a lane id joins once: a replayed join is refused
+  size_t joining = 0;
+  for (const auto& l : lanes_) joining += l.open && !l.joined;
+  if (joining >= cfg_.max_joining) return false;
   lanes_.push_back(Lane{id, traits, false, true, {}});
   return true;
 }
@@ -70,7 +73,7 @@ void Receiver::reply(LaneNo preferred, ToSender msg) {
   if (auto lane = reply_lane(preferred)) push(RecvSendMessage{*lane, std::move(msg)});
 }
 
-void Receiver::close_lane(Lane& l, const std::string& reason, bool announce, Time) {
+void Receiver::close_lane(Lane& l, const std::string& reason, bool announce, Time now) {
   if (!l.open) return;
   l.open = false;
   l.close_reason = reason;
@@ -80,9 +83,15 @@ void Receiver::close_lane(Lane& l, const std::string& reason, bool announce, Tim
   if (ended_) return;  // the end of a session closes every lane: not news
   push(RecvNote{"lane_closed", id, reason});
   if (announce && joined) reply(UINT32_MAX, wire::LaneClosed{id, reason});
-  bool message_lane = false;
-  for (const auto& x : lanes_) message_lane = message_lane || (x.open && x.traits.carries_messages);
-  if (!message_lane) end_session("every lane closed");
+  bool message_lane = false, any = false;
+  for (const auto& x : lanes_) {
+    message_lane = message_lane || (x.open && x.traits.carries_messages);
+    any = any || x.open;
+  }
+  if (message_lane) return;
+  if (!any || cfg_.message_lane_grace.ns() <= 0) return end_session("every lane closed");
+  // UDP lanes still bring data: the sender opens a lane for messages again.
+  if (no_message_lane_since_ == Time::never()) no_message_lane_since_ = now;
 }
 
 void Receiver::handle_lane_failed(LaneNo id, const std::string& reason, Time now) {
@@ -113,6 +122,7 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
       return;
     }
     lane->joined = true;
+    if (lane->traits.carries_messages) no_message_lane_since_ = Time::never();
     push(RecvSendMessage{on, wire::LaneWelcome{on}});
     push(RecvNote{"lane_open", on, lane_kind_name(lane->traits.kind)});
     return;
@@ -144,6 +154,7 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
           t.done = m;
           t.done_on = on;
           t.view.done_at = now;
+          t.view.root = m.root;
           t.done_deadline = now + cfg_.done_wait;
           try_finish(t, now);
         } else if constexpr (std::is_same_v<M, wire::LaneClosed>) {
@@ -162,7 +173,7 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
           }
           lanes_.push_back(Lane{m.lane_id, LaneTraits::udp(), true, true, {}});
           udp_asked_on_[m.lane_id] = on;
-          push(OpenUdpLane{m.lane_id, m.address});
+          push(OpenUdpLane{m.lane_id, m.address, on});
         } else if constexpr (std::is_same_v<M, wire::UdpPiece>) {
           auto it = transfers_.find(m.transfer_id);
           if (it == transfers_.end() || !accepted(m.transfer_id) || m.hash.size == 0) return;
@@ -183,6 +194,12 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
 bool Receiver::accepted(uint32_t id) const {
   auto it = transfers_.find(id);
   return it != transfers_.end() && it->second.answer && std::holds_alternative<wire::Accept>(*it->second.answer);
+}
+
+bool Receiver::lane_joined(LaneNo id) const {
+  for (const auto& l : lanes_)
+    if (l.id == id) return l.open && l.joined;
+  return false;
 }
 
 bool Receiver::piece_verified(uint32_t id, uint32_t piece) const {
@@ -271,8 +288,14 @@ void Receiver::fail(Transfer& t, wire::ResultStatus status, const std::string& m
   t.result = wire::TransferResult{t.offer.transfer_id, status, message};
   t.view.result = status;
   ++failures_;
-  push(AbandonTransfer{t.offer.transfer_id, message});
+  push(AbandonTransfer{t.offer.transfer_id, message, status});
   reply(t.done_on.value_or(t.asked_on), *t.result);
+}
+
+void Receiver::handle_transfer_failed(uint32_t id, wire::ResultStatus status, const std::string& message, Time) {
+  auto it = transfers_.find(id);
+  if (it == transfers_.end() || !accepted(id) || ended_) return;
+  fail(it->second, status, message);
 }
 
 void Receiver::handle_finalized(uint32_t id, wire::ResultStatus status, const std::string& message, Time) {
@@ -313,7 +336,7 @@ void Receiver::end_session(const std::string& reason) {
     // Accepted but never finished: the temporary files and the journal of
     // what in them is verified stay for a later run.
     ++failures_;
-    push(AbandonTransfer{id, reason});
+    push(AbandonTransfer{id, reason, std::nullopt});
   }
   for (auto& l : lanes_) {
     if (!l.open) continue;
@@ -331,6 +354,8 @@ void Receiver::close(const std::string& reason, Time) {
 }
 
 void Receiver::handle_timeout(Time now) {
+  if (!ended_ && no_message_lane_since_ != Time::never() && now >= no_message_lane_since_ + cfg_.message_lane_grace)
+    return end_session("no lane that carries messages came back in time");
   for (auto& [id, t] : transfers_)
     if (t.done && !t.result && !t.finalizing && now >= t.done_deadline) try_finish(t, now);
 }
@@ -344,6 +369,7 @@ std::optional<ReceiverAction> Receiver::poll_action() {
 
 std::optional<Time> Receiver::poll_timeout() const {
   std::optional<Time> out;
+  if (!ended_ && no_message_lane_since_ != Time::never()) out = no_message_lane_since_ + cfg_.message_lane_grace;
   for (const auto& [id, t] : transfers_)
     if (t.done && !t.result && !t.finalizing && (!out || t.done_deadline < *out)) out = t.done_deadline;
   return out;

@@ -36,9 +36,17 @@ struct ReceiverConfig {
   size_t max_lanes = 64;
   /// Where further lanes may connect (sent on the bootstrap lane first).
   std::vector<std::string> advertised;
+  /// Most connections that named this session and have not joined yet: each
+  /// holds a reader until its lane_join is read. Above any sender's burst of
+  /// lanes (its --max-lanes is at most 256).
+  size_t max_joining = 256;
   /// After done, how long pieces still being verified and written (UDP
   /// lanes' last ones) may take before the transfer is incomplete.
   Duration done_wait = Duration::seconds(30);
+  /// How long the session goes on with lanes open (UDP lanes) but none that
+  /// carries messages: the sender opens such a lane again meanwhile
+  /// (SenderConfig::message_lane_grace). Zero: it ends at once.
+  Duration message_lane_grace = Duration::seconds(10);
   RootHashFn root_hash;
 };
 
@@ -68,12 +76,15 @@ struct FinalizeTransfer {
 struct AbandonTransfer {
   uint32_t transfer = 0;
   std::string reason;
+  /// The verdict sent to the sender; none when the session ended first.
+  std::optional<wire::ResultStatus> status;
 };
 /// Open UDP lane `lane` on `address` (one this receiver advertised: the
 /// engine checks); answer with handle_udp_lane_opened.
 struct OpenUdpLane {
   LaneNo lane = 0;
   std::string address;
+  LaneNo via = 0;  // the lane its udp_open came on (the address must be one of this host's, as seen there)
 };
 /// A UDP piece's header: the engine's assembly of that lane's bytes needs it.
 struct ExpectPiece {
@@ -113,6 +124,9 @@ class Receiver {
                              Duration recv_duration, Time now);
   /// A piece arrived whole and its hash did not match (or it could not be written).
   void handle_piece_rejected(LaneNo lane, uint32_t transfer, uint32_t piece, wire::AckStatus why, Time now);
+  /// The engine cannot go on with the transfer (the disk is full, the
+  /// journal cannot be written): it fails with `status`, the sender is told.
+  void handle_transfer_failed(uint32_t transfer, wire::ResultStatus status, const std::string& message, Time now);
   void handle_finalized(uint32_t transfer, wire::ResultStatus status, const std::string& message, Time now);
   /// The engine's answer to OpenUdpLane: the lane's local address, or why not.
   void handle_udp_lane_opened(LaneNo lane, const std::string& local, const std::string& error, Time now);
@@ -127,6 +141,8 @@ class Receiver {
   /// The piece has a verified copy already: another copy need not be written.
   bool piece_verified(uint32_t transfer, uint32_t piece) const;
   bool accepted(uint32_t transfer) const;
+  /// The lane's lane_join was taken: piece data may flow on it.
+  bool lane_joined(LaneNo lane) const;
   size_t open_lanes() const;
   bool ended() const { return ended_; }
   struct TransferView {
@@ -137,6 +153,7 @@ class Receiver {
     std::map<LaneNo, uint64_t> lane_bytes;
     std::map<LaneNo, uint32_t> lane_pieces;
     std::optional<wire::ResultStatus> result;
+    std::optional<wire::Digest> root;  // the sender's, from its done
     bool finished = false;
     Time accepted_at = Time::never();
     Time done_at = Time::never();
@@ -183,6 +200,7 @@ class Receiver {
   std::map<LaneNo, LaneNo> udp_asked_on_;  // UDP lane -> the lane its udp_open came on
   bool ended_ = false;
   int failures_ = 0;
+  Time no_message_lane_since_ = Time::never();
   std::deque<ReceiverAction> actions_;
 };
 

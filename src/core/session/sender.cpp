@@ -149,6 +149,18 @@ void Sender::lane_open(Lane& l, Time now) {
     slots_[l.slot].failures = 0;
   }
   push(Note{"lane_open", l.id, std::string(lane_kind_name(l.traits.kind)) + " " + l.path.local + "->" + l.path.remote});
+  if (l.traits.carries_messages && transfer_running() && !transfer_->udp_headers.empty()) {
+    // UDP pieces' headers found no lane that carries messages (the last one
+    // died): all of them go on this one, before any request waiting (done
+    // must not overtake a header).
+    Transfer& t = *transfer_;
+    const Lane* cur = t.ordered_lane ? find(*t.ordered_lane) : nullptr;
+    if (!cur || cur->state != LaneState::open) {
+      t.ordered_lane = l.id;
+      for (const auto& h : t.udp_headers) push(SendMessage{l.id, h});
+      push(Note{"ordered_lane", l.id, "headers sent again", t.udp_headers.size()});
+    }
+  }
   // Requests that found no message lane go now.
   if (l.traits.carries_messages)
     for (auto& [req, msg] : requests_)
@@ -641,6 +653,12 @@ void Sender::end_transfer(TransferOutcome outcome) {
   push(TransferEnded{t.id, std::move(outcome)});
 }
 
+Duration Sender::lane_grace() const {
+  bool open = false;
+  for (const auto& l : lanes_) open = open || l.state == LaneState::open;
+  return open ? std::max(cfg_.no_lane_grace, cfg_.message_lane_grace) : cfg_.no_lane_grace;
+}
+
 void Sender::check_lanes_left(Time now) {
   if (!transfer_running()) return;
   if (message_lane_open()) {
@@ -649,7 +667,7 @@ void Sender::check_lanes_left(Time now) {
   }
   bool retry = false;
   for (const auto& s : slots_) retry = retry || (!s.given_up && s.retry_at != Time::never());
-  if (cfg_.no_lane_grace.ns() > 0 && retry) {
+  if (lane_grace().ns() > 0 && retry) {
     if (transfer_->no_lane_since == Time::never()) transfer_->no_lane_since = now;
     return;
   }
@@ -762,7 +780,7 @@ void Sender::handle_timeout(Time now) {
       end_transfer(make_outcome(TransferOutcome::End::stuck, "internal error: the scheduler stopped handing out work with " +
                         std::to_string((sched().plan().total() - sched().plan().delivered_bytes()).count()) +
                         " bytes left; the temporary files are kept"));
-    else if (t.no_lane_since != Time::never() && now - t.no_lane_since >= cfg_.no_lane_grace)
+    else if (t.no_lane_since != Time::never() && now - t.no_lane_since >= lane_grace())
       end_transfer(make_outcome(TransferOutcome::End::lanes_lost, "every lane to the receiver failed and none came back in time"));
   }
 }
@@ -793,7 +811,7 @@ std::optional<Time> Sender::poll_timeout() const {
     if (tr.sched && tr.phase == Transfer::Phase::sending)
       if (auto x = tr.sched->poll_timeout()) take(*x);
     if (tr.idle_since != Time::never()) take(tr.idle_since + cfg_.stuck_after);
-    if (tr.no_lane_since != Time::never()) take(tr.no_lane_since + cfg_.no_lane_grace);
+    if (tr.no_lane_since != Time::never()) take(tr.no_lane_since + lane_grace());
   }
   return t;
 }

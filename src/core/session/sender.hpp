@@ -69,6 +69,11 @@ struct SenderConfig {
   /// How long a transfer survives with no lane open (none joined, none
   /// joining): a path may come back. Zero: it fails at once.
   Duration no_lane_grace = Duration::zero();
+  /// How long a transfer survives with lanes open (UDP lanes) but none that
+  /// carries messages (lane 0 died, say): the path of such a lane is opened
+  /// again meanwhile and the UDP lanes go on. The receiver waits as long
+  /// (ReceiverConfig::message_lane_grace).
+  Duration message_lane_grace = Duration::seconds(10);
   /// No answer to the offer, or no result after done, within this: the
   /// transfer fails (the receiver may be asking its user: generous).
   Duration answer_timeout = Duration::seconds(300);
@@ -319,6 +324,8 @@ class Sender {
   Lane* find(LaneNo id);
   const Lane* find(LaneNo id) const;
   bool message_lane_open() const;
+  /// How long the transfer may go on without a lane that carries messages.
+  Duration lane_grace() const;
   void open_slot(size_t slot, Time now);
   void lane_open(Lane& lane, Time now);
   void lane_gone(Lane& lane, const std::string& reason, bool announce, Time now);
