@@ -161,7 +161,7 @@ void add_recv_command(CLI::App& app) {
   auto args = std::make_shared<RecvArgs>();
   CLI::App* cmd = app.add_subcommand("recv", "Receive files from `braid send` into a directory");
   cmd->add_option("--dir", args->dir, "Target directory (created if missing)")->required();
-  cmd->add_option("--listen", args->listen, "ADDR:PORT to listen on (repeatable; port 0 picks one; default [::]:7878)")
+  cmd->add_option("--listen", args->listen, "ADDR:PORT to listen on, or unix:PATH for lanes over a Unix socket (repeatable; port 0 picks one; default [::]:7878)")
       ->allow_extra_args(false);
   cmd->add_option("--code", args->code, "Use this pairing code instead of a fresh one (for scripts)");
   cmd->add_flag("--yes", args->yes, "Accept every offer without asking");

@@ -6,7 +6,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstring>
+#include <iostream>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -38,8 +41,9 @@ bool ipv6_loopback_usable() {
 class RunningReceiver {
  public:
   RunningReceiver(const fs::path& dir, const fs::path& config, const std::string& code, bool two_families = false,
-                  size_t max_lanes = 64) {
+                  size_t max_lanes = 64, std::shared_ptr<DiskFaults> disk = nullptr) {
     ReceiveOptions o;
+    o.disk_faults = std::move(disk);
     o.max_lanes = max_lanes;
     o.dir = dir.string();
     o.listen = {"127.0.0.1:0"};
@@ -425,6 +429,97 @@ TEST_F(SessionFixture, AUdpLaneThatDiesMidTransferHoldsNothingUp) {
   EXPECT_NE(out.report.lanes[0].close_reason.find("lane killed"), std::string::npos) << out.report.lanes[0].close_reason;
   EXPECT_TRUE(out.report.lanes[1].open_at_end);
   EXPECT_GT(out.report.lanes[1].bytes, 0u);
+}
+
+// A disk that fills up after `room` bytes (every later write fails with
+// ENOSPC), or takes `delay` longer for every write.
+class TestDisk : public DiskFaults {
+ public:
+  TestDisk(uint64_t room, std::chrono::milliseconds delay) : room_(room), delay_(delay) {}
+  int before_write(uint64_t, size_t n) override {
+    if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
+    if (written_.fetch_add(n) + n > room_) return ENOSPC;
+    return 0;
+  }
+
+ private:
+  uint64_t room_;
+  std::chrono::milliseconds delay_;
+  std::atomic<uint64_t> written_{0};
+};
+
+const TransferReport* recv_report(const std::vector<TransferReport>& reports) {
+  for (const auto& r : reports)
+    if (r.role == "recv") return &r;
+  return nullptr;
+}
+
+// The disk fills up mid-transfer: the sender is told at once (exit 8, "the
+// target disk is full"), nothing stands under its final name, the
+// temporary files and the journal stay; with room again the same transfer
+// resumes what arrived.
+TEST_F(SessionFixture, ADiskThatFillsUpMidTransferKeepsWhatArrivedForAResume) {
+  const fs::path src = tmp / "src/big.bin";
+  testing::write_random_file(src, 24 << 20, 23);
+  TransferOptions opts;
+  opts.chunk_size = 1 << 20;
+  {
+    RunningReceiver r(dst, recv_cfg, "disk-full", false, 64, std::make_shared<TestDisk>(10 << 20, std::chrono::milliseconds(0)));
+    auto s = connect_ok(r.address(), send_cfg, "disk-full", log);
+    ASSERT_TRUE(s);
+    auto out = s->send(scan({src}), opts);
+    s->close();
+    EXPECT_EQ(out.exit_code, kExitDiskFull) << out.message;
+    EXPECT_NE(out.message.find("disk is full"), std::string::npos) << out.message;
+  }
+  EXPECT_FALSE(fs::exists(dst / "big.bin"));
+  size_t parts = 0, journals = 0;
+  for (const auto& e : fs::directory_iterator(dst)) {
+    const std::string name = e.path().filename().string();
+    parts += name.starts_with(".braid-") && name.ends_with(".part");
+    journals += name.starts_with(".braid-resume-");
+  }
+  EXPECT_EQ(parts, 1u);
+  EXPECT_EQ(journals, 1u);
+  RunningReceiver again(dst, recv_cfg, "disk-full");
+  auto s = connect_ok(again.address(), send_cfg, std::nullopt, log);  // paired by the first run
+  ASSERT_TRUE(s);
+  auto out = s->send(scan({src}), opts);
+  s->close();
+  EXPECT_EQ(out.exit_code, 0) << out.message;
+  EXPECT_EQ(read_all(src), read_all(dst / "big.bin"));
+  EXPECT_GT(out.report.resumed_bytes, 0u);            // what arrived before the disk filled up
+  EXPECT_LE(out.report.resumed_bytes, uint64_t{10} << 20);  // never more than the disk took
+}
+
+// A disk slower than the network (every 1 MiB write 20 ms late: at most
+// 50 MiB/s) behind two UDP lanes on loopback: the lanes stop crediting the
+// sender's windows while the writer is behind, so the receiver holds at
+// most the write backlog (64 MiB) and the lanes' windows of piece bytes,
+// not what the network could bring (~200 MiB without the held credit).
+TEST_F(SessionFixture, ASlowDiskHoldsUdpLanesBackNotMemory) {
+  const fs::path src = tmp / "src/data.bin";
+  testing::write_random_file(src, 224 << 20, 24);
+  RunningReceiver r(dst, recv_cfg, "slow-disk", false, 64, std::make_shared<TestDisk>(UINT64_MAX / 2, std::chrono::milliseconds(20)));
+  ConnectOptions co;
+  co.remote = r.address();
+  co.code = "slow-disk";
+  co.config_dir = send_cfg;
+  co.lanes = {"udp:127.0.0.1=" + r.address(), "udp:127.0.0.1=" + r.address()};
+  auto c = SenderSession::connect(co, log);
+  ASSERT_TRUE(std::holds_alternative<std::unique_ptr<SenderSession>>(c));
+  auto s = std::move(std::get<0>(c));
+  auto out = s->send(scan({src}), TransferOptions{});
+  s->close();
+  EXPECT_EQ(out.exit_code, 0) << out.message;
+  EXPECT_EQ(read_all(src), read_all(dst / "data.bin"));
+  const auto reports = r.get().reports();
+  const TransferReport* rep = recv_report(reports);
+  ASSERT_NE(rep, nullptr);
+  const uint64_t MiB = 1 << 20;
+  std::cout << "receiver's peak of UDP piece bytes in memory: " << rep->buffered_peak_bytes / MiB << " MiB\n";
+  EXPECT_GT(rep->buffered_peak_bytes, 32 * MiB);   // the disk really was the bottleneck
+  EXPECT_LT(rep->buffered_peak_bytes, 116 * MiB);  // 64 backlog + 2 x 16 window + pieces at the edges (~96)
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 # Byte-stream lanes through the real `braid` binary: lanes over a child
 # process's stdin/stdout (`exec:`) or its terminal (`pty:`), with `braid
 # relay` as the far end joining them to the receiver's TCP port (in real use
-# through ssh). One case per run: stream.sh BRAID_BINARY CASE (exec, pty-slow).
+# through ssh). One case per run: stream.sh BRAID_BINARY CASE (unix, exec, pty-slow).
 # Each checks the file, the exit codes, the report's lane kinds and that no
 # relay process outlives the transfer.
 set -uo pipefail
@@ -10,9 +10,10 @@ BRAID=$1
 CASE=$2
 . "$(dirname "$0")/lib.sh"
 workspace stream
+EXTRA_LISTEN=()
 
 start_recv() {
-  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 --code stream-test --yes --once \
+  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 "${EXTRA_LISTEN[@]}" --code stream-test --yes --once \
     --json "$W/recv.json" --log "$W/recv.log" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
   RECV_PID=$!
   for _ in $(seq 200); do grep -q listening "$W/recv.out" 2>/dev/null && break; sleep 0.05; done
@@ -44,6 +45,21 @@ PY
 }
 
 case "$CASE" in
+  unix)  # a TCP lane and a lane over a Unix-domain socket (recv --listen unix:PATH)
+    random_file "$W/src/data.bin" $((48 << 20)) unix
+    EXTRA_LISTEN=(--listen "unix:$W/braid.sock")
+    start_recv
+    grep -q "unix:$W/braid.sock" "$W/recv.out" || fail "the ready line does not name the socket"
+    send --lane "tcp:127.0.0.1=127.0.0.1:$PORT" --lane "unix:$W/braid.sock" "$W/src/data.bin" "127.0.0.1:$PORT"
+    check "[l['kind'] for l in s['lanes']] == ['tcp', 'tcp', 'stream']" \
+          "all(l['bytes'] > 0 for l in s['lanes'])" \
+          "sum(l['bytes'] for l in s['lanes']) == 48 << 20"
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); ls=[l for t in r.get("transfers",[r]) for l in t["lanes"]]; \
+sys.exit(0 if any(l["local"].startswith("unix:") and l["bytes"] > 0 for l in ls) else 1)' "$W/recv.json" \
+      || fail "the receiver's report has no unix lane that carried bytes: $(cat "$W/recv.json")"
+    [ ! -e "$W/braid.sock" ] || fail "the receiver left its socket file behind"
+    ;;
+
   exec)  # a TCP lane and a lane through a child's stdin/stdout
     random_file "$W/src/data.bin" $((48 << 20)) exec
     start_recv

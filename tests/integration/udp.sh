@@ -132,19 +132,19 @@ for _ in range(2000):
     check_json 'all(l["cc_rate_bytes_per_sec"] <= 100e6 / 8 * 1.01 for l in s["lanes"])'
     ;;
   kill-control)
-    # Lane 0 carries the UDP pieces' headers and dies after a few of them:
-    # they go again over the TCP data lane, and every piece still verifies.
+    # Lane 0 is the only lane that carries messages, so it carries the UDP
+    # pieces' headers; it dies after a few of them (a fault proxy resets it
+    # 0.3 s in; the rate limit keeps the transfer going for seconds): its
+    # path is opened again, the headers in flight go again over the new
+    # lane, and every piece still verifies.
     make_file $((128 << 20))
     start_recv
-    # Lane 0 through a fault proxy that resets it 0.3 s in (the rate limit
-    # keeps the transfer going for seconds).
     start_proxy --kill-after-ms 300
-    send --rate-limit 400Mbit/s --lane "tcp:127.0.0.1=127.0.0.1:$PORT" --lane "udp:127.0.0.1=127.0.0.1:$PORT" \
-      "$W/src/data.bin" "127.0.0.1:$PROXY"
+    send --rate-limit 400Mbit/s --lane "udp:127.0.0.1=127.0.0.1:$PORT" "$W/src/data.bin" "127.0.0.1:$PROXY"
     check_identical
     grep '"lane_closed"' "$W/send.log" | grep -q '"lane":0' || fail "lane 0 was not killed"
     grep '"ordered_lane"' "$W/send.log" | grep -q '"headers_resent":[1-9]' || fail "no headers were sent again"
-    check_json 's["all_verified"] and s["lanes"][1]["kind"] == "udp" and s["lanes"][1]["bytes"] > 0'
+    check_json 's["all_verified"] and any(l["kind"] == "udp" and l["bytes"] > 0 for l in s["lanes"])'
     ;;
   transport)
     # --transport udp: discovered lanes are UDP (lane 0 carries control only);
@@ -176,34 +176,6 @@ open(sys.argv[2], "w").close(); time.sleep(60)' "$PORT" "$W/holding" &
     check_identical
     grep '"udp_port_fallback"' "$W/recv.log" | grep -q "127.0.0.1:$PORT" || fail "no udp_port_fallback with the reason"
     udp_local_count "127.0.0.1:$PORT" 0 || fail "a lane claims the taken port"
-    ;;
-  slow-disk)
-    # A disk slower than the network (every piece's write 20 ms late: at
-    # most 50 MiB/s): the receiver's UDP lanes stop crediting the senders'
-    # windows while its writer is behind, so its memory stays bounded by the
-    # write backlog (64 MiB) and the lanes' windows instead of growing with
-    # everything the network could bring; the file still arrives whole.
-    make_file $((256 << 20))
-    BRAID_TEST_WRITE_DELAY_MS=20 start_recv
-    ( peak=0
-      while kill -0 "$RECV_PID" 2>/dev/null; do
-        hwm=$(awk '/VmHWM/ {print $2}' "/proc/$RECV_PID/status" 2>/dev/null)
-        [ -n "$hwm" ] && [ "$hwm" -gt "$peak" ] && peak=$hwm && echo "$peak" > "$W/peak_kib"
-        sleep 0.05
-      done ) &
-    SAMPLER=$!
-    second="udp:127.0.0.1=127.0.0.1:$PORT"
-    [ -n "$PORT6" ] && second="udp:[::1]=[::1]:$PORT6"
-    send --lane "udp:127.0.0.1=127.0.0.1:$PORT" --lane "$second" "$W/src/data.bin" "127.0.0.1:$PORT"
-    check_identical
-    wait "$SAMPLER"
-    peak=$(cat "$W/peak_kib")
-    echo "256 MiB at most 50 MiB/s to disk, over 2 UDP lanes, in ${ELAPSED}s; receiver peak RSS $((peak / 1024)) MiB"
-    # 64 MiB of backlog, 2 × 16 MiB of window, pieces being gathered and the
-    # process itself: ~125 MiB (112-150 under heavy load, allocator slack
-    # included). Without the held credit: ~230 MiB.
-    max=${MAX_PEAK_MIB:-185}
-    [ "$peak" -lt $((max * 1024)) ] || fail "the receiver held $((peak / 1024)) MiB (more than $max)"
     ;;
   *) fail "unknown case" ;;
 esac

@@ -109,9 +109,8 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
     t->skipped_links_.push_back(SkippedLink{i, e.path, e.link_target, std::move(why)});
   }
   // 3. Room for the data.
-  // BRAID_TEST_SKIP_SPACE_CHECK lets a test reach ENOSPC in the middle of a transfer.
   struct statvfs vfs {};
-  if (!std::getenv("BRAID_TEST_SKIP_SPACE_CHECK") && ::fstatvfs(root_fd, &vfs) == 0) {
+  if (::fstatvfs(root_fd, &vfs) == 0) {
     const unsigned long long avail = static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize;
     const uint64_t needed = offer.total_bytes() - std::min(opts.bytes_present, offer.total_bytes());
     if (avail < needed)

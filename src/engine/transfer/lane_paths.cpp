@@ -49,10 +49,19 @@ std::vector<LanePath> plan_lane_paths(const LanePlan& plan, std::vector<std::pai
         else out.push_back(p);
       }
       if (spec.rfind("exec:", 0) == 0 || spec.rfind("pty:", 0) == 0) continue;
+      // A byte-stream lane over a Unix-domain socket (recv --listen unix:PATH).
+      if (spec.rfind("unix:", 0) == 0) {
+        LanePath p;
+        p.unix_path = spec.substr(5);
+        p.spec = {session::LaneKind::stream, "", spec};
+        if (p.unix_path.empty()) skipped.emplace_back(spec, "no socket path after unix:");
+        else out.push_back(p);
+        continue;
+      }
       lanes::Endpoint l, r;
       bool udp = plan.udp_default;
       if (!parse_ip_spec(spec, plan.default_port, l, r, udp)) {
-        skipped.emplace_back(spec, "not [tcp:|udp:]LOCAL=REMOTE:PORT, exec:COMMAND or pty:COMMAND");
+        skipped.emplace_back(spec, "not [tcp:|udp:]LOCAL=REMOTE:PORT, exec:COMMAND, pty:COMMAND or unix:PATH");
         continue;
       }
       add(l, r, udp);

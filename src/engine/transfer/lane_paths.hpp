@@ -20,6 +20,8 @@ struct LanePath {
   /// Stream lanes: the command whose stdin/stdout carry the lane (exec:, pty:).
   std::string command;
   bool pty = false;
+  /// Stream lanes over a Unix-domain socket (unix:PATH).
+  std::string unix_path;
 };
 
 struct LanePlan {

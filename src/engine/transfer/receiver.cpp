@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,6 +17,7 @@
 
 #include "engine/files/receive_tree.hpp"
 #include "engine/lanes/tcp.hpp"
+#include "engine/lanes/unix_socket.hpp"
 #include "engine/transfer/code_text.hpp"
 #include "engine/transfer/exit_codes.hpp"
 
@@ -78,8 +80,18 @@ std::variant<std::unique_ptr<Receiver>, Failure> Receiver::start(const ReceiveOp
   bool defaulted = wanted.empty();
   if (defaulted) wanted = {"[::]:" + std::to_string(kDefaultPort)};
   for (const auto& w : wanted) {
+    if (const std::string path = lanes::unix_path_of(w); !path.empty()) {
+      // Lanes over a Unix-domain socket (send --lane unix:PATH): not
+      // advertised, for the senders on this host that name it.
+      auto fd = lanes::listen_unix(path, error);
+      if (!fd.valid()) return Failure{kExitFailure, error};
+      ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
+      r->unix_paths_.push_back(path);
+      r->listeners_.push_back(std::move(fd));
+      continue;
+    }
     auto ep = lanes::parse_numeric_endpoint(w, kDefaultPort);
-    if (!ep) return Failure{kExitUsage, "bad --listen '" + w + "' (ADDR:PORT, e.g. 127.0.0.1:7878 or [::1]:0)"};
+    if (!ep) return Failure{kExitUsage, "bad --listen '" + w + "' (ADDR:PORT, e.g. 127.0.0.1:7878 or [::1]:0, or unix:PATH)"};
     auto fd = lanes::listen_tcp(*ep, error);
     if (!fd.valid() && defaulted) {  // no IPv6 on this host: IPv4 only
       ep = lanes::parse_numeric_endpoint("0.0.0.0:" + std::to_string(kDefaultPort), kDefaultPort);
@@ -129,11 +141,13 @@ Receiver::~Receiver() {
   }
   for (auto& r : left)
     if (r.thread.joinable()) r.thread.join();
+  for (const auto& p : unix_paths_) ::unlink(p.c_str());  // ours: nobody listens there now
 }
 
 std::string Receiver::ready_line() const {
   std::string line = "braid: code " + code_.display() + " listening on";
   for (const auto& a : advertised_) line += " " + a;
+  for (const auto& p : unix_paths_) line += " unix:" + p;
   return line;
 }
 
@@ -593,10 +607,15 @@ void Receiver::start_session(security::UniqueFd fd, security::Session session) {
   std::string error;
   auto link = lanes::LaneLink::create(std::move(fd), sid, 0, session.lane_secret(), security::Role::server, error);
   if (!link) return refuse_session(nullptr, peer, error);
-  ReceiverConfig cfg{root_fd_.get(), opts_.yes, opts_.quiet, &udp_ports_, {}};
+  ReceiverConfig cfg;
+  cfg.root_fd = root_fd_.get();
+  cfg.yes = opts_.yes;
+  cfg.quiet = opts_.quiet;
+  cfg.udp_ports = &udp_ports_;
   for (const auto& b : bound_) cfg.listen_ports.push_back(b.port());
   cfg.max_lanes = opts_.max_lanes;
   cfg.links = opts_.links;
+  cfg.disk_faults = opts_.disk_faults;
   const auto& fp = session.peer().fingerprint.bytes();
   std::string refusal;
   {

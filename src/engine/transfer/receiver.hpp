@@ -108,6 +108,9 @@ struct ReceiveOptions {
   std::optional<std::filesystem::path> config_dir;
   ThreadStarter start_thread;  // empty: std::thread
   ReceiveLimits limits;
+  /// In-process tests only: what the disk does to each piece's write
+  /// (a slow disk, a full one); never set by the command line.
+  std::shared_ptr<DiskFaults> disk_faults;
 };
 
 /// What happened to connections that never became a session or a lane
@@ -206,6 +209,7 @@ class Receiver {
   /// UDP lanes of every session, on the listeners' port numbers (one shared
   /// socket per local address, opened on a lane's first use of it).
   udp::UdpRecvPorts udp_ports_;
+  std::vector<std::string> unix_paths_;  // --listen unix:PATH (removed when the receiver ends)
   security::UniqueFd wake_;  // eventfd: stop() and an ending session poke it
   /// Held open so that, out of fds, one can be given back to accept and
   /// close the excess connection (the peer hears a close, not silence).

@@ -1,11 +1,20 @@
-// The receiving side of one braid session: its lanes (each with a reader
-// thread that opens frames, verifies pieces, writes them and acks them) and
-// a control thread (the caller's) that answers offers, checks each finished
-// transfer's root hash and puts its files in place.
+// The receiving side of one braid session in the engine: wiring between the
+// pure session machine (core/session/receiver.hpp, every protocol decision:
+// joins, the lane cap, offers' answers, acks, done and the result, what an
+// unfinished transfer leaves) and the I/O — lanes' sockets, the pieces'
+// bytes (verify before write), the file system (incoming_transfer.hpp), the
+// clock, the log and the reports.
+//
+// Threads: the caller's (run(): the control thread) prepares offers, puts
+// finished transfers in place and keeps what unfinished ones leave, off the
+// machine's lock; each TCP or stream lane has a reader that opens frames,
+// gathers, verifies and writes its pieces; UDP lanes' bytes come from their
+// shared port's thread and are verified and written on one writer thread.
+// Every event goes into the machine under mu_; its actions are carried out
+// in the order it gave them (act_mu_), outside mu_.
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -15,15 +24,14 @@
 #include <thread>
 #include <vector>
 
-#include "engine/files/piece_hasher.hpp"
-#include "engine/files/receive_tree.hpp"
+#include "core/session/receiver.hpp"
 #include "engine/lanes/lane_link.hpp"
 #include "engine/security/session.h"
 #include "engine/transfer/event_log.hpp"
+#include "engine/transfer/incoming_transfer.hpp"
 #include "engine/transfer/report.hpp"
 #include "engine/transfer/serial_worker.hpp"
 #include "engine/udp/udp_recv_port.hpp"
-#include "core/wire/messages.hpp"
 
 namespace braid::transfer {
 
@@ -41,6 +49,8 @@ struct ReceiverConfig {
   size_t max_lanes = 64;
   /// Which symlinks of an offer are created (`recv --links`, files/link_policy.hpp).
   files::LinkPolicy links = files::LinkPolicy::safe;
+  /// In-process tests only: what the disk does to each piece's write.
+  std::shared_ptr<DiskFaults> disk_faults;
 };
 
 class ReceiverSession {
@@ -52,7 +62,7 @@ class ReceiverSession {
   ~ReceiverSession();
 
   /// Runs lane 0 (`link`, already past TLS) and the control loop until the
-  /// sender says bye or every lane is gone.
+  /// session ends (bye, an error, every lane gone, interrupt()).
   void run(std::unique_ptr<lanes::LaneLink> link, const std::vector<std::string>& advertised);
   /// A connection whose first frame header named this session and `lane_id`:
   /// it becomes a lane if its lane_join frame authenticates. false if refused.
@@ -65,58 +75,67 @@ class ReceiverSession {
   /// and not finished (status "interrupted", "failed" or "incomplete", with
   /// the bytes it holds verified on disk for the next run).
   std::vector<TransferReport> reports() const;
-  /// From any thread (SIGINT/SIGTERM): tells the sender `reason` (an error
-  /// message), closes every lane with it, and makes run() end — which
-  /// commits each unfinished transfer's resume journal and releases it. An
-  /// offer whose held ranges are being read back stops and is refused.
+  /// From any thread (SIGINT/SIGTERM): tells the sender `reason`, closes
+  /// every lane with it and makes run() end — which commits each unfinished
+  /// transfer's resume journal and releases it. An offer whose held ranges
+  /// are being read back stops and is refused.
   void interrupt(const std::string& reason);
   uint64_t rejected_frames() const;
 
  private:
   struct Lane;
-  struct Incoming;
   struct UdpLane;
   class UdpEvents;
-  struct Control {
-    uint32_t lane_id;
-    wire::FrameType type;
-    std::vector<uint8_t> payload;
-  };
+  using Job = std::variant<session::PrepareOffer, session::FinalizeTransfer, session::AbandonTransfer>;
 
-  /// Lists the lane and starts its reader; false (the lane listed as closed) if no thread could start.
-  bool start_lane(std::unique_ptr<lanes::LaneLink> link, bool needs_join);
-  void reader_loop(Lane& lane, bool needs_join);
+  Time now() const;
+  /// Feeds the machine (`f`, under mu_), then carries out its actions in order.
+  template <class F>
+  void drive(F&& f);
+  /// From inside an action (act_mu_ held): feeds the machine; its actions
+  /// join the ones being carried out.
+  template <class F>
+  void feed(F&& f);
+  void act(session::RecvSendMessage& a);
+  void act(session::RecvCloseLane& a);
+  void act(session::PrepareOffer& a);
+  void act(session::FinalizeTransfer& a);
+  void act(session::AbandonTransfer& a);
+  void act(session::OpenUdpLane& a);
+  void act(session::ExpectPiece& a);
+  void act(session::SessionEnded& a);
+  void act(session::RecvNote& a);
+  void run_job(session::PrepareOffer& a);
+  void run_job(session::FinalizeTransfer& a);
+  void run_job(session::AbandonTransfer& a);
+
+  // TCP and stream lanes (receiver_session_lanes.cpp).
+  /// Lists a lane (not read yet).
+  Lane* add_lane(std::unique_ptr<lanes::LaneLink> link, session::LaneTraits traits = session::LaneTraits::tcp());
+  /// Starts its reader; false (the machine told) if no thread could start.
+  bool start_reader(Lane& lane);
+  void reader_loop(Lane& lane);
   std::span<uint8_t> piece_landing(Lane& lane);
   void handle_piece(Lane& lane, const lanes::Incoming& in);
-  // UDP lanes (receiver_session.cpp, "UDP lanes").
-  void handle_udp_open(Lane& via, std::span<const uint8_t> payload);
-  void handle_udp_piece(std::span<const uint8_t> payload);
-  /// Bytes of `bytes` consumed now for the lane's flow control (UdpRecvEvents::on_data).
+  /// A piece gathered whole on `lane_id`, its hash checked (`hash_ok`):
+  /// written if it should be (`write`: no other copy verified yet), then
+  /// the machine told.
+  void piece_arrived(uint32_t lane_id, IncomingTransfer& t, uint32_t piece, uint64_t offset,
+                     std::span<const uint8_t> bytes, const wire::Digest& hash, bool hash_ok, bool write, Duration took);
+  std::shared_ptr<IncomingTransfer> transfer_locked(uint32_t id) const;
+  /// Sets the session's exit code if none is set yet.
+  void set_outcome_locked(int code);
+  TransferReport report_locked(const IncomingTransfer& t, bool finished) const;
+  void note(const std::string& line) const;
+
+  // UDP lanes (receiver_session_udp.cpp).
+  void open_udp_lane(const session::OpenUdpLane& a);
+  void expect_udp_piece(const wire::UdpPiece& header);
   size_t on_udp_data(UdpLane& lane, uint64_t piece, uint64_t offset, std::span<const uint8_t> bytes);
   void on_udp_closed(UdpLane& lane, const std::string& reason);
-  /// Hands a completed piece to udp_writer_ (verify, write, count).
   void finish_udp_piece(UdpLane& lane, uint64_t key);
-  /// The bytes UDP lanes held back (udp_writer_ was behind) now count as consumed.
   void release_udp_credit();
   void drop_udp_pieces(uint32_t transfer_id);
-  /// A verified piece's bytes to disk; false (and the transfer failed with the reason) if the write failed.
-  bool write_verified(Incoming& t, uint64_t offset, std::span<const uint8_t> bytes);
-  /// A verified, written piece counted once for the report and the resume journal.
-  void count_verified(Incoming& t, uint32_t lane_id, uint32_t piece, const files::PieceRecord& record);
-  void close_lane(Lane& lane, const std::string& reason, bool announce);
-  /// Why one more lane cannot join now (empty: it can). Under mu_.
-  std::string lane_limit_locked() const;
-  template <class M>
-  bool reply(uint32_t preferred_lane, const M& m);
-  void handle_offer(const Control& c);
-  void handle_done(const Control& c);
-  void fail_transfer(Incoming& t, wire::ResultStatus status, const std::string& message);
-  /// Before bytes are written to [offset, offset+length) of `t`: false (and
-  /// the transfer failed) if a range held from an earlier run there cannot
-  /// lose its claim durably first.
-  bool may_write(Incoming& t, uint64_t offset, uint64_t length);
-  bool ask_user(const wire::Offer& offer);
-  void note(const std::string& line) const;
 
   ReceiverConfig cfg_;
   EventLog& log_;
@@ -124,21 +143,28 @@ class ReceiverSession {
   std::vector<uint8_t> peer_key_;
   uint64_t session_id_;
   security::LaneSecret secret_;
+  std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
 
+  std::mutex act_mu_;  // held while a machine's actions are carried out: they go in order
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  std::unique_ptr<session::Receiver> machine_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::vector<std::unique_ptr<UdpLane>> udp_lanes_;
+  std::map<uint32_t, std::shared_ptr<IncomingTransfer>> transfers_;  // accepted
+  std::deque<Job> jobs_;  // for the control thread
+  std::deque<session::ReceiverAction> acting_;  // being carried out (under act_mu_)
   std::vector<std::string> advertised_;
-  std::deque<Control> control_;
-  std::map<uint32_t, std::shared_ptr<Incoming>> transfers_;
+  std::string end_reason_;
+  std::string interrupt_reason_;
+  uint64_t udp_buffered_peak_ = 0;  // the most UDP piece bytes held in memory at once
   std::vector<TransferReport> reports_;
   int outcome_ = 0;
-  bool ending_ = false;
+  bool ended_ = false;
   std::atomic<bool> interrupted_{false};
   // Last: it runs jobs that use everything above. UDP lanes' finished
-  // pieces and their replies run here, off the shared port's I/O thread,
-  // which serves other sessions' lanes too.
+  // pieces run here, off the shared port's I/O thread, which serves other
+  // sessions' lanes too.
   std::unique_ptr<SerialWorker> udp_writer_;
 };
 

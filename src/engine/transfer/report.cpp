@@ -75,6 +75,7 @@ nlohmann::json to_json(const TransferReport& r) {
           {"refetched_bytes", r.refetched_bytes},
           {"resume_check_seconds", r.resume_check_seconds},
           {"held_bytes", r.held_bytes},
+          {"buffered_peak_bytes", r.buffered_peak_bytes},
           {"skipped", skipped},
           {"seconds", r.seconds},
           {"rate_bytes_per_sec", r.rate_bytes_per_sec},

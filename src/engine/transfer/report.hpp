@@ -90,6 +90,10 @@ struct TransferReport {
   /// claims (verified and durable, this run's and those held from earlier):
   /// what the next run resumes, once they read back right.
   uint64_t held_bytes = 0;
+  /// recv: the most bytes of UDP lanes' pieces held in memory at once
+  /// (gathering, or verified and waiting for the disk): bounded by the write
+  /// backlog and the lanes' windows, whatever the network brings.
+  uint64_t buffered_peak_bytes = 0;
   std::vector<SkippedEntry> skipped;  // recv: links not created (--links)
   double seconds = 0;
   double rate_bytes_per_sec = 0;  // (bytes - resumed_bytes) / seconds: what crossed the network

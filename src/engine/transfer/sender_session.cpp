@@ -16,6 +16,7 @@
 #include "engine/files/piece_hasher.hpp"
 #include "engine/lanes/child_stream.hpp"
 #include "engine/lanes/tcp.hpp"
+#include "engine/lanes/unix_socket.hpp"
 #include "engine/transfer/code_text.hpp"
 #include "engine/transfer/exit_codes.hpp"
 #include "engine/transfer/progress_line.hpp"
@@ -221,6 +222,10 @@ void SenderSession::connect_lane(session::LaneNo id, session::PathSpec path) {
     if (child.fd.valid())
       link = lanes::LaneLink::create(std::move(child.fd), session_id_, id, secret_, security::Role::client, error);
     owner = child.child;
+  } else if (!where.unix_path.empty()) {
+    // A byte-stream lane over a Unix-domain socket.
+    auto fd = lanes::connect_unix(where.unix_path, error);
+    if (fd.valid()) link = lanes::LaneLink::create(std::move(fd), session_id_, id, secret_, security::Role::client, error);
   } else {
     int err = 0;
     // Extra lanes wait less than the first (≤ 3 s): an advertised address
@@ -237,13 +242,15 @@ void SenderSession::connect_lane(session::LaneNo id, session::PathSpec path) {
   }
   link->set_faults(opts_.faults.frames);
   if (!machine_->expects_connect(id)) return;  // given up meanwhile (its join timed out): the link closes here
-  const bool tcp = where.command.empty();
+  const bool tcp = where.command.empty() && where.unix_path.empty();
   uint32_t rtt_us = 0, retrans = 0;
   const bool rtt = tcp && lanes::tcp_path_info(link->fd(), rtt_us, retrans) && rtt_us > 0;
   const auto hint = rtt ? std::optional(Duration::micros(rtt_us)) : std::nullopt;
   const auto traits = tcp ? session::LaneTraits::tcp(hint) : session::LaneTraits::stream();
-  const std::string local = tcp ? lanes::local_endpoint_of(link->fd()).str() : std::string(where.pty ? "pty" : "exec");
-  const std::string remote = tcp ? where.remote.str() : where.command;
+  const std::string local = tcp                        ? lanes::local_endpoint_of(link->fd()).str()
+                            : !where.unix_path.empty() ? std::string("unix")
+                                                       : std::string(where.pty ? "pty" : "exec");
+  const std::string remote = tcp ? where.remote.str() : !where.unix_path.empty() ? "unix:" + where.unix_path : where.command;
   nlohmann::json fields = {{"lane", id}, {"local", local}, {"remote", remote}};
   if (!tcp) fields["kind"] = "stream";
   if (tcp && !opts_.tcp_cc.empty()) {

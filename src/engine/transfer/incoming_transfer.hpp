@@ -1,0 +1,96 @@
+// The receiver's file side of one transfer: what the pure session machine
+// (core/session/receiver.hpp) asks the engine to do with the file system.
+// PrepareOffer becomes prepare_offer() — check the offer against the target,
+// open the resume journal, read back what an earlier run left and keep only
+// what still matches its hash, ask the user; FinalizeTransfer and
+// AbandonTransfer become the IncomingTransfer's finalize() and abandon().
+//
+// Threads: prepare_offer, finalize and abandon run on the session's control
+// thread; write() and the resume calls on the lanes' threads (a transfer's
+// pieces are disjoint ranges; ResumeRecorder is thread-safe).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <variant>
+
+#include "engine/files/link_policy.hpp"
+#include "engine/files/receive_tree.hpp"
+#include "engine/files/resume_recorder.hpp"
+#include "engine/transfer/event_log.hpp"
+#include "core/wire/messages.hpp"
+
+namespace braid::transfer {
+
+/// What the target disk does to each verified piece's write, in process
+/// (tests only; never set by the command line): a delay (a disk slower than
+/// the network) or an errno (a disk that fills up mid-transfer).
+class DiskFaults {
+ public:
+  virtual ~DiskFaults() = default;
+  /// Before `n` bytes are written at transfer offset `offset`: 0 to write
+  /// them, or the errno the write fails with.
+  virtual int before_write(uint64_t offset, size_t n) = 0;
+};
+
+struct IncomingTransfer {
+  wire::Offer offer;
+  std::unique_ptr<files::ReceiveTree> tree;
+  /// What an earlier run left (held ranges) and what this run adds, kept
+  /// true on disk. Null for an empty transfer or when resume is off.
+  std::unique_ptr<files::ResumeRecorder> resume;
+  std::shared_ptr<DiskFaults> faults;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  // Resume: what the journal claimed, read back from disk at the offer.
+  uint64_t reverified_bytes = 0;  // matched their hash: held, not sent again
+  uint64_t refetched_bytes = 0;   // claimed but not on disk as claimed: sent again
+  double resume_check_seconds = 0;
+  /// Ended (put in place, failed or abandoned): bytes still arriving are dropped.
+  std::atomic<bool> over{false};
+
+  uint64_t total() const { return tree->layout().total(); }
+  /// Before bytes are written over [offset, offset+length): a range held
+  /// from an earlier run there loses its claim durably first. Empty: write;
+  /// else why not.
+  std::string may_write(uint64_t offset, uint64_t length);
+  /// A verified piece's bytes to disk: 0, or the errno.
+  int write(uint64_t offset, std::span<const uint8_t> bytes);
+  /// Every byte verified and the root hash right: a last commit, the files
+  /// in place, the journal gone. Empty on success, else why (and `err`).
+  std::string finalize(int& err);
+  /// Failed or its session ended: the temporary files and the journal of
+  /// what in them is verified stay for a later run — unless the root hash
+  /// disagreed (which piece is wrong is unknown: nothing is kept).
+  void abandon(std::optional<wire::ResultStatus> status);
+};
+
+struct OfferContext {
+  int root_fd = -1;
+  std::string peer;
+  std::vector<uint8_t> peer_key;
+  files::LinkPolicy links = files::LinkPolicy::safe;
+  EventLog* log = nullptr;
+  std::function<void(const std::string&)> note;
+  /// Accept or not (the user's answer, or --yes).
+  std::function<bool(const wire::Offer&)> ask;
+  /// Set when the session is interrupted: waits and read-backs stop.
+  const std::atomic<bool>* interrupted = nullptr;
+  std::shared_ptr<DiskFaults> faults;
+};
+
+struct PreparedOffer {
+  std::shared_ptr<IncomingTransfer> transfer;
+  wire::Accept accept;
+};
+
+/// The engine's answer to the machine's PrepareOffer.
+std::variant<PreparedOffer, wire::Refuse> prepare_offer(const OfferContext& ctx, const wire::Offer& offer);
+
+/// What a user types or sees in an accept prompt on a terminal; false when
+/// there is no terminal.
+bool ask_on_terminal(const std::string& peer, const wire::Offer& offer);
+
+}  // namespace braid::transfer
