@@ -47,9 +47,17 @@ conn_count = 0
 
 
 def reset(*socks):
+    # SO_LINGER 0 makes the close an RST. The close takes effect only once no
+    # thread is blocked in recv() on the socket (the kernel holds the file
+    # until then), so shutdown(SHUT_RD) first wakes any such thread: the RST
+    # goes at once, not whenever the next byte happens to arrive.
     for s in socks:
         try:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+            s.shutdown(socket.SHUT_RD)
+        except OSError:
+            pass
+        try:
             s.close()
         except OSError:
             pass
