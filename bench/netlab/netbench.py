@@ -83,6 +83,7 @@ def parse_link(spec):
     loss = keys.get("loss", "0")
     link["loss"] = float(loss[:-1]) / 100 if loss.endswith("%") else float(loss)
     link["queue"] = keys.get("queue", "default")
+    link["mtu"] = int(keys.get("mtu", 1500))
     return link
 
 
@@ -91,7 +92,7 @@ def load_scenario(name):
     if not os.path.isfile(path):
         raise SystemExit(f"netbench: no scenario '{name}' (have: {', '.join(list_scenarios())})")
     sc = {"name": name, "file": os.path.relpath(path, REPO), "links": [], "size": 256 * 2**20,
-          "runs": 3, "parallel": 4, "iperf_seconds": 8, "description": "", "cc": None}
+          "runs": 3, "parallel": 4, "iperf_seconds": 8, "description": "", "cc": None, "outages": []}
     with open(path) as f:
         for lineno, raw in enumerate(f, 1):
             line = raw.strip()
@@ -111,15 +112,26 @@ def load_scenario(name):
                 sc["cc"] = val
             elif key in ("runs", "parallel", "iperf_seconds"):
                 sc[key] = int(val)
+            elif key == "outage":
+                # outage LINK AT FOR: during every all-links transfer (braid,
+                # MPTCP), LINK goes dark AT after the sender starts, for FOR.
+                parts = val.split()
+                if len(parts) != 3:
+                    raise SystemExit(f"netbench: {path}:{lineno}: outage LINK AT FOR (e.g. outage B 4s 3s)")
+                sc["outages"].append({"link": parts[0], "at_s": parse_unit(parts[1], TIME_UNITS, "at"),
+                                      "for_s": parse_unit(parts[2], TIME_UNITS, "for")})
             else:
                 raise SystemExit(f"netbench: {path}:{lineno}: unknown key '{key}'")
     if not sc["links"]:
         raise SystemExit(f"netbench: {path}: no links")
+    for o in sc["outages"]:
+        if o["link"] not in [l["name"] for l in sc["links"]]:
+            raise SystemExit(f"netbench: {path}: outage of an unknown link '{o['link']}'")
     return sc
 
 
 def list_scenarios():
-    order = ["seed", "seed-no-b", "rtt-ratio", "slow-low-rtt", "twins", "lossy"]
+    order = ["seed", "seed-no-b", "rtt-ratio", "slow-low-rtt", "twins", "lossy", "outage"]
     have = sorted(f[:-4] for f in os.listdir(SCEN_DIR) if f.endswith(".scn"))
     return [n for n in order if n in have] + [n for n in have if n not in order]
 
@@ -386,7 +398,12 @@ class Bench:
         return f"10.77.{i + 1}.{1 if side == 'snd' else 2}"
 
     # ---- iperf3 (TCP, one link) ----
-    def iperf(self, i, parallel=1, nbytes=None, mptcp=False, bind_server=True):
+    def start_outages(self):
+        """The scenario's outages, timed from now (just before a sender starts)."""
+        for o in self.sc["outages"]:
+            self.lab.netlab("event", f"at={o['at_s']:g}s,link={o['link']},outage={o['for_s']:g}s")
+
+    def iperf(self, i, parallel=1, nbytes=None, mptcp=False, bind_server=True, outages=False):
         port = str(self.next_port())
         wrap = [self.tools["mptcpize"], "run"] if mptcp else []
         srv = wrap + ["iperf3", "-s", "-1", "-p", port] + (["-B", self.addr(i, "rcv")] if bind_server else [])
@@ -402,6 +419,8 @@ class Bench:
                 cli += ["-t", str(self.sc["iperf_seconds"])]
                 timeout = self.sc["iperf_seconds"] + 60
             with Sampler(self.lab) as smp:
+                if outages:
+                    self.start_outages()
                 r = self.lab.run("snd", *cli, timeout=timeout, check=False)
             if r.returncode != 0:
                 raise RuntimeError(f"iperf3 client failed ({r.returncode}): {r.stdout[-500:]} {r.stderr[-500:]}")
@@ -439,6 +458,8 @@ class Bench:
             total_rate = sum(self.sc["links"][i]["rate_bps"] for i in lanes) or 1e9
             timeout = 60 + 4 * self.size * 8 / total_rate  # a hang fails the run instead of the whole bench
             with Sampler(self.lab) as smp:
+                if len(lanes) == len(self.sc["links"]):
+                    self.start_outages()
                 t0 = time.monotonic()
                 r = self.lab.run("snd", *send, timeout=timeout, check=False)
                 wall = time.monotonic() - t0
@@ -494,14 +515,34 @@ class Bench:
             self.lab.run("rcv", "ip", "mptcp", "endpoint", "add", self.addr(i, "rcv"), "dev", "nl-" + l["name"], *flags)
 
     # ---- simulator ----
-    def sim(self, lanes, rates_bps):
+    # A link's rate counts IP bytes; a TCP lane moves payload: per full
+    # packet of MTU bytes, 20 of IPv4 header, 20 of TCP and 12 of TCP
+    # timestamps are not file data (1448 of 1500). The simulator's lanes
+    # carry file data, so they get the link's rate times this.
+    @staticmethod
+    def payload_factor(link):
+        mtu = link.get("mtu", 1500)
+        return (mtu - 52) / mtu
+
+    def sim(self, lanes, rates_bps, payload=True):
         cmd = [self.tools["braid"], "sim", "--json", "--policy", "braid", "--size", str(self.size)]
         for i in lanes:
             l = self.sc["links"][i]
-            spec = f"{l['name']}:rate={rates_bps[i] / 1e6:.3f}Mbit,rtt={l['delay_s'] * 2 * 1e3:g}ms"
+            rtt_ms = l['delay_s'] * 2 * 1e3
+            rate = rates_bps[i] * (self.payload_factor(l) if payload else 1)
+            spec = f"{l['name']}:rate={rate / 1e6:.3f}Mbit,rtt={rtt_ms:g}ms"
+            if self.args.transport == "tcp":
+                # TCP's start (10 segments, doubling per round trip) and its
+                # retransmission timer after an outage (Linux: 200 ms + RTT).
+                spec += f",iw=14480B,rto={200 + rtt_ms:g}ms"
             if l["loss"]:
                 spec += f",loss={l['loss']:g}"
             cmd += ["--lane", spec]
+        names = [self.sc["links"][i]["name"] for i in lanes]
+        for o in self.sc["outages"]:
+            if o["link"] in names:
+                cmd += ["--event", f"at={o['at_s']:g}s,lane={o['link']},down",
+                        "--event", f"at={o['at_s'] + o['for_s']:g}s,lane={o['link']},up"]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if r.returncode != 0:
             return {"error": r.stderr.strip()[-500:], "command": " ".join(cmd[1:])}
@@ -561,8 +602,12 @@ class Bench:
             nominal = [l["rate_bps"] for l in sc["links"]]
             measured = [s * 1e6 for s in singles]
             all_lanes = list(range(n))
-            F["sim:all"] = {"nominal": self.sim(all_lanes, nominal), "iperf3_rates": self.sim(all_lanes, measured)}
-            F["sim:best"] = {"nominal": self.sim([best], nominal), "iperf3_rates": self.sim([best], measured)}
+            # Nominal: the links' rates as TCP payload (payload_factor); iperf3's are payload already.
+            F["sim:all"] = {"nominal": self.sim(all_lanes, nominal),
+                            "iperf3_rates": self.sim(all_lanes, measured, payload=False),
+                            "payload_factor": [self.payload_factor(l) for l in sc["links"]]}
+            F["sim:best"] = {"nominal": self.sim([best], nominal),
+                             "iperf3_rates": self.sim([best], measured, payload=False)}
             # 2./3. braid
             if self.braid_ok:
                 src = os.path.join(workdir, "payload.bin")
@@ -583,7 +628,8 @@ class Bench:
             if self.tools["mptcpize"]:
                 self.mptcp_setup(best)
                 F["mptcp:all"] = self.measure("mptcp all links",
-                                              lambda: self.iperf(best, nbytes=self.size, mptcp=True, bind_server=False))
+                                              lambda: self.iperf(best, nbytes=self.size, mptcp=True, bind_server=False,
+                                                                 outages=True))
                 F["mptcp:all"]["endpoints"] = self.lab.run("rcv", "ip", "mptcp", "endpoint", "show").stdout
                 slow = [l["name"] for i, l in enumerate(sc["links"])
                         if i != best and singles[i] < 0.1 * singles[best]]
@@ -591,7 +637,7 @@ class Bench:
                     self.mptcp_setup(best, backup=slow)
                     F["mptcp-backup:all"] = self.measure(
                         f"mptcp, {','.join(slow)} backup",
-                        lambda: self.iperf(best, nbytes=self.size, mptcp=True, bind_server=False))
+                        lambda: self.iperf(best, nbytes=self.size, mptcp=True, bind_server=False, outages=True))
                     F["mptcp-backup:all"]["backup_links"] = slow
             else:
                 F["mptcp:all"] = {"pending": "mptcpize not installed (Debian package mptcpd)"}

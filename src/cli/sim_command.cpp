@@ -148,7 +148,7 @@ void add_sim_command(CLI::App& app) {
   cmd->add_flag("--session", args->session,
                 "Run the whole session (the real sender and receiver machines) over the lanes, not the scheduler alone");
   cmd->add_option("--scenario", args->scenario_file, "Scenario file (see scenarios/)");
-  cmd->add_option("--lane", args->lanes, "NAME:rate=RATE,rtt=TIME[,hint=RATE][,jitter=TIME][,loss=P][,ackloss=P][,sndbuf=SIZE][,iw=SIZE][,noise=F][,frame=SIZE]");
+  cmd->add_option("--lane", args->lanes, "NAME:rate=RATE,rtt=TIME[,hint=RATE][,jitter=TIME][,loss=P][,ackloss=P][,sndbuf=SIZE][,iw=SIZE][,noise=F][,frame=SIZE][,rto=TIME]");
   cmd->add_option("--event", args->events, "at=TIME,lane=NAME,(rate=RATE|down|up|gone)");
   cmd->callback([args, cmd] { run_sim(*args, *cmd); });
 }

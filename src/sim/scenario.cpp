@@ -83,12 +83,16 @@ std::string parse_lane(std::string_view spec, LaneSpec& out) {
       auto b = parse_size(val);
       if (!b) return bad + " (the receiver's frame, e.g. 256KiB)";
       out.frame = *b;
+    } else if (key == "rto") {
+      auto d = parse_duration(val);
+      if (!d || d->ns() <= 0) return bad + " (the first retransmission timeout, e.g. 220ms)";
+      out.rto = *d;
     } else if (key == "noise") {
       auto p = parse_probability(val);
       if (!p) return bad + " (a fraction in [0, 1), e.g. 0.2 for ±20 %)";
       out.rate_noise = *p;
     } else {
-      return "lane '" + out.name + "': unknown key '" + std::string(key) + "' (rate, rtt, hint, jitter, loss, ackloss, sndbuf, iw, noise, frame)";
+      return "lane '" + out.name + "': unknown key '" + std::string(key) + "' (rate, rtt, hint, jitter, loss, ackloss, sndbuf, iw, noise, frame, rto)";
     }
   }
   if (!have_rate || !have_rtt) return "lane '" + out.name + "': rate= and rtt= are required";

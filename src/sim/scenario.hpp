@@ -33,6 +33,13 @@ struct LaneSpec {
   /// misses the first frame: a piece of one frame or less shows none. Zero:
   /// the receiver sees every byte as it arrives.
   Bytes frame;
+  /// A transport that retransmits on a timer (TCP): when the lane's path
+  /// comes back after an outage, the lane carries data again only when its
+  /// timer next fires — `rto`, 2·rto, 4·rto, … after the outage began
+  /// (RFC 6298 §5.5: the timer doubles after each expiry). Linux's first
+  /// RTO is about 200 ms + the RTT. Zero: the lane resumes the moment its
+  /// path is back.
+  Duration rto;
 };
 
 enum class EventKind { rate, down, up, gone };

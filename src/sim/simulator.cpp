@@ -30,7 +30,11 @@ struct AckBack {
 struct ScenarioEvent {
   size_t index;
 };
-using Payload = std::variant<TxDone, Arrive, AckBack, ScenarioEvent>;
+/// A lane with an `rto` whose path came back: its retransmission timer fires.
+struct Resume {
+  uint64_t outage;  // only the outage it was scheduled for
+};
+using Payload = std::variant<TxDone, Arrive, AckBack, ScenarioEvent, Resume>;
 
 struct Event {
   Time at;
@@ -53,6 +57,8 @@ class Run {
     }
     parked_.resize(lanes_.size());
     tx_generation_.resize(lanes_.size(), 0);
+    down_at_.resize(lanes_.size(), Time::never());
+    outage_.resize(lanes_.size(), 0);
     for (size_t i = 0; i < sc.events.size(); ++i) push(Time::zero() + sc.events[i].at, 0, ScenarioEvent{i});
   }
 
@@ -147,7 +153,35 @@ class Run {
                      sched_.estimator(static_cast<core::LaneId>(ev.lane)).srtt().to_millis());
     } else if (auto* s = std::get_if<ScenarioEvent>(&ev.what)) {
       apply_scenario_event(sc_.events[s->index]);
+    } else if (auto* r = std::get_if<Resume>(&ev.what)) {
+      if (r->outage == outage_[ev.lane] && !lane.gone()) resume(ev.lane);
     }
+  }
+
+  void resume(size_t i) {
+    SimLane& lane = lanes_[i];
+    down_at_[i] = Time::never();
+    started(i, lane.set_up(now_));
+    // What waited on the wire during the outage arrives now, in order.
+    for (Event held : parked_[i]) {
+      held.at = lane.arrival_time(now_, std::holds_alternative<Arrive>(held.what));
+      held.seq = seq_++;
+      events_.push(held);
+    }
+    parked_[i].clear();
+  }
+
+  /// When a lane whose path is back carries data again: at once, or (a
+  /// transport with a retransmission timer) when its timer next fires.
+  Time resume_at(size_t i) const {
+    const Duration rto = sc_.lanes[i].rto;
+    if (rto.ns() <= 0 || down_at_[i] == Time::never()) return now_;
+    Duration wait = rto, fired = rto;
+    while (down_at_[i] + fired < now_ && wait < Duration::seconds(120)) {
+      wait = wait * 2.0;
+      fired = fired + wait;
+    }
+    return down_at_[i] + fired;
   }
 
   void apply_scenario_event(const EventSpec& e) {
@@ -161,17 +195,14 @@ class Run {
           break;
         case EventKind::down:
           lane.set_down(now_);
+          if (down_at_[i] == Time::never()) down_at_[i] = now_;
+          ++outage_[i];  // a resume still pending for an earlier outage is void
           schedule_tx(i);
           break;
         case EventKind::up: {
-          started(i, lane.set_up(now_));
-          // What waited on the wire during the outage arrives now, in order.
-          for (Event held : parked_[i]) {
-            held.at = lane.arrival_time(now_, std::holds_alternative<Arrive>(held.what));
-            held.seq = seq_++;
-            events_.push(held);
-          }
-          parked_[i].clear();
+          const Time at = resume_at(i);
+          if (at > now_) push(at, i, Resume{outage_[i]});
+          else resume(i);
           break;
         }
         case EventKind::gone:
@@ -236,6 +267,8 @@ class Run {
   std::vector<uint32_t> seen_;      // arrivals per piece at the receiver
   std::vector<std::vector<Event>> parked_;
   std::vector<uint64_t> tx_generation_;
+  std::vector<Time> down_at_;     // per lane: when its current outage began
+  std::vector<uint64_t> outage_;  // per lane: outages so far (a Resume names one)
   std::vector<std::pair<size_t, SimLane::Written>> writes_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   Time now_;

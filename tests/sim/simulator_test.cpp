@@ -79,6 +79,30 @@ TEST(Simulator, OutageHoldsDeliveryUntilTheLaneComesBack) {
   EXPECT_GE(r.time.to_seconds(), fluid_bound(sc).to_seconds());
 }
 
+// A lane with a retransmission timer (TCP) carries data again only when the
+// timer fires after its path is back: down at 1 s, back at 1.5 s, rto 200 ms
+// → the timer fires at 1.2 s (path still down), 1.6 s (back: resumes), so
+// the run is the one of a lane without a timer whose path comes back at
+// 1.6 s; back at 1.65 s, it waits for 2.4 s (1.2 + 0.4 + 0.8).
+TEST(Simulator, ALaneWithARetransmissionTimerResumesWhenItFires) {
+  auto run_with = [](const std::string& lane, const std::string& up_at) {
+    Scenario sc = one_lane(lane, Bytes::mib(32));
+    EventSpec down, up;
+    EXPECT_EQ(parse_event("at=1s,lane=l,down", down), "");
+    EXPECT_EQ(parse_event("at=" + up_at + ",lane=l,up", up), "");
+    sc.events = {down, up};
+    const RunResult r = run(sc, "braid");
+    EXPECT_TRUE(r.completed);
+    return r.time.to_seconds();
+  };
+  const double no_timer = run_with("l:rate=80Mbit/s,rtt=20ms", "1.5s");
+  EXPECT_NEAR(run_with("l:rate=80Mbit/s,rtt=20ms,rto=200ms", "1.5s"), run_with("l:rate=80Mbit/s,rtt=20ms", "1.6s"), 1e-9);
+  EXPECT_NEAR(run_with("l:rate=80Mbit/s,rtt=20ms,rto=200ms", "1.65s"), run_with("l:rate=80Mbit/s,rtt=20ms", "2.4s"), 1e-9);
+  EXPECT_GT(run_with("l:rate=80Mbit/s,rtt=20ms,rto=200ms", "1.5s"), no_timer);
+  LaneSpec bad;
+  EXPECT_NE(parse_lane("l:rate=1Mbit/s,rtt=1ms,rto=0ms", bad), "");
+}
+
 TEST(Simulator, ParsersRejectBadInputWithClearMessages) {
   LaneSpec l;
   EXPECT_NE(parse_lane("nocolon", l).find("expected NAME:"), std::string::npos);
