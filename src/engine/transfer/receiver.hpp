@@ -45,8 +45,8 @@
 
 #include "engine/lanes/endpoint.hpp"
 #include "engine/lanes/lane_link.hpp"
-#include "engine/security/frame_format.h"
 #include "engine/security/code_keeper.h"
+#include "engine/security/frame_format.h"
 #include "engine/security/pairing_code.h"
 #include "engine/security/unique_fd.h"
 #include "engine/transfer/event_log.hpp"
@@ -72,9 +72,9 @@ struct ReceiveLimits {
   std::chrono::milliseconds first_bytes{5000};
   /// From a ClientHello's arrival to an authenticated session, the wait for
   /// a worker included: TLS 1.3 (1 RTT, ~3 KB of certificates) and the peer
-  /// check (HELLO, then when pairing SPAKE2's shares and confirmations: under
-  /// 3 RTTs) are a few RTTs even over
-  /// a 600 ms satellite path or a 1.5 Mbit/s link. Session::establish's
+  /// check (HELLO, then when pairing SPAKE2's shares and confirmations:
+  /// under 3 RTTs) are a few RTTs even over a 600 ms satellite path or a
+  /// 1.5 Mbit/s link. Session::establish's
   /// per-read timeout alone would let a peer trickling a byte a second hold
   /// a worker forever: the accept loop shuts the socket down at this deadline.
   std::chrono::milliseconds handshake{10000};
