@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "engine/files/source_tree.hpp"
+#include "engine/security/identity.h"
 #include "engine/transfer/exit_codes.hpp"
 #include "engine/transfer/receiver.hpp"
 #include "engine/transfer/sender_session.hpp"
@@ -221,6 +222,79 @@ TEST_F(SessionFixture, PairedPeersNeedNoCodeAndAChangedKeyIsRefusedLoudly) {
   EXPECT_EQ(f->exit_code, kExitKeyChanged);
   EXPECT_NE(f->message.find("different key"), std::string::npos) << f->message;
   EXPECT_TRUE(fs::is_empty(dst));
+}
+
+// The receiver's code is one-time: it pairs one new host, then a new code is
+// live (docs/security.md, "One-time codes").
+TEST_F(SessionFixture, ACodePairsOneSenderAndTheNextNeedsTheNewCode) {
+  RunningReceiver r(dst, recv_cfg, "pair-me");
+  const std::string first = r.get().code();
+  {
+    auto s = connect_ok(r.address(), send_cfg, "pair-me", log);
+    ASSERT_TRUE(s);
+    s->close();
+  }
+  const std::string next = r.get().code();
+  EXPECT_NE(next, first);
+  EXPECT_FALSE(next.empty());
+
+  // Another identity with the spent code is refused, and nothing is written.
+  // (Under its own name: peers are still pinned by name, issue 14.)
+  const fs::path other_cfg = tmp / "other-sender-config";
+  ASSERT_TRUE(security::Identity::load_or_create(other_cfg, "other-sender"));
+  ConnectOptions co;
+  co.remote = r.address();
+  co.code = "pair-me";
+  co.config_dir = other_cfg;
+  auto c = SenderSession::connect(co, log);
+  auto* f = std::get_if<Failure>(&c);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->exit_code, kExitAuthFailed);
+  EXPECT_NE(f->message.find("pairing failed"), std::string::npos) << f->message;
+  EXPECT_TRUE(fs::is_empty(dst));
+
+  // With the code the receiver shows now, it pairs and sends.
+  testing::write_random_file(tmp / "src/two.bin", 100'000, 7);
+  auto s = connect_ok(r.address(), other_cfg, r.get().code(), log);
+  ASSERT_TRUE(s);
+  auto out = s->send(scan({tmp / "src/two.bin"}), TransferOptions{});
+  s->close();
+  EXPECT_EQ(out.exit_code, 0) << out.message;
+  EXPECT_EQ(testing::read_file(dst / "two.bin"), testing::read_file(tmp / "src/two.bin"));
+  // The first sender is pinned: it needs no code at all.
+  auto again = connect_ok(r.address(), send_cfg, std::nullopt, log);
+  ASSERT_TRUE(again);
+  again->close();
+}
+
+// Three wrong attempts retire the code; a fourth with the old right code
+// fails; the new code works.
+TEST_F(SessionFixture, ThreeWrongCodesRetireTheCodeAndTheNewOneWorks) {
+  RunningReceiver r(dst, recv_cfg, "pair-me");
+  const std::string first = r.get().code();
+  auto attempt = [&](const std::string& code) {
+    ConnectOptions co;
+    co.remote = r.address();
+    co.code = code;
+    co.config_dir = send_cfg;
+    auto c = SenderSession::connect(co, log);
+    if (auto* f = std::get_if<Failure>(&c)) return f->exit_code;
+    std::get<0>(c)->close();
+    return 0;
+  };
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_EQ(attempt("wrong-" + std::to_string(i)), kExitAuthFailed) << i;
+    if (i < 3) {
+      EXPECT_EQ(r.get().code(), first) << "retired after only " << i << " wrong attempts";
+    }
+  }
+  const std::string retired_to = r.get().code();
+  EXPECT_NE(retired_to, first);
+  EXPECT_EQ(attempt("pair-me"), kExitAuthFailed);  // the old, right code
+  EXPECT_TRUE(fs::is_empty(dst));
+  // That 4th attempt was a wrong guess at the new code: one of its three.
+  EXPECT_EQ(r.get().code(), retired_to);
+  EXPECT_EQ(attempt(retired_to), 0);
 }
 
 TEST_F(SessionFixture, ReportTellsEachLanesTruth) {

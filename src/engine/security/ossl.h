@@ -2,6 +2,8 @@
 // an Error. Internal to the security layer.
 #pragma once
 
+#include <openssl/bn.h>
+#include <openssl/ec.h>
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
 #include <openssl/ssl.h>
@@ -33,6 +35,10 @@ using MacCtx = std::unique_ptr<EVP_MAC_CTX, Deleter<EVP_MAC_CTX_free>>;
 using SslCtx = std::unique_ptr<SSL_CTX, Deleter<SSL_CTX_free>>;
 using Ssl = std::unique_ptr<SSL, Deleter<SSL_free>>;
 using Bio = std::unique_ptr<BIO, Deleter<BIO_free_all>>;
+using EcGroup = std::unique_ptr<EC_GROUP, Deleter<EC_GROUP_free>>;
+using EcPoint = std::unique_ptr<EC_POINT, Deleter<EC_POINT_clear_free>>;  // points may be secret (K)
+using Bn = std::unique_ptr<BIGNUM, Deleter<BN_clear_free>>;              // wiped: scalars are secret
+using BnCtx = std::unique_ptr<BN_CTX, Deleter<BN_CTX_free>>;
 
 // Drains OpenSSL's thread-local error queue into one line ("" if empty).
 std::string drain_errors();

@@ -2,8 +2,8 @@
 //
 // 24 symbols of Crockford base32 (0-9 and A-Z without I, L, O, U), shown as
 // six groups of four: "7KQ2-M9XD-...". 23 symbols are random (115 bits from
-// OpenSSL's RAND_bytes, above the 100-bit floor that makes offline guessing
-// hopeless, see docs/security.md); the last is a check symbol, so a typo is
+// OpenSSL's RAND_bytes; pairing runs SPAKE2, so only online guesses count,
+// 3 per code: docs/security.md); the last is a check symbol, so a typo is
 // reported at once instead of as a failed pairing.
 //
 // Parsing forgives what people do: lower case, any of " -_." as separators

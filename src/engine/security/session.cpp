@@ -3,24 +3,35 @@
 #include <openssl/err.h>
 
 #include <array>
+#include <optional>
 #include <vector>
 
 #include "files.h"
-#include "pairing_proof.h"
+#include "kdf.h"
+#include "spake2.h"
 
 namespace braid::security {
 namespace {
 
 constexpr std::string_view kLabelSessionId = "EXPORTER-braid session id v1";
 constexpr std::string_view kLabelLaneSecret = "EXPORTER-braid lane secret v1";
-constexpr std::string_view kLabelPairing = "EXPORTER-braid pairing v1";
-constexpr std::uint8_t kAuthVersion = 1;
+constexpr std::string_view kLabelPairing = "EXPORTER-braid pairing v2";
+constexpr std::string_view kPairingProtocol = "braid pairing v2";  // SPAKE2's AAD starts with it
+constexpr std::size_t kChannelBindingSize = 32;                      // the exporter value in the AAD
+// v1 proved the code with an HMAC (sender first); v2 runs SPAKE2. A v1 peer
+// sees another version in HELLO and both sides refuse with protocol_error.
+constexpr std::uint8_t kAuthVersion = 2;
 
 // Messages of the peer check, inside TLS: type, payload length, payload.
-enum class Msg : std::uint8_t { hello = 1, proof = 2, confirm = 3, abort = 4 };
+enum class Msg : std::uint8_t { hello = 1, share = 2, confirm = 3, abort = 4, done = 5 };
 // HELLO's verdict byte: what the sender thinks of the receiver's key.
 enum class WireVerdict : std::uint8_t { pinned = 0, unknown = 1, changed = 2 };
-enum class AbortReason : std::uint8_t { wrong_code = 1 };
+// ABORT's payload: why the sender of the ABORT gave up.
+enum class AbortReason : std::uint8_t {
+  wrong_code = 1,     // the peer's confirmation did not verify
+  code_not_live = 2,  // the receiver's code was spent or retired meanwhile
+  broken = 3,         // a message that was not what the exchange needs
+};
 
 WireVerdict to_wire(KnownPeers::Verdict v) {
   switch (v) {
@@ -107,7 +118,7 @@ class SessionEstablisher {
 
   Status check_peer() {
     KnownPeers::Check mine = known_.check(s_.peer_.name, s_.peer_.fingerprint);
-    bool have_code = opt_.pairing_code != nullptr;
+    bool have_code = opt_.pairing_code != nullptr || (opt_.role == Role::server && opt_.code_keeper != nullptr);
     std::uint8_t hello[] = {kAuthVersion, static_cast<std::uint8_t>(to_wire(mine.verdict)), have_code ? std::uint8_t{1} : std::uint8_t{0}};
     // Both sides always send and then read a HELLO before deciding anything,
     // even when they already know they will refuse: each learns why the
@@ -150,37 +161,51 @@ class SessionEstablisher {
     return pair(mine.verdict == KnownPeers::Verdict::unknown);
   }
 
+  // SPAKE2 (spake2.h) with the receiver as A and the sender as B. Order:
+  //   server: SHARE pA  →
+  //   client:           ← (only now) SHARE pB, CONFIRM cB
+  //   server: check cB, settle the attempt with the code keeper, then
+  //           CONFIRM cA → (or ABORT: nothing that depends on the check)
+  //   client: check cA, pin the server, DONE →
+  //   server: pin the client.
+  // Nothing that depends on the code, other than a share (uniform whatever
+  // the code is), leaves either side before it has the peer's share.
   Status pair(bool pin_peer) {
-    auto key = derive_pairing_key(*opt_.pairing_code);
-    if (!key) return key.error();
+    std::optional<CodeKeeper::Lease> lease;
+    const PairingCode* code = opt_.pairing_code;
+    if (opt_.role == Role::server && opt_.code_keeper != nullptr) {
+      auto l = opt_.code_keeper->lease();
+      if (!l) {
+        abort_pairing(AbortReason::code_not_live);
+        return l.error();
+      }
+      lease.emplace(std::move(l.value()));
+      code = &lease->code;
+    }
+    auto w = spake2_password(as_bytes(code->canonical()));
+    if (!w) return w.error();
     std::array<std::uint8_t, kChannelBindingSize> binding{};
     if (Status st = s_.export_keying_material(kLabelPairing, {}, binding); !st) return st;
     const Fingerprint& client = opt_.role == Role::client ? id_.fingerprint() : s_.peer_.fingerprint;
     const Fingerprint& server = opt_.role == Role::client ? s_.peer_.fingerprint : id_.fingerprint();
-    auto mine = make_pairing_proof(key.value(), opt_.role, binding, client, server);
-    Role other = opt_.role == Role::client ? Role::server : Role::client;
-    auto expected = make_pairing_proof(key.value(), other, binding, client, server);
-    if (!mine) return mine.error();
-    if (!expected) return expected.error();
+    // Identities: the keys that get pinned. AAD: the protocol and this TLS
+    // channel (a man in the middle has two channels, two exporter values).
+    Spake2Context context{{server.bytes().begin(), server.bytes().end()},
+                          {client.bytes().begin(), client.bytes().end()},
+                          {kPairingProtocol.begin(), kPairingProtocol.end()}};
+    context.aad.insert(context.aad.end(), binding.begin(), binding.end());
+    auto pake = Spake2::start(opt_.role == Role::server ? Spake2::Side::a : Spake2::Side::b, std::move(context), w.value());
+    if (!pake) return pake.error();
 
+    Status paired = opt_.role == Role::server ? pair_as_server(pake.value(), lease) : pair_as_client(pake.value());
+    if (!paired) return paired;
     if (opt_.role == Role::client) {
-      if (Status st = send_msg(Msg::proof, mine.value()); !st) return st;
-      auto got = receive_msg();
-      if (!got) return got.error();
-      if (got.value().type == Msg::abort)
-        return make_error(Errc::pairing_failed, "pairing failed: the receiver '" + s_.peer_.name +
-                                                    "' rejected our pairing code; check the code it printed and try again");
-      if (Status st = check_proof(got.value(), expected.value()); !st) return st;
       if (pin_peer)
         if (Status st = known_.add(s_.peer_.name, s_.peer_.fingerprint); !st) return st;
-      if (Status st = send_msg(Msg::confirm, {}); !st) return st;
+      if (Status st = send_msg(Msg::done, {}); !st) return st;
     } else {
-      auto got = receive_msg();
-      if (!got) return got.error();
-      if (Status st = check_proof(got.value(), expected.value()); !st) return st;
-      if (Status st = send_msg(Msg::proof, mine.value()); !st) return st;
-      auto confirm = expect(Msg::confirm, 0);
-      if (!confirm) return confirm.error();
+      auto done = expect(Msg::done, 0);
+      if (!done) return done.error();
       if (pin_peer)
         if (Status st = known_.add(s_.peer_.name, s_.peer_.fingerprint); !st) return st;
     }
@@ -188,42 +213,110 @@ class SessionEstablisher {
     return {};
   }
 
-  struct Message {
-    Msg type;
-    std::vector<std::uint8_t> payload;
-  };
-
-  Status check_proof(const Message& m, const PairingProof& expected) {
-    PairingProof got{};
-    bool right = m.type == Msg::proof && m.payload.size() == got.size();
-    if (right) {
-      std::copy(m.payload.begin(), m.payload.end(), got.begin());
-      right = pairing_proofs_equal(got, expected);
+  Status pair_as_server(Spake2& pake, const std::optional<CodeKeeper::Lease>& lease) {
+    if (Status st = send_msg(Msg::share, pake.share()); !st) return st;
+    auto share = expect(Msg::share, kSpake2ShareSize);
+    if (!share) return share.error();
+    auto mac = expect(Msg::confirm, kSpake2MacSize);
+    if (!mac) return mac.error();
+    auto keys = pake.finish(share.value());
+    if (!keys && keys.error().code != Errc::pairing_failed) {  // not a point: says nothing about the code
+      abort_pairing(AbortReason::broken);
+      return keys.error().code == Errc::protocol_error ? broke_exchange() : keys.error();
     }
-    if (right) return {};
-    std::uint8_t reason[] = {static_cast<std::uint8_t>(AbortReason::wrong_code)};
-    (void)send_msg(Msg::abort, reason);  // best effort: we fail either way
-    if (m.type != Msg::proof && m.type != Msg::abort)
-      return make_error(Errc::protocol_error, "the peer '" + s_.peer_.name + "' broke braid's pairing exchange");
-    if (opt_.role == Role::server)
+    const bool right = keys && keys.value().verify_peer(mac.value());
+    // Settled before anything that depends on `right` goes back.
+    const CodeLedger::Verdict verdict =
+        opt_.code_keeper && lease ? opt_.code_keeper->settle(lease->generation, right)
+                                  : (right ? CodeLedger::Verdict::accepted : CodeLedger::Verdict::wrong_code);
+    if (verdict == CodeLedger::Verdict::stale) {
+      abort_pairing(AbortReason::code_not_live);
+      return make_error(Errc::pairing_failed, "pairing failed: the peer '" + s_.peer_.name + "' (" +
+                                                  s_.peer_.fingerprint.to_string() +
+                                                  ") used a pairing code that is spent or retired; nothing is accepted from it");
+    }
+    if (verdict != CodeLedger::Verdict::accepted) {
+      abort_pairing(AbortReason::wrong_code);
       return make_error(Errc::pairing_failed, "pairing failed: the peer '" + s_.peer_.name + "' (" +
                                                   s_.peer_.fingerprint.to_string() +
                                                   ") gave a wrong pairing code; nothing is accepted from it");
+    }
+    return send_msg(Msg::confirm, keys.value().confirmation);
+  }
+
+  Status pair_as_client(Spake2& pake) {
+    // The receiver's share first: until it is here we send nothing at all.
+    auto share = expect(Msg::share, kSpake2ShareSize);
+    if (!share) return share.error();
+    auto keys = pake.finish(share.value());
+    if (!keys) {
+      abort_pairing(keys.error().code == Errc::pairing_failed ? AbortReason::wrong_code : AbortReason::broken);
+      return keys.error().code == Errc::protocol_error ? broke_exchange() : keys.error();
+    }
+    std::vector<std::uint8_t> flight = encode(Msg::share, pake.share());  // one TLS record for both
+    std::vector<std::uint8_t> confirm = encode(Msg::confirm, keys.value().confirmation);
+    flight.insert(flight.end(), confirm.begin(), confirm.end());
+    if (Status st = s_.send(flight); !st) return st;
+    auto mac = expect(Msg::confirm, kSpake2MacSize);
+    if (!mac) return mac.error();
+    if (keys.value().verify_peer(mac.value())) return {};
+    abort_pairing(AbortReason::wrong_code);
     return make_error(Errc::pairing_failed, "pairing failed: the peer '" + s_.peer_.name +
                                                 "' does not know our pairing code; check the code (or someone is "
                                                 "impersonating the receiver)");
   }
 
-  Status send_msg(Msg type, std::span<const std::uint8_t> payload) {
+  struct Message {
+    Msg type;
+    std::vector<std::uint8_t> payload;
+  };
+
+  // Best effort: we fail either way, and the peer learns why.
+  void abort_pairing(AbortReason why) {
+    std::uint8_t reason[] = {static_cast<std::uint8_t>(why)};
+    (void)send_msg(Msg::abort, reason);
+  }
+
+  Error broke_exchange() const {
+    return make_error(Errc::protocol_error, "the peer '" + s_.peer_.name + "' broke braid's pairing exchange");
+  }
+
+  // The peer's ABORT, as our error.
+  Error aborted(const Message& m) const {
+    const auto why = m.payload.size() == 1 ? static_cast<AbortReason>(m.payload[0]) : AbortReason::broken;
+    if (opt_.role == Role::server && why == AbortReason::broken)
+      return make_error(Errc::pairing_failed, "pairing failed: the peer '" + s_.peer_.name +
+                                                  "' could not follow our pairing messages; nothing is accepted from it");
+    if (opt_.role == Role::server)
+      return make_error(Errc::pairing_failed, "pairing failed: the peer '" + s_.peer_.name +
+                                                  "' rejected our pairing code; nothing is accepted from it");
+    if (why == AbortReason::code_not_live)
+      return make_error(Errc::pairing_failed,
+                        "pairing failed: the receiver '" + s_.peer_.name +
+                            "' no longer takes this pairing code (it was used to pair another host, or " +
+                            std::to_string(CodeLedger::kMaxFailures) +
+                            " wrong attempts retired it); use the code the receiver shows now");
+    if (why == AbortReason::broken)
+      return make_error(Errc::pairing_failed, "pairing failed: the receiver '" + s_.peer_.name +
+                                                  "' could not follow our pairing messages");
+    return make_error(Errc::pairing_failed,
+                      "pairing failed: the receiver '" + s_.peer_.name +
+                          "' rejected our pairing code; check the code it shows now and try again (a code pairs "
+                          "one host, and " + std::to_string(CodeLedger::kMaxFailures) + " wrong attempts replace it)");
+  }
+
+  static std::vector<std::uint8_t> encode(Msg type, std::span<const std::uint8_t> payload) {
     std::vector<std::uint8_t> buf{static_cast<std::uint8_t>(type), static_cast<std::uint8_t>(payload.size())};
     buf.insert(buf.end(), payload.begin(), payload.end());
-    return s_.send(buf);
+    return buf;
   }
+
+  Status send_msg(Msg type, std::span<const std::uint8_t> payload) { return s_.send(encode(type, payload)); }
 
   Result<Message> receive_msg() {
     std::array<std::uint8_t, 2> head{};
     if (Status st = s_.receive(head); !st) return st.error();
-    if (head[0] < 1 || head[0] > 4)
+    if (head[0] < 1 || head[0] > static_cast<std::uint8_t>(Msg::done))
       return make_error(Errc::protocol_error, "the peer '" + s_.peer_.name + "' sent an unknown message during the peer check");
     Message m{static_cast<Msg>(head[0]), std::vector<std::uint8_t>(head[1])};
     if (Status st = s_.receive(m.payload); !st) return st.error();
@@ -233,13 +326,11 @@ class SessionEstablisher {
   Result<std::vector<std::uint8_t>> expect(Msg type, std::size_t size) {
     auto m = receive_msg();
     if (!m) return m.error();
-    if (m.value().type == Msg::abort && opt_.role == Role::client)
-      return make_error(Errc::pairing_failed, "pairing failed: the receiver '" + s_.peer_.name + "' rejected our pairing code");
-    if (m.value().type == Msg::abort)
-      return make_error(Errc::pairing_failed, "pairing failed: the peer '" + s_.peer_.name +
-                                                  "' rejected our pairing code; nothing is accepted from it");
-    if (m.value().type != type || m.value().payload.size() != size)
+    if (m.value().type == Msg::abort) return aborted(m.value());
+    if (m.value().type != type || m.value().payload.size() != size) {
+      if (type != Msg::hello) abort_pairing(AbortReason::broken);
       return make_error(Errc::protocol_error, "the peer '" + s_.peer_.name + "' broke braid's peer check");
+    }
     return std::move(m.value().payload);
   }
 

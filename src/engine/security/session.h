@@ -17,10 +17,14 @@
 //   2. a changed key on either side ends the session with a loud message
 //      (a pairing code never overrides a pin);
 //   3. if both verdicts are "pinned", done: no code needed;
-//   4. otherwise both must hold the code: the client sends its proof, the
-//      server checks it and only then sends its own (so a fake client learns
-//      nothing), the client checks that and confirms; each side then pins
-//      the other. A wrong code fails on both sides before any file data.
+//   4. otherwise both must hold the code and run SPAKE2 (spake2.h) bound to
+//      this TLS channel and both keys: the server sends its share; the
+//      client, only once it has that, sends its share and confirmation; the
+//      server checks it, settles the attempt with its code keeper (a
+//      one-time code, code_keeper.h) and only then confirms; the client
+//      checks that, pins the server and says DONE; the server pins the
+//      client. A wrong code fails on both sides before any file data, and
+//      nothing is pinned unless both confirmations verified.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +33,7 @@
 #include <string>
 #include <string_view>
 
+#include "code_keeper.h"
 #include "fd_bio.h"
 #include "fingerprint.h"
 #include "identity.h"
@@ -73,6 +78,10 @@ struct SessionOptions {
   // Longest wait for the peer on any single read or write during establish
   // and in send/receive. -1 waits forever.
   int io_timeout_ms = 30'000;
+  // Server only: the receiver's one-time code. When set, pairing leases the
+  // keeper's live code (pairing_code is ignored) and settles every attempt
+  // with it before answering the peer. Must outlive establish().
+  CodeKeeper* code_keeper = nullptr;
 };
 
 class Session {

@@ -144,8 +144,35 @@ Receiver::~Receiver() {
   for (const auto& p : unix_paths_) ::unlink(p.c_str());  // ours: nobody listens there now
 }
 
+Receiver::Receiver(EventLog& log, security::PairingCode code)
+    : log_(log),
+      code_(std::make_unique<security::OneTimeCode>(
+          std::move(code), [this](const security::OneTimeCode::Changed& c) { code_changed(c); })) {}
+
+std::string Receiver::code() const {
+  auto c = code_->current();
+  return c ? c->display() : std::string();
+}
+
+// Called by a handshake worker, under the code keeper's lock (so the codes
+// are printed in the order they became live): the new code goes where the
+// first one went, stdout.
+void Receiver::code_changed(const security::OneTimeCode::Changed& c) {
+  const bool spent = c.why == security::CodeLedger::Change::spent;
+  log_.write("pairing_code", {{"status", spent ? "spent" : "retired"}, {"failures", c.failures}});
+  if (opts_.quiet || (spent && opts_.once)) return;  // --once: this receiver pairs no one else
+  if (c.next == nullptr) {
+    std::cerr << "braid: no new pairing code could be made; only known peers can connect" << std::endl;
+    return;
+  }
+  std::cout << "braid: code " << c.next->display()
+            << (spent ? " (the previous code was used to pair a host)"
+                      : " (the previous code had " + std::to_string(c.failures) + " wrong attempts and is retired)")
+            << std::endl;
+}
+
 std::string Receiver::ready_line() const {
-  std::string line = "braid: code " + code_.display() + " listening on";
+  std::string line = "braid: code " + code() + " listening on";
   for (const auto& a : advertised_) line += " " + a;
   for (const auto& p : unix_paths_) line += " unix:" + p;
   return line;
@@ -571,7 +598,7 @@ void Receiver::handshake(Handshake h) {
   auto known = host_->known_peers();
   if (!known) return refused(known.error().message, "");
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(h.deadline - Clock::now()).count();
-  security::SessionOptions so{security::Role::server, &code_, static_cast<int>(std::max<int64_t>(1, left))};
+  security::SessionOptions so{security::Role::server, nullptr, static_cast<int>(std::max<int64_t>(1, left)), code_.get()};
   auto session = security::Session::establish(raw, *host_->tls, *host_->identity, known.value(), so);
   if (!session) {
     ::shutdown(raw, SHUT_RDWR);

@@ -45,6 +45,7 @@
 
 #include "engine/lanes/endpoint.hpp"
 #include "engine/lanes/lane_link.hpp"
+#include "engine/security/code_keeper.h"
 #include "engine/security/frame_format.h"
 #include "engine/security/pairing_code.h"
 #include "engine/security/unique_fd.h"
@@ -71,8 +72,9 @@ struct ReceiveLimits {
   std::chrono::milliseconds first_bytes{5000};
   /// From a ClientHello's arrival to an authenticated session, the wait for
   /// a worker included: TLS 1.3 (1 RTT, ~3 KB of certificates) and the peer
-  /// check (HELLO, then proof and confirm: 2 RTTs) are a few RTTs even over
-  /// a 600 ms satellite path or a 1.5 Mbit/s link. Session::establish's
+  /// check (HELLO, then when pairing SPAKE2's shares and confirmations:
+  /// under 3 RTTs) are a few RTTs even over a 600 ms satellite path or a
+  /// 1.5 Mbit/s link. Session::establish's
   /// per-read timeout alone would let a peer trickling a byte a second hold
   /// a worker forever: the accept loop shuts the socket down at this deadline.
   std::chrono::milliseconds handshake{10000};
@@ -134,7 +136,10 @@ class Receiver {
 
   /// "braid: code XXXX-... listening on 127.0.0.1:PORT [::1]:PORT"
   std::string ready_line() const;
-  std::string code() const { return code_.display(); }
+  /// The pairing code live now (XXXX-...), "" if none could be made. A code
+  /// pairs one new host and is retired after 3 wrong attempts; then a new
+  /// one is live and printed (docs/security.md, "One-time codes").
+  std::string code() const;
   const std::vector<lanes::Endpoint>& listening() const { return bound_; }
 
   /// Accepts and serves sessions until stop() (or, with --once, the end of
@@ -179,7 +184,8 @@ class Receiver {
     bool done = false;  // its thread is about to return: join it
   };
 
-  Receiver(EventLog& log, security::PairingCode code) : log_(log), code_(std::move(code)) {}
+  Receiver(EventLog& log, security::PairingCode code);
+  void code_changed(const security::OneTimeCode::Changed& change);
   std::thread start_thread(std::function<void()> body);
   void accept_ready(int listener, Clock::time_point now);
   void accept_failed(int listener, int err, Clock::time_point now);
@@ -200,7 +206,7 @@ class Receiver {
 
   EventLog& log_;
   ReceiveOptions opts_;
-  security::PairingCode code_;
+  std::unique_ptr<security::OneTimeCode> code_;  // handshake workers lease and settle it
   std::unique_ptr<LocalHost> host_;
   security::UniqueFd root_fd_;
   std::vector<security::UniqueFd> listeners_;
