@@ -508,7 +508,10 @@ class Run {
       verify(w.lane, key.first, key.second, w.rec, w.took);
     }
   }
-  void do_receiver(session::SessionEnded&) {}
+  void do_receiver(session::SessionEnded& e) {
+    receiver_ended_at_ = now_;
+    receiver_end_reason_ = e.reason;
+  }
   void do_receiver(session::RecvNote& n) { note(n.lane, "recv " + n.event, n.detail); }
 
   void start_next_transfer() {
@@ -621,6 +624,8 @@ class Run {
     r.end = now_;
     r.deliveries = deliveries_;
     r.notes = notes_;
+    r.receiver_ended_at = receiver_ended_at_;
+    r.receiver_end_reason = receiver_end_reason_;
     return r;
   }
 
@@ -652,6 +657,8 @@ class Run {
   uint64_t delivered_total_ = 0;
   std::vector<std::pair<Time, uint64_t>> deliveries_;
   std::vector<std::string> notes_;
+  Time receiver_ended_at_ = Time::never();
+  std::string receiver_end_reason_;
 };
 
 }  // namespace

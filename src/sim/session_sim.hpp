@@ -96,6 +96,9 @@ struct SessionRunResult {
   /// Per millisecond of virtual time, the piece bytes that reached the receiver.
   std::vector<std::pair<Time, uint64_t>> deliveries;
   std::vector<std::string> notes;  // "t=1.234 lane 3 lane_closed: reason"
+  /// When and why the receiver's machine ended the session (never: it did not).
+  Time receiver_ended_at = Time::never();
+  std::string receiver_end_reason;
 };
 
 /// Runs the scenario until every transfer ended, the session ended, or stop_at.

@@ -61,10 +61,14 @@ class RunningReceiver {
     r_ = std::move(std::get<0>(started));
     thread_ = std::thread([this] { exit_code_ = r_->run(); });
   }
-  ~RunningReceiver() {
-    if (!r_) return;
-    r_->stop();
-    thread_.join();
+  ~RunningReceiver() { (void)stop(); }
+  /// Stops the receiver; what `braid recv` would exit with.
+  int stop() {
+    if (r_ && thread_.joinable()) {
+      r_->stop();
+      thread_.join();
+    }
+    return exit_code_;
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(r_->listening()[0].port()); }
   Receiver& get() { return *r_; }
@@ -545,6 +549,7 @@ TEST_F(SessionFixture, ADiskThatFillsUpMidTransferKeepsWhatArrivedForAResume) {
     s->close();
     EXPECT_EQ(out.exit_code, kExitDiskFull) << out.message;
     EXPECT_NE(out.message.find("disk is full"), std::string::npos) << out.message;
+    EXPECT_EQ(r.stop(), kExitDiskFull);  // the receiver says so too
   }
   EXPECT_FALSE(fs::exists(dst / "big.bin"));
   size_t parts = 0, journals = 0;

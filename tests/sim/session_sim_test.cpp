@@ -307,6 +307,9 @@ TEST(SessionSim, NoMessageLaneEverAgainEndsTheSessionAfterTheGrace) {
   EXPECT_FALSE(r.transfers[0].outcome.verified());
   // Down at 1.0 s, noticed 0.1 s later; both ends wait 10 s for a new lane.
   EXPECT_LT(seconds(r.transfers[0]), 1.1 + 10.0 + 1.0) << dump(r);
+  // The receiver too, on its own clock, for its own reason.
+  EXPECT_EQ(r.receiver_end_reason, "no lane that carries messages came back in time") << dump(r);
+  EXPECT_NEAR(r.receiver_ended_at.to_seconds(), 1.1 + 10.0, 0.01) << dump(r);
 }
 
 }  // namespace

@@ -226,14 +226,24 @@ void Receiver::handle_offer_prepared(uint32_t id, std::variant<wire::Accept, wir
     std::get<wire::Refuse>(answer).transfer_id = id;
   }
   t.answer = answer;
-  if (ended_) return;
+  if (ended_) {
+    // Prepared after the session ended (the user answered late, a resume
+    // read-back ran long): nothing will arrive; what the engine made for it
+    // stays for a later run, as for any transfer the end caught.
+    if (std::holds_alternative<wire::Accept>(answer)) {
+      t.failed = true;
+      ++failures_;
+      push(AbandonTransfer{id, end_reason_, std::nullopt});
+    }
+    return;
+  }
   std::visit([&](const auto& a) { reply(t.asked_on, a); }, answer);
 }
 
 void Receiver::handle_piece_verified(LaneNo lane, uint32_t id, uint32_t piece, const PieceRecord& record,
                                      Duration recv_duration, Time now) {
   auto it = transfers_.find(id);
-  if (it == transfers_.end() || !accepted(id)) return;
+  if (ended_ || it == transfers_.end() || !accepted(id)) return;
   Transfer& t = it->second;
   if (t.failed || t.result) return;
   const bool first = t.pieces.emplace(piece, record).second;
@@ -268,7 +278,10 @@ void Receiver::handle_piece_rejected(LaneNo lane, uint32_t id, uint32_t piece, w
 }
 
 void Receiver::try_finish(Transfer& t, Time now) {
-  if (!t.done || t.finalizing || t.result || t.failed) return;
+  if (ended_ || !t.done || t.finalizing || t.result || t.failed) return;
+  // Cheap first: the bytes verified and held must add up to the whole
+  // (called for every piece verified after done, under the engine's lock).
+  if (t.view.verified_bytes + t.view.held_bytes < t.view.total && now < t.done_deadline) return;
   std::vector<PieceRecord> records = t.held;
   for (const auto& [id, r] : t.pieces) records.push_back(r);
   if (!tiles(records, t.view.total)) {
@@ -331,10 +344,15 @@ void Receiver::handle_udp_lane_opened(LaneNo id, const std::string& local, const
 void Receiver::end_session(const std::string& reason) {
   if (ended_) return;
   ended_ = true;
+  end_reason_ = reason;
   for (auto& [id, t] : transfers_) {
     if (t.result || !accepted(id)) continue;
     // Accepted but never finished: the temporary files and the journal of
-    // what in them is verified stay for a later run.
+    // what in them is verified stay for a later run. Nothing counts from
+    // now on (a piece still being written is not news), and a transfer
+    // already being put in place finishes or not as the engine says.
+    if (t.finalizing) continue;
+    t.failed = true;
     ++failures_;
     push(AbandonTransfer{id, reason, std::nullopt});
   }
@@ -345,6 +363,14 @@ void Receiver::end_session(const std::string& reason) {
     push(RecvCloseLane{l.id, reason});
   }
   push(SessionEnded{failures_, reason});
+}
+
+void Receiver::handle_peer_returned(Time) {
+  // The same sender started another session while this one had no lane that
+  // carries messages: it lost this one (it restarted, or its lanes died for
+  // good). Ending now lets go of what the new session needs (the transfer's
+  // resume journal) instead of holding it for the rest of the grace.
+  if (!ended_ && no_message_lane_since_ != Time::never()) end_session("the sender started a new session");
 }
 
 void Receiver::close(const std::string& reason, Time) {

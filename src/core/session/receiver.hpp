@@ -131,6 +131,9 @@ class Receiver {
   /// The engine's answer to OpenUdpLane: the lane's local address, or why not.
   void handle_udp_lane_opened(LaneNo lane, const std::string& local, const std::string& error, Time now);
   void handle_timeout(Time now);
+  /// The same sender (its identity) opened another session: if this one is
+  /// waiting for a lane that carries messages, it ends now.
+  void handle_peer_returned(Time now);
   /// The process is stopping (a signal): every lane closes with `reason`.
   void close(const std::string& reason, Time now);
 
@@ -201,6 +204,7 @@ class Receiver {
   bool ended_ = false;
   int failures_ = 0;
   Time no_message_lane_since_ = Time::never();
+  std::string end_reason_;
   std::deque<ReceiverAction> actions_;
 };
 

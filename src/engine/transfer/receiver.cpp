@@ -644,6 +644,17 @@ void Receiver::start_session(security::UniqueFd fd, security::Session session) {
   cfg.links = opts_.links;
   cfg.disk_faults = opts_.disk_faults;
   const auto& fp = session.peer().fingerprint.bytes();
+  const std::vector<uint8_t> peer_key(fp.begin(), fp.end());
+  // The same sender again: an earlier session of it that lost every lane
+  // carrying messages ends now (it still holds the transfer's journal).
+  std::vector<std::shared_ptr<ReceiverSession>> same_peer;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& r : running_)
+      if (r.session && !r.done && r.session->peer_key() == peer_key) same_peer.push_back(r.session);
+  }
+  for (auto& s : same_peer) s->peer_returned();
+  same_peer.clear();
   std::string refusal;
   {
     std::lock_guard lock(mu_);
@@ -656,8 +667,7 @@ void Receiver::start_session(security::UniqueFd fd, security::Session session) {
                 std::to_string(opts_.max_sessions) + "); try again later";
     } else {
       try {
-        auto s = std::make_shared<ReceiverSession>(cfg, log_, peer, std::vector<uint8_t>(fp.begin(), fp.end()), sid,
-                                                   session.lane_secret());
+        auto s = std::make_shared<ReceiverSession>(cfg, log_, peer, peer_key, sid, session.lane_secret());
         if (!interrupted_.empty()) s->interrupt(interrupted_);  // began while the receiver was being interrupted
         Running& r = running_.emplace_back();
         r.id = sid;

@@ -1,5 +1,6 @@
 #include "engine/transfer/receiver_session.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -180,6 +181,7 @@ void ReceiverSession::act(session::RecvNote& a) {
 void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vector<std::string>& advertised) {
   session::ReceiverConfig mc;
   mc.max_lanes = cfg_.max_lanes;
+  mc.max_joining = std::max<size_t>(cfg_.max_lanes, mc.max_joining);
   mc.advertised = advertised;
   mc.root_hash = [](wire::HashAlgo a, std::vector<session::PieceRecord> records) {
     std::vector<files::PieceRecord> r;
@@ -219,13 +221,14 @@ void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vect
     lock.lock();
   }
   const std::string reason = end_reason_;
+  std::vector<lanes::LaneLink*> links;
+  std::vector<udp::UdpRecvLane*> udp;
+  for (auto& l : lanes_) links.push_back(l->link.get());
+  for (auto& u : udp_lanes_)
+    if (u->lane) udp.push_back(u->lane.get());
   lock.unlock();
-  for (auto& l : lanes_) l->link->shutdown();
-  {
-    std::lock_guard g(mu_);
-    for (auto& u : udp_lanes_)
-      if (u->lane) u->lane->close("session ended");
-  }
+  for (auto* l : links) l->shutdown();
+  for (auto* u : udp) u->close("session ended");
   if (reason.rfind("the sender ended the session", 0) == 0) {
     log_.write("peer_error", {{"message", json_safe(reason)}});
     note(reason);
@@ -234,6 +237,10 @@ void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vect
 }
 
 void ReceiverSession::run_job(session::PrepareOffer& a) {
+  {
+    std::lock_guard lock(mu_);
+    if (ended_) return;  // nobody is waiting for the answer: make nothing for it
+  }
   OfferContext ctx;
   ctx.root_fd = cfg_.root_fd;
   ctx.peer = peer_;
@@ -273,7 +280,7 @@ void ReceiverSession::run_job(session::FinalizeTransfer& a) {
     std::lock_guard lock(mu_);
     t = transfer_locked(a.transfer);
   }
-  if (!t) return;
+  if (!t || t->over) return;  // abandoned meanwhile (the session ended): its journal stays
   int err = 0;
   const std::string failure = t->finalize(err);
   if (!failure.empty()) {
@@ -390,15 +397,33 @@ std::vector<TransferReport> ReceiverSession::reports() const {
 }
 
 void ReceiverSession::interrupt(const std::string& reason) {
-  if (interrupted_.exchange(true)) return;
-  log_.write("interrupted", {{"reason", reason}});
   {
     std::lock_guard lock(mu_);
+    if (interrupted_) return;
     interrupt_reason_ = reason;
+    interrupted_ = true;
     if (!machine_) return;  // run() closes it as soon as it starts
   }
-  // The sender hears why before the lanes close, and says so.
+  log_.write("interrupted", {{"reason", reason}});
+  // The sender hears why before the lanes close, and says so — unless a
+  // send is stuck on a lane whose peer stopped reading: then the lanes are
+  // shut first (which fails that send), and the machine closes after.
+  std::unique_lock order(act_mu_, std::defer_lock);
+  if (!order.try_lock_for(std::chrono::seconds(1))) {
+    std::vector<lanes::LaneLink*> links;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& l : lanes_) links.push_back(l->link.get());
+    }
+    for (auto* l : links) l->shutdown();
+  } else {
+    order.unlock();
+  }
   drive([&](session::Receiver& m) { m.close(reason, now()); });
+}
+
+void ReceiverSession::peer_returned() {
+  drive([&](session::Receiver& m) { m.handle_peer_returned(now()); });
 }
 
 uint64_t ReceiverSession::rejected_frames() const {

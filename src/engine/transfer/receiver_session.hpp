@@ -69,6 +69,10 @@ class ReceiverSession {
   bool adopt_lane(security::UniqueFd fd, uint32_t lane_id);
 
   uint64_t id() const { return session_id_; }
+  const std::vector<uint8_t>& peer_key() const { return peer_key_; }
+  /// The same sender opened another session: this one ends if it has no
+  /// lane that carries messages left (session::Receiver::handle_peer_returned).
+  void peer_returned();
   /// 0 if every transfer verified, else the exit code of the first failure.
   int outcome() const;
   /// Every finished transfer's report, then one for each transfer accepted
@@ -112,6 +116,7 @@ class ReceiverSession {
   // TCP and stream lanes (receiver_session_lanes.cpp).
   /// Lists a lane (not read yet).
   Lane* add_lane(std::unique_ptr<lanes::LaneLink> link, session::LaneTraits traits = session::LaneTraits::tcp());
+  std::unique_ptr<Lane> make_lane(std::unique_ptr<lanes::LaneLink> link, session::LaneTraits traits);
   /// Starts its reader; false (the machine told) if no thread could start.
   bool start_reader(Lane& lane);
   void reader_loop(Lane& lane);
@@ -135,6 +140,9 @@ class ReceiverSession {
   void on_udp_closed(UdpLane& lane, const std::string& reason);
   void finish_udp_piece(UdpLane& lane, uint64_t key);
   void release_udp_credit();
+  /// UDP pieces held in memory (gathering or queued for the disk) are over
+  /// their bound: the lanes stop crediting their senders' windows.
+  bool udp_backlogged() const;
   void drop_udp_pieces(uint32_t transfer_id);
 
   ReceiverConfig cfg_;
@@ -145,7 +153,9 @@ class ReceiverSession {
   security::LaneSecret secret_;
   std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
 
-  std::mutex act_mu_;  // held while a machine's actions are carried out: they go in order
+  // Held while a machine's actions are carried out: they go in order. Timed:
+  // interrupt() does not wait long behind a send stuck on a peer that stopped reading.
+  std::timed_mutex act_mu_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::unique_ptr<session::Receiver> machine_;
@@ -158,6 +168,9 @@ class ReceiverSession {
   std::string end_reason_;
   std::string interrupt_reason_;
   uint64_t udp_buffered_peak_ = 0;  // the most UDP piece bytes held in memory at once
+  /// Bytes of UDP pieces being gathered (not yet whole, or waiting for their
+  /// header), all lanes: with the writer's queue, what the lanes' credit holds back.
+  std::atomic<uint64_t> udp_gathering_{0};
   std::vector<TransferReport> reports_;
   int outcome_ = 0;
   bool ended_ = false;

@@ -1,6 +1,9 @@
 // The receiver session's TCP and stream lanes: each read by a thread of its
 // own, which opens frames, hands messages to the machine and gathers,
 // verifies and writes pieces (piece_arrived, shared with the UDP lanes).
+#include <sys/socket.h>
+#include <sys/time.h>
+
 #include <cerrno>
 #include <cstring>
 #include <system_error>
@@ -14,7 +17,8 @@ namespace braid::transfer {
 
 using Clock = std::chrono::steady_clock;
 
-ReceiverSession::Lane* ReceiverSession::add_lane(std::unique_ptr<lanes::LaneLink> link, session::LaneTraits traits) {
+std::unique_ptr<ReceiverSession::Lane> ReceiverSession::make_lane(std::unique_ptr<lanes::LaneLink> link,
+                                                                  session::LaneTraits traits) {
   auto lane = std::make_unique<Lane>();
   lane->id = link->id();
   lane->traits = traits;
@@ -26,6 +30,11 @@ ReceiverSession::Lane* ReceiverSession::add_lane(std::unique_ptr<lanes::LaneLink
     lane->remote = lanes::peer_endpoint_of(link->fd()).str();
   }
   lane->link = std::move(link);
+  return lane;
+}
+
+ReceiverSession::Lane* ReceiverSession::add_lane(std::unique_ptr<lanes::LaneLink> link, session::LaneTraits traits) {
+  auto lane = make_lane(std::move(link), traits);
   Lane* l = lane.get();
   std::lock_guard lock(mu_);
   lanes_.push_back(std::move(lane));
@@ -54,20 +63,28 @@ bool ReceiverSession::start_reader(Lane& l) {
 }
 
 bool ReceiverSession::adopt_lane(security::UniqueFd fd, uint32_t lane_id) {
+  const bool unix_socket = lanes::is_unix_socket(fd.get());
+  if (unix_socket) {
+    // No TCP_USER_TIMEOUT on a Unix socket: a send to a peer that stopped
+    // reading fails after this instead of holding the session's actions.
+    timeval limit{15, 0};
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+  }
   std::string error;
   auto link = lanes::LaneLink::create(std::move(fd), session_id_, lane_id, secret_, security::Role::server, error);
   if (!link) return false;
-  const auto traits = lanes::is_unix_socket(link->fd()) ? session::LaneTraits::stream() : session::LaneTraits::tcp();
-  bool taken = false;
+  const auto traits = unix_socket ? session::LaneTraits::stream() : session::LaneTraits::tcp();
+  auto lane = make_lane(std::move(link), traits);
+  Lane* l = lane.get();
   {
-    std::lock_guard order(act_mu_);
+    // Only mu_: the accept loop calls this, and the machine's answer here
+    // has no actions to carry out (so no wait behind a session's sends).
     std::lock_guard lock(mu_);
     // A lane id joins once (a replayed join is refused); the connections
     // not joined yet are capped, each holding a reader.
-    taken = machine_ && !ended_ && machine_->handle_lane_connected(lane_id, traits, now());
+    if (!machine_ || ended_ || !machine_->handle_lane_connected(lane_id, traits, now())) return false;
+    lanes_.push_back(std::move(lane));
   }
-  if (!taken) return false;
-  Lane* l = add_lane(std::move(link), traits);
   return start_reader(*l);
 }
 
@@ -205,7 +222,9 @@ void ReceiverSession::piece_arrived(uint32_t lane_id, IncomingTransfer& t, uint3
     log_.write("piece_hash_mismatch", {{"lane", lane_id}, {"piece", piece}});
     return drive([&](session::Receiver& m) { m.handle_piece_rejected(lane_id, id, piece, wire::AckStatus::hash_mismatch, now()); });
   }
-  if (write && !t.over) {
+  if (write) {
+    // The transfer ended meanwhile: nothing is written, so nothing counts.
+    if (t.over) return;
     if (const std::string why = t.may_write(offset, bytes.size()); !why.empty())
       return drive([&](session::Receiver& m) { m.handle_transfer_failed(id, wire::ResultStatus::write_failed, why, now()); });
     if (const int err = t.write(offset, bytes); err != 0) {

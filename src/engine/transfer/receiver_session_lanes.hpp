@@ -22,6 +22,11 @@ namespace braid::transfer {
 // sliding: a disk slower than the network slows the senders down, and
 // memory stays bounded by this plus each lane's window).
 constexpr uint64_t kUdpWriteBacklog = 64ull << 20;
+// How many bytes of UDP pieces not yet whole (or whole but without their
+// header) may be held before the lanes stop crediting: normally a piece or
+// two per lane are on their way; more means headers are missing (no lane
+// carries messages for a while) and memory would grow with the gap.
+constexpr uint64_t kUdpGatherLimit = 64ull << 20;
 
 struct ReceiverSession::Lane {
   uint32_t id = 0;
@@ -66,7 +71,6 @@ struct ReceiverSession::UdpLane {
   /// Bytes taken in while the writer was behind, not yet counted as
   /// consumed: the sender's window stops sliding until the writer catches up.
   std::atomic<uint64_t> held_credit{0};
-  uint64_t gathering = 0;  // mu_: bytes of its pieces being gathered, counted when one starts
 
   /// A piece of chunk `chunk` of transfer `t`, before anything is known of it.
   static Piece new_piece(const std::shared_ptr<IncomingTransfer>& t, uint64_t chunk);

@@ -111,7 +111,9 @@ void ReceiverSession::expect_udp_piece(const wire::UdpPiece& m) {
   bool complete = false;
   {
     std::lock_guard lock(u->mu);
-    u->done.erase(key);  // sent again: a new copy is coming
+    // Whole already and with the writer (a header sent again on a new lane):
+    // nothing to gather. A copy that failed its hash left `done` there.
+    if (u->done.count(key)) return;
     auto it = u->pieces.find(key);
     if (it == u->pieces.end()) it = u->pieces.emplace(key, UdpLane::new_piece(t, m.chunk)).first;
     it->second.assembly.set_header(m.piece_offset, m.piece_length, m.hash);
@@ -129,8 +131,8 @@ size_t ReceiverSession::on_udp_data(UdpLane& u, uint64_t piece, uint64_t offset,
   if (!t || t->over) return bytes.size();  // not accepted, a stray range, or over: dropped, consumed
   const uint64_t total = t->total();
   if (offset >= total || bytes.size() > total - offset) return bytes.size();
-  bool complete = false, started = false;
-  uint64_t gathering = 0;
+  bool complete = false;
+  uint64_t grew = 0;
   {
     std::lock_guard lock(u.mu);
     if (u.done.count(piece)) return bytes.size();  // a late duplicate of a finished piece
@@ -139,29 +141,32 @@ size_t ReceiverSession::on_udp_data(UdpLane& u, uint64_t piece, uint64_t offset,
     const uint64_t before = it->second.assembly.buffered_bytes();
     it->second.assembly.add(offset, bytes);
     complete = it->second.assembly.complete();
-    started = it->second.assembly.buffered_bytes() != before;
-    if (started)  // memory grows only when a piece's buffer is made: count then
-      for (const auto& [k, p] : u.pieces) gathering += p.assembly.buffered_bytes();
+    grew = it->second.assembly.buffered_bytes() - before;
+    udp_gathering_ += grew;  // under u.mu: finish_udp_piece takes it off under the same lock
   }
-  if (started) {
+  if (grew > 0) {  // memory grows only when a piece's buffer is made: the peak then
     std::lock_guard lock(mu_);
-    uint64_t others = 0;  // the other UDP lanes' pieces, as last counted
-    for (const auto& x : udp_lanes_)
-      if (x.get() != &u) others += x->gathering;
-    u.gathering = gathering;
-    udp_buffered_peak_ = std::max(udp_buffered_peak_, gathering + others + udp_writer_->queued_bytes());
+    udp_buffered_peak_ = std::max(udp_buffered_peak_, udp_gathering_.load() + udp_writer_->queued_bytes());
   }
   if (complete) finish_udp_piece(u, piece);
-  if (udp_writer_->queued_bytes() <= kUdpWriteBacklog) return bytes.size();
-  // The writer is behind: hold the credit. Checked again after holding, so
-  // a writer that caught up in between cannot leave it held with nothing
-  // left to release it.
+  if (!udp_backlogged()) return bytes.size();
+  // Behind (the writer, or pieces whose headers have not come): hold the
+  // credit. Checked again after holding, so a writer that caught up in
+  // between cannot leave it held with nothing left to release it.
   u.held_credit.fetch_add(bytes.size());
-  if (udp_writer_->queued_bytes() > kUdpWriteBacklog) return 0;
+  if (udp_backlogged()) return 0;
   return static_cast<size_t>(u.held_credit.exchange(0));  // may include bytes held before: all consumed now
 }
 
+bool ReceiverSession::udp_backlogged() const {
+  // Pieces gathering are normally a piece or two per lane; many more means
+  // their headers are not coming (no lane carries messages for a while):
+  // the senders' windows stop there rather than memory growing with the gap.
+  return udp_writer_->queued_bytes() > kUdpWriteBacklog || udp_gathering_.load() > kUdpGatherLimit;
+}
+
 void ReceiverSession::release_udp_credit() {
+  if (udp_backlogged()) return;
   std::lock_guard lock(mu_);
   for (auto& u : udp_lanes_)
     if (u->lane)
@@ -177,6 +182,7 @@ void ReceiverSession::finish_udp_piece(UdpLane& u, uint64_t key) {
     p = std::make_shared<UdpLane::Piece>(std::move(it->second));
     u.pieces.erase(it);
     u.done.insert(key);
+    udp_gathering_ -= p->assembly.buffered_bytes();  // the writer's queue counts it now
   }
   const auto took =
       Duration::nanos(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - p->first_byte).count());
@@ -184,7 +190,7 @@ void ReceiverSession::finish_udp_piece(UdpLane& u, uint64_t key) {
   // reply over a TCP lane may block, and the port's thread serves every
   // session's lanes on its address.
   udp_writer_->post(
-      [this, lane = u.id, key, p, took] {
+      [this, &u, lane = u.id, key, p, took] {
         IncomingTransfer& t = *p->t;
         if (t.over) return;
         const uint32_t piece = static_cast<uint32_t>(key & 0xffffffffu);
@@ -194,6 +200,10 @@ void ReceiverSession::finish_udp_piece(UdpLane& u, uint64_t key) {
           write = !machine_->piece_verified(t.offer.transfer_id, piece);  // another lane brought it first
         }
         const bool ok = p->assembly.hash_ok();
+        if (!ok) {
+          std::lock_guard lock(u.mu);
+          u.done.erase(key);  // the copy the sender sends again is gathered anew
+        }
         piece_arrived(lane, t, piece, p->assembly.offset(), p->assembly.bytes(), p->assembly.digest(), ok, write, took);
       },
       p->assembly.length());
@@ -216,7 +226,11 @@ void ReceiverSession::drop_udp_pieces(uint32_t transfer_id) {
   }
   for (UdpLane* u : lanes) {
     std::lock_guard lock(u->mu);
-    std::erase_if(u->pieces, [&](const auto& p) { return (p.first >> 32) == transfer_id; });
+    std::erase_if(u->pieces, [&](const auto& p) {
+      if ((p.first >> 32) != transfer_id) return false;
+      udp_gathering_ -= p.second.assembly.buffered_bytes();
+      return true;
+    });
   }
 }
 

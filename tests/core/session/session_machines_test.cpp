@@ -131,6 +131,89 @@ TEST(ReceiverMachine, DoneWaitsForPiecesStillOnTheirWayThenFinalizes) {
   EXPECT_TRUE(std::holds_alternative<wire::TransferResult>(again[0].msg));
 }
 
+// The session ends (a signal, every lane lost) while done waits for its
+// last piece: a piece verified after that counts for nothing, and nothing
+// is put in place — the temporaries and the journal stay for a later run.
+TEST(ReceiverMachine, NothingIsFinalizedAfterTheSessionEnded) {
+  Receiver r = started_receiver();
+  (void)r.poll_action();
+  r.handle_message(0, offer(1, 2 << 20), t0);
+  r.handle_offer_prepared(1, wire::Accept{1, {}}, t0);
+  const PieceRecord a{0, 1 << 20, {}}, b{1 << 20, 1 << 20, {}};
+  r.handle_piece_verified(0, 1, 0, a, Duration::millis(5), t0);
+  r.handle_message(0, wire::Done{1, fake_root(wire::HashAlgo::xxh3_128, {a, b})}, t0);
+  drain<RecvSendMessage>(r);
+  r.close("interrupted", t0 + Duration::millis(1));
+  const auto kept = drain<AbandonTransfer>(r);
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_FALSE(kept[0].status.has_value());
+  r.handle_piece_verified(0, 1, 1, b, Duration::millis(5), t0 + Duration::millis(2));
+  r.handle_timeout(t0 + Duration::seconds(5));
+  EXPECT_TRUE(drain<FinalizeTransfer>(r).empty());
+  EXPECT_FALSE(r.piece_verified(1, 1));
+}
+
+// An offer the engine finished preparing after the session ended (the user
+// answered late): it is abandoned like the others, not left accepted forever.
+TEST(ReceiverMachine, AnOfferPreparedAfterTheEndIsAbandoned) {
+  Receiver r = started_receiver();
+  (void)r.poll_action();
+  r.handle_message(0, offer(1, 2 << 20), t0);
+  r.handle_lane_failed(0, "EOF", t0);
+  drain<SessionEnded>(r);
+  r.handle_offer_prepared(1, wire::Accept{1, {}}, t0 + Duration::seconds(3));
+  std::vector<AbandonTransfer> kept;
+  std::vector<RecvSendMessage> sent;
+  while (auto x = r.poll_action()) {
+    if (auto* k = std::get_if<AbandonTransfer>(&*x)) kept.push_back(*k);
+    if (auto* m = std::get_if<RecvSendMessage>(&*x)) sent.push_back(*m);
+  }
+  EXPECT_EQ(kept.size(), 1u);
+  EXPECT_TRUE(sent.empty());
+}
+
+// Lanes open but none that carries messages: the session waits for one (the
+// grace), a join ends the wait; the same sender's new session ends it at once.
+TEST(ReceiverMachine, WithoutAMessageLaneTheSessionWaitsUntilTheGraceOrTheSendersReturn) {
+  auto with_udp_lane = [] {
+    Receiver r = started_receiver();
+    r.handle_message(0, wire::UdpOpen{1, "10.0.0.1:1"}, t0);
+    r.handle_udp_lane_opened(1, "10.0.0.1:1", "", t0);
+    r.handle_lane_failed(0, "reset", t0 + Duration::seconds(1));
+    while (r.poll_action()) {
+    }
+    return r;
+  };
+  {
+    Receiver r = with_udp_lane();
+    EXPECT_FALSE(r.ended());
+    ASSERT_TRUE(r.poll_timeout().has_value());
+    EXPECT_EQ(*r.poll_timeout(), t0 + Duration::seconds(11));
+    r.handle_timeout(t0 + Duration::seconds(10));
+    EXPECT_FALSE(r.ended());
+    r.handle_timeout(t0 + Duration::seconds(11));
+    EXPECT_TRUE(r.ended());
+  }
+  {
+    Receiver r = with_udp_lane();
+    ASSERT_TRUE(r.handle_lane_connected(2, LaneTraits::tcp(), t0 + Duration::seconds(2)));
+    r.handle_message(2, wire::LaneJoin{wire::kProtocolVersion, 2}, t0 + Duration::seconds(2));
+    r.handle_timeout(t0 + Duration::seconds(20));
+    EXPECT_FALSE(r.ended());
+  }
+  {
+    Receiver r = with_udp_lane();
+    r.handle_peer_returned(t0 + Duration::seconds(2));
+    EXPECT_TRUE(r.ended());
+  }
+  {
+    // A session that still has its message lane is not touched: one sender may run two.
+    Receiver r = started_receiver();
+    r.handle_peer_returned(t0 + Duration::seconds(2));
+    EXPECT_FALSE(r.ended());
+  }
+}
+
 TEST(ReceiverMachine, AMissingPieceOrAWrongRootFailsAndKeepsTheTemporaries) {
   Receiver r = started_receiver();
   (void)r.poll_action();
