@@ -2,7 +2,8 @@
 // arbitrary sequence of events — what a hostile sender, a flaky network and
 // a slow disk together can make it see: lanes connecting, any message on any
 // lane (decoded from fuzzer bytes by the real decoder), pieces verified or
-// rejected, offers prepared, transfers finalised, time passing. Properties:
+// rejected, offers prepared, transfers finalised or failed by the disk, UDP
+// lanes opened or not, the sender coming back, time passing. Properties:
 //   - it never crashes, and every action it asks for is well formed;
 //   - at most max_lanes lanes are open and joined at once, whatever arrives;
 //   - a lane it closed gets no message afterwards;
@@ -91,7 +92,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint8_t op = in.u8();
     const LaneNo lane = in.u8() % 12;
     now = now + Duration::millis(in.u8());
-    switch (op % 8) {
+    switch (op % 11) {
       case 0:
         (void)r.handle_lane_connected(lane, (op & 0x80) ? LaneTraits::udp() : LaneTraits::tcp(), now);
         break;
@@ -127,6 +128,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 7:
         if (op & 0x40) r.handle_lane_failed(lane, "reset", now);
         else r.handle_timeout(now + Duration::seconds(in.u8()));
+        break;
+      case 8:  // the disk filled up, or the journal could not be written
+        r.handle_transfer_failed(1 + in.u8() % 3, wire::ResultStatus::no_space, "full", now);
+        break;
+      case 9:  // the same sender opened another session
+        r.handle_peer_returned(now);
+        break;
+      case 10:  // the engine's answer to OpenUdpLane
+        r.handle_udp_lane_opened(lane, (op & 0x40) ? "" : "127.0.0.1:7878", (op & 0x40) ? "no port" : "", now);
         break;
     }
     drain();
