@@ -21,6 +21,7 @@ struct SimArgs {
   uint64_t seed = 1;
   std::string policy = "all";
   bool json = false;
+  bool trace = false;
   std::string scenario_file;
   std::vector<std::string> lanes;
   std::vector<std::string> events;
@@ -125,7 +126,7 @@ void run_sim(const SimArgs& a, const CLI::App& cmd) {
   }
   if (a.session) return run_session_sim(sc, policies, a.json);
   std::vector<sim::RunResult> runs;
-  for (auto p : policies) runs.push_back(sim::run(sc, p));
+  for (auto p : policies) runs.push_back(sim::run(sc, p, sim::RunOptions{.trace = a.trace}));
   if (a.json) {
     std::cout << sim_json(sc, runs).dump(2) << "\n";
   } else {
@@ -145,6 +146,7 @@ void add_sim_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "Random seed (jitter, loss)");
   cmd->add_option("--policy", args->policy, "braid|ecf|minrtt|roundrobin|queue|seed-old|all");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of a table");
+  cmd->add_flag("--trace", args->trace, "Every scheduling decision and ack on stderr (piece-level simulator)");
   cmd->add_flag("--session", args->session,
                 "Run the whole session (the real sender and receiver machines) over the lanes, not the scheduler alone");
   cmd->add_option("--scenario", args->scenario_file, "Scenario file (see scenarios/)");

@@ -46,8 +46,9 @@ struct Event {
 
 class Run {
  public:
-  Run(const Scenario& sc, std::string_view policy_name)
-      : sc_(sc),
+  Run(const Scenario& sc, std::string_view policy_name, bool trace)
+      : trace_(trace),
+        sc_(sc),
         sched_(core::ChunkPlan(sc.size, sc.chunk), core::make_policy(policy_name)),
         received_(sched_.plan().chunk_count(), 0) {
     for (size_t i = 0; i < sc.lanes.size(); ++i) {
@@ -258,8 +259,7 @@ class Run {
     }
   }
 
-  // BRAID_SIM_TRACE=1 prints every decision and ack to stderr.
-  const bool trace_ = std::getenv("BRAID_SIM_TRACE") != nullptr;
+  const bool trace_;  // every decision and ack on stderr
   const Scenario& sc_;
   core::Scheduler sched_;
   std::vector<SimLane> lanes_;
@@ -278,7 +278,7 @@ class Run {
 }  // namespace
 
 RunResult run(const Scenario& scenario, std::string_view policy, RunOptions opts) {
-  Run r(scenario, policy);
+  Run r(scenario, policy, opts.trace);
   return r.go(opts);
 }
 

@@ -40,6 +40,8 @@ struct RunResult {
 
 struct RunOptions {
   Duration time_limit = Duration::seconds(3600);
+  /// Every decision and ack on stderr (`braid sim --trace`).
+  bool trace = false;
 };
 
 /// Runs one policy over the scenario. Unknown policy names are the caller's
