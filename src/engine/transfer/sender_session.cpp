@@ -29,12 +29,6 @@
 
 namespace braid::transfer {
 
-namespace {
-
-
-
-}  // namespace
-
 SenderSession::SenderSession(EventLog& log, const ConnectOptions& opts) : log_(log), opts_(opts) {}
 
 SenderSession::~SenderSession() { close(); }
