@@ -29,6 +29,7 @@ max_len_of() {
     frame_header) echo 64 ;;
     units_parse) echo 64 ;;
     pairing_code) echo 128 ;;
+    spake2_share) echo 400 ;;
     netlab_spec) echo 512 ;;
     *) echo 4096 ;;
   esac
