@@ -23,7 +23,7 @@ namespace braid::cli {
 namespace {
 
 struct RecvArgs {
-  std::string dir;
+  std::string dir = ".";  // recv with no --dir receives here, like scp and rsync into .
   std::vector<std::string> listen;
   std::optional<std::string> code;
   bool yes = false;
@@ -160,7 +160,7 @@ void run_recv(const RecvArgs& a) {
 void add_recv_command(CLI::App& app) {
   auto args = std::make_shared<RecvArgs>();
   CLI::App* cmd = app.add_subcommand("recv", "Receive files from `braid send` into a directory");
-  cmd->add_option("--dir", args->dir, "Target directory (created if missing)")->required();
+  cmd->add_option("--dir,-d", args->dir, "Target directory (created if missing; default: the current directory)");
   cmd->add_option("--listen", args->listen, "ADDR:PORT to listen on, or unix:PATH for lanes over a Unix socket (repeatable; port 0 picks one; default [::]:7878)")
       ->allow_extra_args(false);
   cmd->add_option("--code", args->code, "Use this pairing code instead of a fresh one (for scripts)");

@@ -28,4 +28,6 @@ grep -q "unknown flag '--lanee' (did you mean '--lane'?)" err || fail "no sugges
 
 "$braid" --help > out 2>&1 || fail "--help exited $?"
 grep -q "Exit codes:" out && grep -q "braid send --code" out || fail "help has no examples or exit codes"
+# recv needs no --dir: it receives into the current directory, like scp and rsync.
+"$braid" recv --help | grep -q "default: the current directory" || fail "recv --dir is not optional"
 echo PASS
