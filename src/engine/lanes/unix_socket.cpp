@@ -25,6 +25,14 @@ bool address_of(const std::string& path, sockaddr_un& a, std::string& error) {
   return true;
 }
 
+// A stream socket and the address of `path` for it (invalid fd: `error`).
+security::UniqueFd stream_socket_for(const std::string& path, sockaddr_un& a, std::string& error) {
+  if (!address_of(path, a, error)) return {};
+  security::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) error = std::string("socket: ") + std::strerror(errno);
+  return fd;
+}
+
 }  // namespace
 
 std::string unix_path_of(const std::string& spec) {
@@ -33,12 +41,8 @@ std::string unix_path_of(const std::string& spec) {
 
 security::UniqueFd listen_unix(const std::string& path, std::string& error) {
   sockaddr_un a;
-  if (!address_of(path, a, error)) return {};
-  security::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) {
-    error = std::string("socket: ") + std::strerror(errno);
-    return {};
-  }
+  security::UniqueFd fd = stream_socket_for(path, a, error);
+  if (!fd.valid()) return {};
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
     // A socket file: stale if nobody answers there (an earlier receiver that died).
@@ -58,12 +62,8 @@ security::UniqueFd listen_unix(const std::string& path, std::string& error) {
 
 security::UniqueFd connect_unix(const std::string& path, std::string& error) {
   sockaddr_un a;
-  if (!address_of(path, a, error)) return {};
-  security::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) {
-    error = std::string("socket: ") + std::strerror(errno);
-    return {};
-  }
+  security::UniqueFd fd = stream_socket_for(path, a, error);
+  if (!fd.valid()) return {};
   if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
     error = "cannot connect to unix:" + path + ": " + std::strerror(errno);
     return {};
