@@ -101,4 +101,11 @@ bool pieces_tile(std::vector<PieceRecord> pieces, uint64_t total) {
   return next == total;
 }
 
+wire::Digest root_hash_of_ranges(wire::HashAlgo algo, std::vector<wire::HeldRange> ranges) {
+  std::vector<PieceRecord> r;
+  r.reserve(ranges.size());
+  for (const auto& x : ranges) r.push_back({x.offset, x.length, x.hash});
+  return root_hash(algo, std::move(r));
+}
+
 }  // namespace braid::files

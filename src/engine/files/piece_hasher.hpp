@@ -47,6 +47,8 @@ struct PieceRecord {
 
 /// Root hash over `pieces` (sorted here by offset).
 wire::Digest root_hash(wire::HashAlgo algo, std::vector<PieceRecord> pieces);
+/// The same over the wire's records (the session machines' RootHashFn).
+wire::Digest root_hash_of_ranges(wire::HashAlgo algo, std::vector<wire::HeldRange> ranges);
 
 /// True if the pieces, sorted by offset, tile [0, total) exactly.
 bool pieces_tile(std::vector<PieceRecord> pieces, uint64_t total);

@@ -156,24 +156,22 @@ void ReceiverSession::act(session::SessionEnded& a) {
 }
 
 void ReceiverSession::act(session::RecvNote& a) {
-  std::string remote;
+  std::string local, remote, kind = a.detail;
   {
     std::lock_guard lock(mu_);
-    if (Lane* l = find_lane_by_id(lanes_, a.lane)) remote = l->remote;
-    if (UdpLane* u = find_lane_by_id(udp_lanes_, a.lane)) remote = "udp " + u->local;
+    if (Lane* l = find_lane_by_id(lanes_, a.lane)) local = l->local, remote = l->remote;
+    if (UdpLane* u = find_lane_by_id(udp_lanes_, a.lane)) kind = "udp", local = u->local;
   }
   if (a.event == "lane_open") {
-    nlohmann::json f = {{"lane", a.lane}, {"kind", a.detail}};
-    {
-      std::lock_guard lock(mu_);
-      if (Lane* l = find_lane_by_id(lanes_, a.lane)) f["local"] = l->local, f["remote"] = l->remote;
-      if (UdpLane* u = find_lane_by_id(udp_lanes_, a.lane)) f["kind"] = "udp", f["local"] = u->local;
-    }
+    nlohmann::json f = {{"lane", a.lane}, {"kind", kind}};
+    if (!local.empty()) f["local"] = local;
+    if (!remote.empty()) f["remote"] = remote;
     log_.write("lane_open", f);
     return;
   }
   log_.write(a.event, {{"lane", a.lane}, {"reason", json_safe(a.detail)}});
-  if (a.event == "lane_closed") note("lane " + std::to_string(a.lane) + " (" + remote + ") closed: " + a.detail);
+  if (a.event == "lane_closed")
+    note("lane " + std::to_string(a.lane) + " (" + (remote.empty() ? "udp " + local : remote) + ") closed: " + a.detail);
 }
 
 // ---- the control thread -------------------------------------------------------------
@@ -183,12 +181,7 @@ void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vect
   mc.max_lanes = cfg_.max_lanes;
   mc.max_joining = std::max<size_t>(cfg_.max_lanes, mc.max_joining);
   mc.advertised = advertised;
-  mc.root_hash = [](wire::HashAlgo a, std::vector<session::PieceRecord> records) {
-    std::vector<files::PieceRecord> r;
-    r.reserve(records.size());
-    for (const auto& x : records) r.push_back({x.offset, x.length, x.hash});
-    return files::root_hash(a, std::move(r));
-  };
+  mc.root_hash = files::root_hash_of_ranges;
   log_.write("lane_open", {{"lane", 0}, {"local", lanes::local_endpoint_of(link->fd()).str()},
                            {"remote", lanes::peer_endpoint_of(link->fd()).str()}});
   Lane* lane0 = add_lane(std::move(link));

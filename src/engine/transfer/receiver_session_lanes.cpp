@@ -206,8 +206,7 @@ void ReceiverSession::handle_piece(Lane& lane, const lanes::Incoming& in) {
   lane.receiving = false;
   if (lane.next != lane.piece_offset + lane.piece_length) return;  // "last" before the end: this copy is lost
   const wire::Digest got = lane.hasher->finish();
-  const auto took = Duration::nanos(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - lane.first_byte).count());
+  const auto took = elapsed_since(lane.first_byte);
   piece_arrived(lane.id, *lane.t, h.piece, lane.piece_offset,
                 std::span<const uint8_t>(lane.piece_bytes.data(), lane.piece_length), got, got == h.hash, lane.write,
                 took);

@@ -28,6 +28,12 @@ constexpr uint64_t kUdpWriteBacklog = 64ull << 20;
 // carries messages for a while) and memory would grow with the gap.
 constexpr uint64_t kUdpGatherLimit = 64ull << 20;
 
+/// Time since `since`, for a piece's first-to-last-byte duration.
+inline Duration elapsed_since(std::chrono::steady_clock::time_point since) {
+  return Duration::nanos(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
+}
+
 struct ReceiverSession::Lane {
   uint32_t id = 0;
   session::LaneTraits traits;

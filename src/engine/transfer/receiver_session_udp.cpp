@@ -185,7 +185,7 @@ void ReceiverSession::finish_udp_piece(UdpLane& u, uint64_t key) {
     udp_gathering_ -= p->assembly.buffered_bytes();  // the writer's queue counts it now
   }
   const auto took =
-      Duration::nanos(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - p->first_byte).count());
+      elapsed_since(p->first_byte);
   // Verify, write and count on the writer: pwrite, the resume journal and a
   // reply over a TCP lane may block, and the port's thread serves every
   // session's lanes on its address.

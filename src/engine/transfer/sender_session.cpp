@@ -118,12 +118,7 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   cfg.rate_limit = opts.rate_limit;
   cfg.max_lanes = opts.max_lanes;
   cfg.join_timeout = Duration::millis(std::min(opts.connect_timeout_ms, 3000));
-  cfg.root_hash = [](wire::HashAlgo a, std::vector<session::PieceRecord> records) {
-    std::vector<files::PieceRecord> r;
-    r.reserve(records.size());
-    for (const auto& x : records) r.push_back({x.offset, x.length, x.hash});
-    return files::root_hash(a, std::move(r));
-  };
+  cfg.root_hash = files::root_hash_of_ranges;
   const auto traits0 = session::LaneTraits::tcp(have_rtt && rtt_us > 0 ? std::optional(Duration::micros(rtt_us))
                                                                         : std::nullopt);
   LanePlan plan{opts.lanes, opts.streams, udp_default, local, remote, addrs.endpoints, kDefaultPort};
