@@ -124,6 +124,10 @@ void LaneLink::shutdown() {
   if (!shut_.exchange(true) && socket_) ::shutdown(fd_.get(), SHUT_RDWR);
 }
 
+void LaneLink::shutdown_write() {
+  if (!shut_.load() && socket_) ::shutdown(fd_.get(), SHUT_WR);
+}
+
 bool LaneLink::write_frame(std::span<const uint8_t> bytes) {
   int err = 0;
   if (!send_bytes(bytes.data(), bytes.size(), err)) {

@@ -92,6 +92,8 @@ class LaneLink {
 
   /// Ends the connection both ways (wakes a blocked reader and writer).
   void shutdown();
+  /// No more sends (a FIN); reads go on until the peer's end.
+  void shutdown_write();
   bool is_shut_down() const { return shut_.load(); }
 
   uint64_t bytes_sent() const { return bytes_sent_.load(std::memory_order_relaxed); }

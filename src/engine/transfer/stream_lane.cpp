@@ -17,6 +17,10 @@ namespace {
 /// How long a closing lane may take to flush its last messages (a bye)
 /// before its socket is shut under it: a dead path must not hold the exit.
 constexpr auto kFlushLimit = std::chrono::milliseconds(500);
+/// How long a lane whose send failed waits for its reader to deliver what
+/// the peer sent before its end: a receiver that was interrupted says so and
+/// then resets the connection, and its reason is in the socket behind us.
+constexpr auto kDrainLimit = std::chrono::milliseconds(300);
 }  // namespace
 
 StreamLane::StreamLane(std::unique_ptr<lanes::LaneLink> link, Options opts, DataLaneEvents& events)
@@ -88,6 +92,18 @@ void StreamLane::failed(const std::string& reason) {
   if (!closed_reported_.exchange(true)) events_.on_closed(id(), reason, heard_.load());
 }
 
+void StreamLane::write_failed() {
+  const std::string reason = "write failed: " + link_->send_error();
+  {
+    std::unique_lock lock(mu_);
+    closing_ = true;
+    cv_.notify_all();
+    link_->shutdown_write();
+    cv_.wait_for(lock, kDrainLimit, [&] { return reader_done_; });
+  }
+  failed(reason);
+}
+
 bool StreamLane::flush_messages(std::unique_lock<std::mutex>& lock) {
   while (!messages_.empty()) {
     session::Encoded m = std::move(messages_.front());
@@ -109,7 +125,7 @@ void StreamLane::writer_loop() {
     cv_.wait(lock, [&] { return closing_ || !messages_.empty() || !pieces_.empty(); });
     if (!flush_messages(lock)) {
       lock.unlock();
-      failed("write failed: " + link_->send_error());
+      write_failed();
       lock.lock();
       break;
     }
@@ -126,7 +142,7 @@ void StreamLane::writer_loop() {
     current_.reset();
     if (end == PieceEnd::lane_failed) {
       lock.unlock();
-      failed("write failed: " + link_->send_error());
+      write_failed();
       lock.lock();
       break;
     }
@@ -192,6 +208,11 @@ void StreamLane::reader_loop() {
     lanes::Incoming in = link_->read();
     if (in.status == lanes::ReadStatus::rejected) continue;  // counted by the link
     if (in.status != lanes::ReadStatus::frame) {
+      {
+        std::lock_guard lock(mu_);
+        reader_done_ = true;
+        cv_.notify_all();
+      }
       failed(in.reason);
       return;
     }

@@ -71,6 +71,9 @@ class StreamLane final : public DataLane {
   /// Sends queued messages; false if the lane failed.
   bool flush_messages(std::unique_lock<std::mutex>& lock);
   void failed(const std::string& reason);
+  /// A send failed: what the peer said before its end (why it closed) is
+  /// still in the socket; the reader gets a moment to deliver it first.
+  void write_failed();
 
   std::unique_ptr<lanes::LaneLink> link_;
   Options opts_;
@@ -85,6 +88,7 @@ class StreamLane final : public DataLane {
   std::atomic<bool> cancel_current_{false};
   bool closing_ = false;
   bool writer_done_ = false;
+  bool reader_done_ = false;
   bool sending_message_ = false;
   std::atomic<bool> closed_reported_{false};
   std::atomic<bool> heard_{false};

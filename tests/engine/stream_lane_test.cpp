@@ -1,0 +1,126 @@
+// StreamLane (src/engine/transfer/stream_lane.cpp) over a real loopback TCP
+// connection: what the peer said before its end reaches the session before
+// the lane is reported closed.
+#include "engine/transfer/stream_lane.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/lanes/lane_link.hpp"
+
+namespace braid::transfer {
+namespace {
+
+/// A connected loopback TCP pair: {client, server}.
+std::pair<security::UniqueFd, security::UniqueFd> tcp_pair() {
+  security::UniqueFd listener(::socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  EXPECT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  EXPECT_EQ(::listen(listener.get(), 1), 0);
+  EXPECT_EQ(::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
+  security::UniqueFd client(::socket(AF_INET, SOCK_STREAM, 0));
+  EXPECT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  security::UniqueFd server(::accept(listener.get(), nullptr, nullptr));
+  return {std::move(client), std::move(server)};
+}
+
+class Zeros : public PieceSource {
+ public:
+  uint32_t transfer_id() const override { return 1; }
+  wire::HashAlgo hash() const override { return wire::HashAlgo::xxh3_128; }
+  bool read(uint64_t, uint64_t n, uint8_t* dst, std::string&) override {
+    std::memset(dst, 0, n);
+    return true;
+  }
+};
+
+/// Records the lane's events in order.
+class Recorder : public DataLaneEvents {
+ public:
+  void on_message(LaneNo, const session::ToSender& m) override {
+    if (const auto* e = std::get_if<wire::ErrorMessage>(&m)) add("message:" + e->message);
+  }
+  void on_piece_started(LaneNo, uint32_t, core::PieceId) override {}
+  void on_piece_hashed(LaneNo, uint32_t, core::PieceId, const wire::Digest&) override {}
+  void on_piece_written(LaneNo, uint32_t, core::PieceId) override {}
+  void on_piece_delivered(LaneNo, uint32_t, core::PieceId) override {}
+  void on_transport_rate(LaneNo, Rate) override {}
+  void on_read_failed(LaneNo, const std::string&) override {}
+  void on_closed(LaneNo, const std::string& reason, bool) override {
+    add("closed:" + reason);
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    cv_.notify_all();
+  }
+  bool wait_closed(std::chrono::seconds limit) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, limit, [&] { return closed_; });
+  }
+  std::vector<std::string> events() {
+    std::lock_guard lock(mu_);
+    return events_;
+  }
+
+ private:
+  void add(std::string e) {
+    std::lock_guard lock(mu_);
+    events_.push_back(std::move(e));
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool closed_ = false;
+  std::vector<std::string> events_;
+};
+
+TEST(StreamLane, WhatThePeerSaidBeforeResettingArrivesBeforeTheLaneIsClosed) {
+  // The receiver that was interrupted: it says why, then closes without
+  // reading what it was sent (the kernel answers with a reset) while the
+  // lane is in the middle of sending pieces, so the lane's write fails first.
+  security::LaneSecret secret;
+  auto [client_fd, server_fd] = tcp_pair();
+  std::string error;
+  auto client = lanes::LaneLink::create(std::move(client_fd), 7, 0, secret, security::Role::client, error);
+  ASSERT_TRUE(client) << error;
+  auto server = lanes::LaneLink::create(std::move(server_fd), 7, 0, secret, security::Role::server, error);
+  ASSERT_TRUE(server) << error;
+
+  Recorder events;
+  StreamLane::Options opts{session::LaneTraits::tcp(std::nullopt), "local", "remote", true, false, nullptr};
+  StreamLane lane(std::move(client), opts, events);
+  auto source = std::make_shared<Zeros>();
+  for (uint32_t p = 0; p < 64; ++p) {
+    core::Assign a;
+    a.piece = p;
+    a.offset = Bytes(uint64_t{p} << 20);
+    a.length = Bytes::mib(1);
+    lane.send_piece(source, a);
+  }
+  // Let the sender fill the socket buffers: its writes are blocked now.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(server->send_message(wire::ErrorMessage{3, "the receiver was interrupted"}));
+  server.reset();  // unread data: a reset, not a FIN
+
+  ASSERT_TRUE(events.wait_closed(std::chrono::seconds(10)));
+  const auto seen = events.events();
+  ASSERT_EQ(seen.size(), 2u) << ::testing::PrintToString(seen);
+  EXPECT_EQ(seen[0], "message:the receiver was interrupted");
+  EXPECT_EQ(seen[1].rfind("closed:", 0), 0u);
+}
+
+}  // namespace
+}  // namespace braid::transfer
