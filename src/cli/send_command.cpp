@@ -219,7 +219,8 @@ void add_send_command(CLI::App& app) {
   cmd->add_option("--code", args->code, "The pairing code the receiver printed (not needed once paired)");
   cmd->add_option("--streams", args->streams, "Parallel lanes per path (default 2)")->check(CLI::Range(1, 64));
   cmd->add_option("--lane", args->lanes,
-                  "A lane by hand: [tcp:|udp:]LOCAL_ADDR=REMOTE_ADDR:PORT, exec:COMMAND, pty:COMMAND or unix:PATH "
+                  "A lane by hand: [tcp:|udp:]LOCAL=REMOTE_ADDR:PORT (LOCAL: an address or interface of this host), "
+                  "exec:COMMAND, pty:COMMAND or unix:PATH "
                   "(repeatable; no prefix: --transport)")
       ->allow_extra_args(false);  // one value per --lane: PATHs may follow
   cmd->add_option("--json", args->json_file, "Write the final report as JSON to FILE");

@@ -13,8 +13,12 @@
 
 namespace braid::lanes {
 
+bool bind_to_device(int fd, const std::string& device) {
+  return ::setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, device.c_str(), static_cast<socklen_t>(device.size())) == 0;
+}
+
 security::UniqueFd connect_tcp(const Endpoint& remote, const Endpoint* local, int timeout_ms, std::string& error,
-                               int& err) {
+                               int& err, const std::string& device) {
   security::UniqueFd fd(::socket(remote.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   auto fail = [&](const std::string& what) {
     err = errno;
@@ -22,6 +26,7 @@ security::UniqueFd connect_tcp(const Endpoint& remote, const Endpoint* local, in
     return security::UniqueFd();
   };
   if (!fd.valid()) return fail("socket");
+  if (!device.empty() && !bind_to_device(fd.get(), device)) return fail("cannot bind to interface " + device);
   if (local) {
     Endpoint l = *local;
     l.set_port(0);

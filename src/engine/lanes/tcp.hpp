@@ -20,10 +20,15 @@ namespace braid::lanes {
 /// this much not-yet-sent data beyond what is in flight on the wire.
 constexpr int kNotSentLowat = 512 * 1024;
 
-/// Connects with a timeout; binds to `local` first if it is set (port 0).
+/// Connects with a timeout; binds to `local` first if it is set (port 0),
+/// and to the interface `device` if it is not empty (SO_BINDTODEVICE: the
+/// packets leave there whatever the routing table prefers).
 /// On failure returns an invalid fd and sets `error` (and `err` to errno).
 security::UniqueFd connect_tcp(const Endpoint& remote, const Endpoint* local, int timeout_ms, std::string& error,
-                               int& err);
+                               int& err, const std::string& device = {});
+
+/// SO_BINDTODEVICE; false with errno set if the kernel refused.
+bool bind_to_device(int fd, const std::string& device);
 
 /// A listening socket on `where` (port 0 picks a free one). An IPv6 wildcard
 /// also takes IPv4 (dual stack).

@@ -71,6 +71,8 @@ class DataLane {
   /// "local->remote" as a person reads it.
   virtual std::string local() const = 0;
   virtual std::string remote() const = 0;
+  /// The interface the lane is bound to; empty: not bound (the kernel routes).
+  virtual std::string interface() const { return {}; }
   /// Queued ahead of piece data; lanes that carry messages only.
   virtual void send_message(const session::ToReceiver& msg) = 0;
   virtual void send_piece(std::shared_ptr<PieceSource> source, const core::Assign& a) = 0;

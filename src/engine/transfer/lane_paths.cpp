@@ -2,11 +2,16 @@
 
 #include <algorithm>
 
+#include "engine/lanes/host_network.hpp"
+
 namespace braid::transfer {
 namespace {
 
 // "[tcp:|udp:]LOCAL=REMOTE:PORT"; `udp` keeps its value without a prefix.
-bool parse_ip_spec(std::string spec, uint16_t port, lanes::Endpoint& local, lanes::Endpoint& remote, bool& udp) {
+// LOCAL is an address of this host or the name of one of its interfaces;
+// either way the lane is bound to that interface (`interface`).
+bool parse_ip_spec(std::string spec, uint16_t port, const std::vector<paths::Interface>& interfaces,
+                   lanes::Endpoint& local, lanes::Endpoint& remote, bool& udp, std::string& interface) {
   if (spec.rfind("udp:", 0) == 0) {
     udp = true;
     spec = spec.substr(4);
@@ -16,9 +21,22 @@ bool parse_ip_spec(std::string spec, uint16_t port, lanes::Endpoint& local, lane
   }
   auto eq = spec.find('=');
   if (eq == std::string::npos) return false;
-  auto l = lanes::parse_numeric_endpoint(spec.substr(0, eq), 0);
+  const std::string left = spec.substr(0, eq);
   auto r = lanes::parse_numeric_endpoint(spec.substr(eq + 1), port);
-  if (!l || !r || l->family() != r->family()) return false;
+  if (!r) return false;
+  auto l = lanes::parse_numeric_endpoint(left, 0);
+  const paths::IpBytes want = lanes::ip_bytes_of(*r);
+  for (const auto& i : interfaces) {
+    for (const auto& a : i.addresses) {
+      if (l ? a.text == l->host() : i.name == left && a.ip.v6 == want.v6 && !a.ip.is_link_local()) {
+        interface = i.name;
+        if (!l) l = lanes::parse_numeric_endpoint(a.text, 0);
+        break;
+      }
+    }
+    if (!interface.empty()) break;
+  }
+  if (!l || l->family() != r->family()) return false;
   local = *l;
   remote = *r;
   return true;
@@ -60,36 +78,55 @@ std::vector<LanePath> plan_lane_paths(const LanePlan& plan, std::vector<std::pai
       }
       lanes::Endpoint l, r;
       bool udp = plan.udp_default;
-      if (!parse_ip_spec(spec, plan.default_port, l, r, udp)) {
-        skipped.emplace_back(spec, "not [tcp:|udp:]LOCAL=REMOTE:PORT, exec:COMMAND, pty:COMMAND or unix:PATH");
+      std::string interface;
+      if (!parse_ip_spec(spec, plan.default_port, plan.interfaces, l, r, udp, interface)) {
+        skipped.emplace_back(spec, "not [tcp:|udp:]LOCAL=REMOTE:PORT (LOCAL an address or interface of this host), "
+                                   "exec:COMMAND, pty:COMMAND or unix:PATH");
         continue;
       }
       add(l, r, udp);
+      out.back().interface = interface;
     }
     return out;
   }
-  const auto locals = lanes::interface_addresses();
-  struct Pair {
-    lanes::Endpoint l, r;
-  };
-  std::vector<Pair> pairs;
+  // Discovered: the receiver's advertised addresses of the bootstrap lane's
+  // kind (loopback or not), through every interface that routes to them.
+  std::vector<paths::RemoteAddress> remotes;
+  std::vector<lanes::Endpoint> endpoints;
   for (const auto& text : plan.advertised) {
     auto r = lanes::parse_numeric_endpoint(text, plan.default_port);
     if (!r || r->is_link_local() || r->is_loopback() != plan.first_remote.is_loopback()) continue;
-    for (const auto& l : locals) {
-      if (l.family() != r->family() || l.is_loopback() != r->is_loopback()) continue;
-      pairs.push_back({l, *r});
-    }
+    remotes.push_back({lanes::ip_bytes_of(*r), 0, r->str()});
+    endpoints.push_back(*r);
+  }
+  const paths::PathPlan planned = paths::plan_paths(plan.interfaces, plan.routes, remotes);
+  for (const auto& p : planned.passed_over) skipped.emplace_back(p.interface + " -> " + p.remote, p.why);
+  struct Pair {
+    lanes::Endpoint l, r;
+    std::string interface;
+  };
+  std::vector<Pair> pairs;
+  for (const auto& p : planned.paths) {
+    auto l = lanes::parse_numeric_endpoint(p.local, 0);
+    const auto at = std::find_if(remotes.begin(), remotes.end(), [&](const auto& r) { return r.text == p.remote; });
+    if (!l || at == remotes.end()) continue;
+    pairs.push_back({*l, endpoints[static_cast<size_t>(at - remotes.begin())], p.interface});
   }
   auto is_first = [&](const Pair& p) {
     return p.r.str() == plan.first_remote.str() && p.l.same_host(plan.first_local);
   };
   // The bootstrap lane's own path comes first; it already has one lane
   // (with UDP lanes it carries no data, so that path gets its full count).
+  // Lanes go round the paths, one each per round, so that a `--max-lanes`
+  // cap still leaves every path a lane before any gets its second.
   std::stable_sort(pairs.begin(), pairs.end(), [&](const Pair& a, const Pair& b) { return is_first(a) && !is_first(b); });
   const int streams = std::max(1, plan.streams);
-  for (const auto& p : pairs)
-    for (int k = is_first(p) && !plan.udp_default ? 1 : 0; k < streams; ++k) add(p.l, p.r, plan.udp_default);
+  for (int round = 0; round < streams; ++round)
+    for (const auto& p : pairs) {
+      if (round == 0 && is_first(p) && !plan.udp_default) continue;  // lane 0 is its first
+      add(p.l, p.r, plan.udp_default);
+      out.back().interface = p.interface;
+    }
   if (pairs.empty())  // nothing usable advertised: more streams on the bootstrap path
     for (int k = plan.udp_default ? 0 : 1; k < streams; ++k) add(std::nullopt, plan.first_remote, plan.udp_default);
   return out;

@@ -24,6 +24,7 @@ nlohmann::json to_json(const LaneReport& l) {
           {"rejected_frames", l.rejected_frames},
           {"open_at_end", l.open_at_end},
           {"close_reason", l.close_reason}};
+  if (!l.interface.empty()) j["interface"] = l.interface;
   if (l.udp) {
     j["packets_sent"] = l.udp->packets_sent;
     j["packets_lost"] = l.udp->packets_lost;

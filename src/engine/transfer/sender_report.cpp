@@ -186,6 +186,7 @@ TransferReport SenderSession::build_report_locked(const files::SourceTree& tree)
     if (DataLane* lane = lane_locked(no)) {
       l.local = lane->local();
       l.remote = lane->remote();
+      l.interface = lane->interface();
       const DataLaneCounters c = lane->counters(), c0 = t.at_start.count(no) ? t.at_start[no] : DataLaneCounters{};
       l.wire_bytes = c.wire_bytes - c0.wire_bytes;
       l.rejected_frames = c.rejected_frames - c0.rejected_frames;

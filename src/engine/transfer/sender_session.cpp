@@ -25,6 +25,7 @@
 #include "engine/transfer/udp_data_lane.hpp"
 #include "engine/transfer/lane_paths.hpp"
 #include "engine/transfer/sender_session_active.hpp"
+#include "engine/lanes/host_network.hpp"
 #include "engine/transfer/source_reader.hpp"
 
 namespace braid::transfer {
@@ -121,7 +122,13 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   cfg.root_hash = files::root_hash_of_ranges;
   const auto traits0 = session::LaneTraits::tcp(have_rtt && rtt_us > 0 ? std::optional(Duration::micros(rtt_us))
                                                                         : std::nullopt);
-  LanePlan plan{opts.lanes, opts.streams, udp_default, local, remote, addrs.endpoints, kDefaultPort};
+  LanePlan plan{opts.lanes, opts.streams, udp_default, local, remote, addrs.endpoints, kDefaultPort, {}, {}};
+  plan.interfaces = lanes::read_interfaces();
+  if (opts.lanes.empty()) {
+    std::string route_error;
+    plan.routes = lanes::read_routes(route_error);
+    if (!route_error.empty()) log.write("routes_unread", {{"reason", route_error}});
+  }
   std::vector<std::pair<std::string, std::string>> skipped;
   std::vector<session::PathSpec> paths;
   for (auto& p : plan_lane_paths(plan, skipped)) {
@@ -132,7 +139,7 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   {
     std::lock_guard lock(s->mu_);
     s->machine_ = std::make_unique<session::Sender>(cfg);
-    StreamLane::Options lo{traits0, local.str(), remote.str(), true, s->background_};
+    StreamLane::Options lo{traits0, local.str(), remote.str(), true, s->background_, nullptr, {}};
     s->lanes_[0] = std::make_unique<StreamLane>(std::move(link), lo, static_cast<DataLaneEvents&>(*s));
     s->alive_.insert(0);
     log.write("lane_open", lane0);
@@ -220,7 +227,7 @@ void SenderSession::connect_lane(session::LaneNo id, session::PathSpec path) {
     // Extra lanes wait less than the first (≤ 3 s): an advertised address
     // that does not route (a container bridge, say) costs only its lane.
     auto fd = lanes::connect_tcp(where.remote, where.local ? &*where.local : nullptr,
-                                 std::min(opts_.connect_timeout_ms, 3000), error, err);
+                                 std::min(opts_.connect_timeout_ms, 3000), error, err, where.interface);
     if (fd.valid()) link = lanes::LaneLink::create(std::move(fd), session_id_, id, secret_, security::Role::client, error);
   }
   std::lock_guard lock(mu_);
@@ -241,13 +248,14 @@ void SenderSession::connect_lane(session::LaneNo id, session::PathSpec path) {
                                                        : std::string(where.pty ? "pty" : "exec");
   const std::string remote = tcp ? where.remote.str() : !where.unix_path.empty() ? "unix:" + where.unix_path : where.command;
   nlohmann::json fields = {{"lane", id}, {"local", local}, {"remote", remote}};
+  if (!where.interface.empty()) fields["interface"] = where.interface;
   if (!tcp) fields["kind"] = "stream";
   if (tcp && !opts_.tcp_cc.empty()) {
     // Data flows this way, so the sender's controller is the one that counts.
     if (lanes::set_congestion_control(link->fd(), opts_.tcp_cc)) fields["cc"] = opts_.tcp_cc;
     else fields["cc_error"] = "the kernel refused " + opts_.tcp_cc + ": " + std::strerror(errno);
   }
-  StreamLane::Options lo{traits, local, remote, tcp, background_ && tcp, owner};
+  StreamLane::Options lo{traits, local, remote, tcp, background_ && tcp, owner, where.interface};
   lanes_[id] = std::make_unique<StreamLane>(std::move(link), lo, static_cast<DataLaneEvents&>(*this));
   alive_.insert(id);
   pending_open_[id] = std::move(fields);
@@ -278,6 +286,7 @@ void SenderSession::start_udp_lane(session::LaneNo id, const session::PathSpec& 
     cfg.cc = opts_.cc;
     cfg.fault = opts_.faults.udp;
     cfg.cc_seed = id;
+    cfg.socket.device = where.interface;
   }
   std::unique_ptr<UdpDataLane> lane;
   if (error.empty()) lane = UdpDataLane::start(cfg, static_cast<DataLaneEvents&>(*this), error);

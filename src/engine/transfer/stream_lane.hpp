@@ -39,6 +39,8 @@ class StreamLane final : public DataLane {
     /// What else lives as long as the lane (the child process of an exec:
     /// or pty: lane, ended when the lane is).
     std::shared_ptr<void> owner;
+    /// The interface it is bound to (SO_BINDTODEVICE), if any.
+    std::string interface;
   };
   StreamLane(std::unique_ptr<lanes::LaneLink> link, Options opts, DataLaneEvents& events);
   ~StreamLane() override;
@@ -47,6 +49,7 @@ class StreamLane final : public DataLane {
   session::LaneTraits traits() const override { return opts_.traits; }
   std::string local() const override { return opts_.local; }
   std::string remote() const override { return opts_.remote; }
+  std::string interface() const override { return opts_.interface; }
   void send_message(const session::ToReceiver& msg) override;
   void send_piece(std::shared_ptr<PieceSource> source, const core::Assign& a) override;
   void cancel_piece(uint32_t transfer, core::PieceId piece) override;

@@ -8,6 +8,7 @@ std::unique_ptr<UdpDataLane> UdpDataLane::start(const udp::UdpLaneConfig& cfg, D
                                                 std::string& error) {
   // The lane object must exist before its thread can call events on it.
   std::unique_ptr<UdpDataLane> lane(new UdpDataLane(cfg.lane_id, cfg.remote.str(), events));
+  lane->interface_ = cfg.socket.device;
   auto udp = udp::UdpSendLane::start(cfg, *lane, error);
   if (!udp) return nullptr;
   {

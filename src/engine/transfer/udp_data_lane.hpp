@@ -30,6 +30,7 @@ class UdpDataLane final : public DataLane, private udp::UdpSendEvents {
   session::LaneTraits traits() const override;
   std::string local() const override;
   std::string remote() const override { return remote_; }
+  std::string interface() const override { return interface_; }
   void send_message(const session::ToReceiver&) override {}  // carries no messages
   void send_piece(std::shared_ptr<PieceSource> source, const core::Assign& a) override;
   void release_piece(uint32_t transfer, core::PieceId piece) override;
@@ -65,6 +66,7 @@ class UdpDataLane final : public DataLane, private udp::UdpSendEvents {
 
   LaneNo id_;
   std::string remote_;
+  std::string interface_;
   DataLaneEvents& events_;
   std::unique_ptr<udp::UdpSendLane> udp_;
 

@@ -91,6 +91,11 @@ std::unique_ptr<UdpSocket> UdpSocket::open(const SocketAddress& local, const Soc
     int one = 1;
     s->gro_ = ::setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0;
   }
+  if (!opts.device.empty() &&
+      ::setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, opts.device.c_str(), static_cast<socklen_t>(opts.device.size())) != 0) {
+    error = errno_text(("cannot bind UDP to interface " + opts.device).c_str(), errno);
+    return nullptr;
+  }
   if (::bind(fd, local.sa(), local.len) != 0) {
     error = errno_text(("cannot bind UDP " + local.str()).c_str(), errno);
     return nullptr;

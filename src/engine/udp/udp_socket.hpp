@@ -49,6 +49,8 @@ struct SocketOptions {
   int buffer_bytes = 8 << 20;
   bool gso = true;
   bool gro = true;
+  /// The interface the datagrams must leave through (SO_BINDTODEVICE); empty: any.
+  std::string device;
 };
 
 /// Test hook: seeded random drop of outgoing datagrams, and a look at each

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Paths, not addresses (issue 13), through the real binary between two
+# network namespaces this script creates and always removes. One case per
+# run: paths.sh BRAID_BINARY CASE. Needs root (exit 77 and why, otherwise).
+#   same-subnet     the sender has two interfaces in one subnet (two veth
+#                   pairs into the receiver's bridge; 40 and 80 Mbit/s, tbf on
+#                   the sender's side): no --lane flags, each lane is bound to
+#                   an interface, each interface's byte counter shows its
+#                   share, and the transfer reaches >= 0.95 of iperf3 on each
+#                   link alone (bound to it), summed — measured in this run
+#   no-false-paths  two links in two subnets: no lane crosses subnets (the
+#                   crossed pairs are logged as passed over, with the
+#                   reason), and --max-lanes 2 uses both links
+set -uo pipefail
+BRAID=$1
+CASE=$2
+. "$(dirname "$0")/lib.sh"
+if [ "$(id -u)" != 0 ] || ! ip netns list > /dev/null 2>&1; then
+  echo "SKIP [$CASE]: needs root and network namespaces (ip netns) to build two hosts" >&2
+  exit 77
+fi
+workspace paths
+T=bp$$  # unique per run: namespaces ${T}r (receiver) and ${T}s (sender)
+NS_R=${T}r
+NS_S=${T}s
+teardown() {
+  ip netns pids "$NS_R" 2>/dev/null | xargs -r kill 2>/dev/null
+  ip netns pids "$NS_S" 2>/dev/null | xargs -r kill 2>/dev/null
+  ip netns del "$NS_R" 2>/dev/null
+  ip netns del "$NS_S" 2>/dev/null
+  cleanup
+}
+trap teardown EXIT
+ip netns add "$NS_R" && ip netns add "$NS_S" || fail "cannot create network namespaces"
+ip -n "$NS_R" link set lo up
+ip -n "$NS_S" link set lo up
+RS() { ip netns exec "$NS_R" "$@"; }
+SS() { ip netns exec "$NS_S" "$@"; }
+
+# veth K: the sender's end is sK (rate RATE) and the receiver's rK.
+veth() {
+  local k=$1 rate=$2
+  ip link add "${T}a$k" netns "$NS_S" type veth peer name "${T}b$k" netns "$NS_R" || fail "cannot create veth $k"
+  ip -n "$NS_S" link set "${T}a$k" name "s$k"
+  ip -n "$NS_R" link set "${T}b$k" name "r$k"
+  ip -n "$NS_S" link set "s$k" up
+  ip -n "$NS_R" link set "r$k" up
+  # Data flows sender -> receiver: the sender's egress is the link's rate.
+  tc -n "$NS_S" qdisc add dev "s$k" root tbf rate "$rate" burst 32kb latency 50ms || fail "no tbf"
+}
+
+tx_bytes() { SS cat "/sys/class/net/$1/statistics/tx_bytes"; }
+
+start_recv() {
+  RS env XDG_CONFIG_HOME="$W/rcfg" "$BRAID" recv --dir "$W/dst" --listen 0.0.0.0:7878 --code paths-test-code-1 \
+    --yes --once --json "$W/recv.json" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
+  RECV_PID=$!
+  for _ in $(seq 100); do grep -q listening "$W/recv.out" 2>/dev/null && return 0; sleep 0.05; done
+  fail "the receiver did not start"
+}
+
+send() {
+  SS env XDG_CONFIG_HOME="$W/scfg" "$BRAID" send --code paths-test-code-1 --json "$W/send.json" --log "$W/send.log" \
+    "$@" "$W/src/data.bin" 10.77.0.1:7878 > "$W/send.out" 2> "$W/send.err" || fail "send failed"
+  wait_recv
+  [ "$RECV_RC" = 0 ] || fail "the receiver exited $RECV_RC"
+  cmp -s "$W/src/data.bin" "$W/dst/data.bin" || fail "the file differs"
+}
+
+py() { python3 - "$@"; }
+
+case $CASE in
+same-subnet)
+  RS ip link add br0 type bridge && RS ip link set br0 up
+  RS ip addr add 10.77.0.1/24 dev br0
+  veth 1 40mbit
+  veth 2 80mbit
+  RS ip link set r1 master br0 && RS ip link set r2 master br0
+  SS ip addr add 10.77.0.2/24 dev s1
+  SS ip addr add 10.77.0.3/24 dev s2
+  SS ping -c 1 -W 2 -I s1 10.77.0.1 > /dev/null || fail "s1 cannot reach the receiver"
+  SS ping -c 1 -W 2 -I s2 10.77.0.1 > /dev/null || fail "s2 cannot reach the receiver"
+  # The reference: iperf3 over each link alone, bound to it, in this run.
+  RS iperf3 -s -D -1 -B 10.77.0.1 -p 5201 --logfile "$W/iperf-s1.log" && sleep 0.3
+  SS iperf3 -c 10.77.0.1 -p 5201 --bind-dev s1 -B 10.77.0.2 -t 3 -J > "$W/iperf1.json" || fail "iperf3 over s1"
+  RS iperf3 -s -D -1 -B 10.77.0.1 -p 5201 --logfile "$W/iperf-s2.log" && sleep 0.3
+  SS iperf3 -c 10.77.0.1 -p 5201 --bind-dev s2 -B 10.77.0.3 -t 3 -J > "$W/iperf2.json" || fail "iperf3 over s2"
+  random_file "$W/src/data.bin" $((48 << 20)) paths
+  start_recv
+  before1=$(tx_bytes s1); before2=$(tx_bytes s2)
+  send
+  d1=$(( $(tx_bytes s1) - before1 )); d2=$(( $(tx_bytes s2) - before2 ))
+  echo "s1 sent $d1 bytes, s2 sent $d2 bytes"
+  py "$W" "$d1" "$d2" <<'PY' || fail "the interfaces were not both used as paths"
+import json, sys
+w, d1, d2 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rep = json.load(open(w + '/send.json'))
+ref = sum(json.load(open(f'{w}/iperf{k}.json'))['end']['sum_received']['bits_per_second'] for k in (1, 2))
+lanes = rep['transfers'][0]['lanes'] if 'transfers' in rep else rep['lanes']
+bound = {l.get('interface') for l in lanes if l.get('interface')}
+rate = rep.get('rate_mbit_per_sec') or rep['transfers'][0]['rate_mbit_per_sec']
+size = 48 << 20
+print(f"braid {rate:.1f} Mbit/s, iperf3 on each link alone summed {ref / 1e6:.1f} Mbit/s: {rate * 1e6 / ref:.3f}; lanes bound to {sorted(bound)}")
+ok = True
+if bound != {'s1', 's2'}:
+    print('lanes were not bound to both interfaces'); ok = False
+# Each interface carried its share: the 80 Mbit/s link about twice the 40.
+if not (0.2 * size < d1 < 0.5 * size and 0.5 * size < d2 < 0.8 * size):
+    print(f'shares off: s1 {d1 / size:.2f}, s2 {d2 / size:.2f} of the file'); ok = False
+if rate * 1e6 < 0.95 * ref:
+    print('below 0.95 of the links alone'); ok = False
+sys.exit(0 if ok else 1)
+PY
+  ;;
+no-false-paths)
+  veth 1 100mbit
+  veth 2 100mbit
+  RS ip addr add 10.77.0.1/24 dev r1
+  RS ip addr add 10.77.2.1/24 dev r2
+  SS ip addr add 10.77.0.2/24 dev s1
+  SS ip addr add 10.77.2.2/24 dev s2
+  random_file "$W/src/data.bin" $((16 << 20)) paths
+  before1=$(tx_bytes s1); before2=$(tx_bytes s2)
+  start_recv
+  send --max-lanes 2 --streams 2
+  d1=$(( $(tx_bytes s1) - before1 )); d2=$(( $(tx_bytes s2) - before2 ))
+  echo "s1 sent $d1 bytes, s2 sent $d2 bytes"
+  [ "$d1" -gt $((1 << 20)) ] && [ "$d2" -gt $((1 << 20)) ] || fail "--max-lanes 2 did not use both links"
+  py "$W" <<'PY' || fail "a lane crossed subnets"
+import json, sys
+w = sys.argv[1]
+log = [json.loads(l) for l in open(w + '/send.log')]
+opened = [e for e in log if e['event'] == 'lane_open']
+skipped = [e for e in log if e['event'] == 'lane_skipped']
+ok = len(opened) == 2
+for e in opened:
+    l, r = e['local'].rsplit(':', 1)[0], e['remote'].rsplit(':', 1)[0]
+    same = l.split('.')[:3] == r.split('.')[:3]
+    print('lane', e['lane'], e['local'], '->', e['remote'], e.get('interface', '(unbound)'), 'same subnet' if same else 'CROSSED')
+    ok = ok and same
+crossed = [e for e in skipped if 'cross subnets' in e['reason'] or 'no route' in e['reason']]
+print(len(crossed), 'pairs passed over:', [e['spec'] + ': ' + e['reason'] for e in crossed])
+sys.exit(0 if ok and crossed else 1)
+PY
+  ;;
+*) fail "unknown case" ;;
+esac
+echo "PASS [$CASE]"
