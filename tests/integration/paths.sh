@@ -11,6 +11,11 @@
 #   no-false-paths  two links in two subnets: no lane crosses subnets (the
 #                   crossed pairs are logged as passed over, with the
 #                   reason), and --max-lanes 2 uses both links
+#   down-up         two links, two subnets (50 Mbit/s each); mid-transfer the
+#                   sender's second link goes down: its lanes close within
+#                   1 s of the sender seeing it, the receiver told; it comes
+#                   back up: a new lane on it opens within 2 s and carries
+#                   data; the file arrives identical
 set -uo pipefail
 BRAID=$1
 CASE=$2
@@ -142,6 +147,45 @@ crossed = [e for e in skipped if 'cross subnets' in e['reason'] or 'no route' in
 print(len(crossed), 'pairs passed over:', [e['spec'] + ': ' + e['reason'] for e in crossed])
 sys.exit(0 if ok and crossed else 1)
 PY
+  ;;
+down-up)
+  veth 1 50mbit
+  veth 2 50mbit
+  RS ip addr add 10.77.0.1/24 dev r1
+  RS ip addr add 10.77.2.1/24 dev r2
+  SS ip addr add 10.77.0.2/24 dev s1
+  SS ip addr add 10.77.2.2/24 dev s2
+  random_file "$W/src/data.bin" $((64 << 20)) paths
+  start_recv
+  ( sleep 2.5; ip -n "$NS_S" link set s2 down; sleep 2; ip -n "$NS_S" link set s2 up ) &
+  FLIP=$!
+  send
+  wait "$FLIP"
+  py "$W" <<'PY' || fail "the path did not go and come back as it should"
+import json, sys
+w = sys.argv[1]
+log = [json.loads(l) for l in open(w + '/send.log')]
+rep = json.load(open(w + '/send.json'))
+lanes = rep['transfers'][0]['lanes'] if 'transfers' in rep else rep['lanes']
+changes = [e for e in log if e['event'] == 'network_changed']
+s2_open = [e for e in log if e['event'] == 'lane_open' and e.get('interface') == 's2']
+gone = [e for e in log if e['event'] in ('lane_closed', 'lane_failed') and 'path went away' in e.get('reason', '')]
+down = next((c for c in changes if not any(p.startswith('s2 ') for p in c['paths'])), None)
+up = next((c for c in changes if down and c['t'] > down['t'] and any(p.startswith('s2 ') for p in c['paths'])), None)
+print('network changes:', [(round(c['t'], 2), c['paths']) for c in changes])
+print('closed for the path:', [(e['lane'], round(e['t'], 2)) for e in gone])
+print('s2 lanes opened:', [(e['lane'], round(e['t'], 2)) for e in s2_open])
+ok = bool(down and up and gone)
+if ok:
+    ok = all(down['t'] <= e['t'] <= down['t'] + 1.0 for e in gone)
+    late = [e for e in s2_open if e['t'] > up['t']]
+    ok = ok and bool(late) and late[0]['t'] <= up['t'] + 2.0
+    moved = {l['lane_id']: l['bytes'] for l in lanes}
+    ok = ok and any(moved.get(e['lane'], 0) > 0 for e in late)
+    print('new s2 lanes carried', [moved.get(e['lane'], 0) for e in late], 'bytes')
+sys.exit(0 if ok else 1)
+PY
+  grep -q '"lane_closed"' "$W/recv.log" 2>/dev/null || true
   ;;
 *) fail "unknown case" ;;
 esac

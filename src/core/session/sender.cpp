@@ -47,7 +47,7 @@ void Sender::start(const LaneTraits& lane0, const PathSpec& path0, Time now) {
   l.opened = now;
   l.heard = true;
   l.slot = 0;
-  slots_.push_back(Slot{path0, LaneNo{0}, true, 0, Time::never(), false});
+  slots_.push_back(Slot{path0, LaneNo{0}, true, 0, Time::never(), false, false});
   lanes_.push_back(std::move(l));
 }
 
@@ -58,11 +58,66 @@ void Sender::add_paths(const std::vector<PathSpec>& paths, Time now) {
       break;
     }
     any_udp_ = any_udp_ || p.kind == LaneKind::udp;
-    slots_.push_back(Slot{p, std::nullopt, false, 0, Time::never(), false});
+    slots_.push_back(Slot{p, std::nullopt, false, 0, Time::never(), false, false});
     open_slot(slots_.size() - 1, now);
   }
   update_bootstrap_data(now);
   split_rate();
+}
+
+void Sender::set_paths(const std::vector<PathSpec>& wanted, Time now) {
+  if (closing_) return;
+  auto same = [](const PathSpec& a, const PathSpec& b) { return a.local == b.local && a.remote == b.remote; };
+  // Match wanted paths to slots one for one (a path listed twice has two).
+  std::vector<bool> matched(slots_.size(), false);
+  matched[0] = true;  // lane 0's path
+  std::vector<PathSpec> added;
+  for (const auto& p : wanted) {
+    bool found = false;
+    for (size_t i = 1; i < slots_.size() && !found; ++i) {
+      if (matched[i] || slots_[i].removed || !same(slots_[i].path, p)) continue;
+      matched[i] = found = true;
+      Slot& s = slots_[i];
+      if (!s.lane && (s.given_up || s.retry_at != Time::never())) {
+        // The network changed: a path that failed may answer now.
+        s.given_up = false;
+        s.failures = 0;
+        s.retry_at = now;
+        push(Note{"path_retry", 0, p.local + " -> " + p.remote});
+      }
+    }
+    if (!found) added.push_back(p);
+  }
+  for (size_t i = 1; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    if (matched[i] || s.removed) continue;
+    s.removed = true;
+    s.given_up = true;
+    s.retry_at = Time::never();
+    push(Note{"path_removed", 0, s.path.local + " -> " + s.path.remote});
+    if (s.lane) {
+      const LaneNo lane = *s.lane;
+      s.lane.reset();
+      if (Lane* l = find(lane); l && l->state != LaneState::closed)
+        lane_gone(*l, "its path went away (the interface or address is gone or down)", true, now);
+    }
+  }
+  size_t live = 0;
+  for (const auto& s : slots_) live += s.removed ? 0 : 1;
+  for (const auto& p : added) {
+    if (live + 1 > cfg_.max_lanes) {
+      push(Note{"lane_skipped", 0, "more lanes than --max-lanes (" + std::to_string(cfg_.max_lanes) + ")"});
+      break;
+    }
+    ++live;
+    any_udp_ = any_udp_ || p.kind == LaneKind::udp;
+    slots_.push_back(Slot{p, std::nullopt, false, 0, Time::never(), false, false});
+    push(Note{"path_added", 0, p.local + " -> " + p.remote});
+    open_slot(slots_.size() - 1, now);
+  }
+  update_bootstrap_data(now);
+  split_rate();
+  drain_scheduler(now);
 }
 
 std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
@@ -222,7 +277,7 @@ void Sender::lane_gone(Lane& l, const std::string& reason, bool announce, Time n
   }
   // The path: open it again later if it worked once, give it up if it never did.
   const size_t si = l.slot;  // `l` may move when lanes_ grows
-  if (si != SIZE_MAX && !closing_) {
+  if (si != SIZE_MAX && !closing_ && !slots_[si].removed) {
     Slot& s = slots_[si];
     s.lane.reset();
     const bool refused = reason.rfind("refused by the receiver", 0) == 0;

@@ -199,6 +199,13 @@ class Sender {
   /// carries the UDP lanes' piece headers and acks, which must not queue
   /// behind data. Beyond max_lanes the rest is dropped.
   void add_paths(const std::vector<PathSpec>& paths, Time now);
+  /// The host's network changed (an interface or address came or went, a
+  /// link went down or up): `wanted` is the whole list of paths for further
+  /// lanes now, as add_paths takes it. Paths no longer wanted close their
+  /// lanes at once, the receiver told why; new ones open lanes (within
+  /// max_lanes); wanted paths waiting to be retried or given up are tried
+  /// again at once. Lane 0's own path is left alone.
+  void set_paths(const std::vector<PathSpec>& wanted, Time now);
   /// Offers a transfer; its id. One at a time: false while one runs.
   std::optional<uint32_t> start_transfer(TransferSpec spec, Time now);
   /// Ends the session: bye, then every lane closes.
@@ -292,6 +299,7 @@ class Sender {
     uint32_t failures = 0;
     Time retry_at = Time::never();
     bool given_up = false;
+    bool removed = false;  // its path went away (set_paths): never opened again
   };
   struct Request {
     enum class Kind { offer, done, udp_open } kind;

@@ -159,4 +159,38 @@ std::vector<paths::Route> read_routes(std::string& error) {
   return out;
 }
 
+security::UniqueFd open_network_watch(std::string& error) {
+  security::UniqueFd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE));
+  if (!fd.valid()) {
+    error = std::string("netlink: ") + std::strerror(errno);
+    return fd;
+  }
+  sockaddr_nl sa{};
+  sa.nl_family = AF_NETLINK;
+  sa.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE;
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    error = std::string("netlink: ") + std::strerror(errno);
+    return {};
+  }
+  return fd;
+}
+
+bool drain_network_watch(int fd) {
+  bool changed = false;
+  std::vector<char> buf(1 << 16);
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf.data(), buf.size(), MSG_DONTWAIT);
+    if (n < 0 && errno == ENOBUFS) {  // the kernel dropped some: something changed
+      changed = true;
+      continue;
+    }
+    if (n <= 0) return changed;
+    size_t left = static_cast<size_t>(n);
+    for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left))
+      changed = changed || h->nlmsg_type == RTM_NEWLINK || h->nlmsg_type == RTM_DELLINK ||
+                h->nlmsg_type == RTM_NEWADDR || h->nlmsg_type == RTM_DELADDR || h->nlmsg_type == RTM_NEWROUTE ||
+                h->nlmsg_type == RTM_DELROUTE;
+  }
+}
+
 }  // namespace braid::lanes

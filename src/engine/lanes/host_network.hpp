@@ -9,6 +9,7 @@
 
 #include "core/paths/path_plan.hpp"
 #include "engine/lanes/endpoint.hpp"
+#include "engine/security/unique_fd.h"
 
 namespace braid::lanes {
 
@@ -20,5 +21,12 @@ std::vector<paths::Interface> read_interfaces();
 std::vector<paths::Route> read_routes(std::string& error);
 
 paths::IpBytes ip_bytes_of(const Endpoint& e);
+
+/// A netlink socket that hears every change of links, addresses and routes
+/// (RTMGRP_LINK, *_IFADDR, *_ROUTE), non-blocking. Invalid with `error` if
+/// the kernel refused.
+security::UniqueFd open_network_watch(std::string& error);
+/// Reads what is waiting on a network watch; true if any of it was a change.
+bool drain_network_watch(int fd);
 
 }  // namespace braid::lanes

@@ -1,6 +1,7 @@
 #include "engine/transfer/sender_session.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -166,7 +167,70 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
     s->cv_.wait_for(lock, grace, [&] { return s->machine_->opening_lanes() == 0; });
   }
   if (s->background_) s->pacer_ = std::thread([p = s.get()] { p->tcp_pacing_loop(); });
+  if (opts.lanes.empty()) {
+    s->plan_ = plan;
+    s->watcher_ = std::thread([p = s.get()] { p->watch_network(); });
+  }
   return s;
+}
+
+// ---- paths that come and go --------------------------------------------------------
+
+namespace {
+/// Changes come in bursts (a link going down drops its addresses and
+/// routes one message at a time): plan once the burst is over.
+constexpr auto kNetworkSettle = std::chrono::milliseconds(50);
+/// How often the watcher looks whether the session is closing.
+constexpr int kWatchPollMs = 100;
+}  // namespace
+
+void SenderSession::watch_network() {
+  std::string error;
+  security::UniqueFd fd = lanes::open_network_watch(error);
+  if (!fd.valid()) {
+    log_.write("network_watch_failed", {{"reason", error}});
+    return;
+  }
+  std::optional<std::chrono::steady_clock::time_point> due;
+  for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      if (closing_) return;
+    }
+    pollfd p{fd.get(), POLLIN, 0};
+    int wait = kWatchPollMs;
+    if (due) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*due - std::chrono::steady_clock::now());
+      wait = static_cast<int>(std::clamp<int64_t>(left.count(), 0, kWatchPollMs));
+    }
+    if (::poll(&p, 1, wait) > 0 && lanes::drain_network_watch(fd.get()) && !due)
+      due = std::chrono::steady_clock::now() + kNetworkSettle;
+    if (due && std::chrono::steady_clock::now() >= *due) {
+      due.reset();
+      replan_paths();
+    }
+  }
+}
+
+void SenderSession::replan_paths() {
+  LanePlan plan = plan_;
+  plan.interfaces = lanes::read_interfaces();
+  std::string route_error;
+  plan.routes = lanes::read_routes(route_error);
+  std::vector<std::pair<std::string, std::string>> skipped;
+  std::vector<LanePath> planned = plan_lane_paths(plan, skipped);
+  std::vector<session::PathSpec> specs;
+  nlohmann::json shown = nlohmann::json::array();
+  for (const auto& p : planned) {
+    specs.push_back(p.spec);
+    shown.push_back((p.interface.empty() ? std::string() : p.interface + " ") + p.spec.local + " -> " + p.spec.remote);
+  }
+  std::lock_guard lock(mu_);
+  if (closing_ || !machine_) return;
+  for (auto& p : planned) paths_[path_key(p.spec)] = std::move(p);
+  log_.write("network_changed", {{"paths", shown}});
+  machine_->set_paths(specs, now());
+  drain_locked();
 }
 
 size_t SenderSession::live_lanes() const {
@@ -593,6 +657,7 @@ void SenderSession::close() {
     connectors.swap(connectors_);
   }
   if (pacer_.joinable()) pacer_.join();
+  if (watcher_.joinable()) watcher_.join();
   for (auto& c : connectors) c.thread.join();
   bury_closed_lanes();
   log_.write("status", {{"status", "closed"}});

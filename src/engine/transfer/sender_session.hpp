@@ -199,6 +199,14 @@ class SenderSession : private DataLaneEvents {
   std::vector<Connector> connectors_;  // finished ones are joined by bury_closed_lanes
   std::thread pacer_;
   bool closing_ = false;
+
+  // Discovered paths follow the host's network: a watcher hears link,
+  // address and route changes (rtnetlink), plans the paths again and gives
+  // the machine the new list (session::Sender::set_paths).
+  void watch_network();
+  void replan_paths();
+  LanePlan plan_;  // what the paths were planned from (the host's network read again each time)
+  std::thread watcher_;
 };
 
 }  // namespace braid::transfer

@@ -313,5 +313,66 @@ TEST(SenderMachine, ALaneThatWorkedIsOpenedAgainWithBackoff) {
   EXPECT_EQ(opens[0].path.remote, "a");
 }
 
+TEST(SenderMachine, APathThatGoesAwayClosesItsLaneAtOnceAndTheReceiverIsTold) {
+  Sender s(sender_config());
+  s.start(LaneTraits::tcp(), {LaneKind::tcp, "boot", "boot"}, t0);
+  s.add_paths({{LaneKind::tcp, "a", "r"}, {LaneKind::tcp, "b", "r"}}, t0);
+  for (LaneNo id : {1u, 2u}) {
+    s.handle_lane_connected(id, LaneTraits::tcp(), t0);
+    s.handle_message(id, wire::LaneWelcome{id}, t0);
+  }
+  drain<OpenLane>(s);
+  const Time later = t0 + Duration::seconds(3);
+  s.set_paths({{LaneKind::tcp, "a", "r"}}, later);  // interface b went down
+  std::vector<CloseLane> closed;
+  bool told = false;
+  while (auto a = s.poll_action()) {
+    if (auto* c = std::get_if<CloseLane>(&*a)) closed.push_back(*c);
+    if (auto* m = std::get_if<SendMessage>(&*a))
+      if (auto* lc = std::get_if<wire::LaneClosed>(&m->msg)) told = told || (lc->lane_id == 2 && m->lane != 2);
+  }
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0].lane, 2u);
+  EXPECT_TRUE(told);
+  // Never opened again while the path is gone, whatever the timers say.
+  s.handle_timeout(later + Duration::seconds(30));
+  EXPECT_TRUE(drain<OpenLane>(s).empty());
+  EXPECT_EQ(s.open_lanes(), 2u);
+}
+
+TEST(SenderMachine, APathThatComesBackOrAppearsOpensALaneAtOnce) {
+  Sender s(sender_config());
+  s.start(LaneTraits::tcp(), {LaneKind::tcp, "boot", "boot"}, t0);
+  s.add_paths({{LaneKind::tcp, "a", "r"}}, t0);
+  drain<OpenLane>(s);
+  // Lane 1 never connects: its path is given up (it never worked).
+  s.handle_lane_failed(1, "connect: network is unreachable", false, t0);
+  s.handle_timeout(t0 + Duration::seconds(60));
+  EXPECT_TRUE(drain<OpenLane>(s).empty());
+  // The network changed: path a is tried again at once, path c is new.
+  const Time t1 = t0 + Duration::seconds(61);
+  s.set_paths({{LaneKind::tcp, "a", "r"}, {LaneKind::tcp, "c", "r"}}, t1);
+  auto opens = drain<OpenLane>(s);
+  ASSERT_EQ(opens.size(), 1u);  // c at once
+  EXPECT_EQ(opens[0].path.local, "c");
+  ASSERT_TRUE(s.poll_timeout().has_value());
+  EXPECT_LE(*s.poll_timeout(), t1);  // a: due now
+  s.handle_timeout(t1);
+  opens = drain<OpenLane>(s);
+  ASSERT_EQ(opens.size(), 1u);
+  EXPECT_EQ(opens[0].path.local, "a");
+}
+
+TEST(SenderMachine, NewPathsStayWithinMaxLanes) {
+  SenderConfig c = sender_config();
+  c.max_lanes = 3;
+  Sender s(c);
+  s.start(LaneTraits::tcp(), {LaneKind::tcp, "boot", "boot"}, t0);
+  s.add_paths({{LaneKind::tcp, "a", "r"}}, t0);
+  drain<OpenLane>(s);
+  s.set_paths({{LaneKind::tcp, "a", "r"}, {LaneKind::tcp, "b", "r"}, {LaneKind::tcp, "c", "r"}}, t0);
+  EXPECT_EQ(drain<OpenLane>(s).size(), 1u);
+}
+
 }  // namespace
 }  // namespace braid::session
