@@ -16,6 +16,10 @@
 #                   1 s of the sender seeing it, the receiver told; it comes
 #                   back up: a new lane on it opens within 2 s and carries
 #                   data; the file arrives identical
+#   new-link        one link (50 Mbit/s); mid-transfer a second one is made
+#                   on both hosts: the receiver advertises its new address,
+#                   the sender opens lanes on it within 1 s of hearing it and
+#                   they carry data
 set -uo pipefail
 BRAID=$1
 CASE=$2
@@ -186,6 +190,31 @@ if ok:
 sys.exit(0 if ok else 1)
 PY
   grep -q '"lane_closed"' "$W/recv.log" 2>/dev/null || true
+  ;;
+new-link)
+  veth 1 50mbit
+  RS ip addr add 10.77.0.1/24 dev r1
+  SS ip addr add 10.77.0.2/24 dev s1
+  random_file "$W/src/data.bin" $((48 << 20)) paths
+  start_recv
+  ( sleep 2; veth 2 50mbit; ip -n "$NS_R" addr add 10.77.2.1/24 dev r2; ip -n "$NS_S" addr add 10.77.2.2/24 dev s2 ) &
+  GROW=$!
+  send
+  wait "$GROW"
+  py "$W" <<'PY' || fail "the new link was not advertised and used"
+import json, sys
+w = sys.argv[1]
+log = [json.loads(l) for l in open(w + '/send.log')]
+rep = json.load(open(w + '/send.json'))
+lanes = rep['transfers'][0]['lanes'] if 'transfers' in rep else rep['lanes']
+heard = [e for e in log if e['event'] == 'peer_addresses' and '10.77.2.1' in e.get('reason', '')]
+s2 = [e for e in log if e['event'] == 'lane_open' and e.get('interface') == 's2']
+moved = {l['lane_id']: l['bytes'] for l in lanes}
+print('heard:', [(round(e['t'], 2), e['reason']) for e in heard])
+print('s2 lanes:', [(e['lane'], round(e['t'], 2), moved.get(e['lane'], 0)) for e in s2])
+ok = bool(heard and s2) and s2[0]['t'] <= heard[0]['t'] + 1.0 and any(moved.get(e['lane'], 0) > 0 for e in s2)
+sys.exit(0 if ok else 1)
+PY
   ;;
 *) fail "unknown case" ;;
 esac

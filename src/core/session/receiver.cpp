@@ -69,6 +69,12 @@ std::optional<LaneNo> Receiver::reply_lane(LaneNo preferred) const {
   return any;
 }
 
+void Receiver::advertise(std::vector<std::string> addresses, Time) {
+  if (ended_ || addresses == cfg_.advertised) return;
+  cfg_.advertised = std::move(addresses);
+  reply(UINT32_MAX, wire::Addresses{cfg_.advertised});
+}
+
 void Receiver::reply(LaneNo preferred, ToSender msg) {
   if (auto lane = reply_lane(preferred)) push(RecvSendMessage{*lane, std::move(msg)});
 }

@@ -136,6 +136,10 @@ class Receiver {
   void handle_peer_returned(Time now);
   /// The process is stopping (a signal): every lane closes with `reason`.
   void close(const std::string& reason, Time now);
+  /// This host's addresses changed (an interface or address came or went):
+  /// the sender hears the new list and plans its paths again, as MPTCP's
+  /// ADD_ADDR / REMOVE_ADDR do. Nothing if the list is the same.
+  void advertise(std::vector<std::string> addresses, Time now);
 
   std::optional<ReceiverAction> poll_action();
   std::optional<Time> poll_timeout() const;

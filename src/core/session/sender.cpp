@@ -572,7 +572,13 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
           if (transfer_running())
             end_transfer(make_outcome(TransferOutcome::End::peer_error, "the receiver ended the session: " + m.message));
         } else if constexpr (std::is_same_v<M, wire::Addresses>) {
-          // Only the bootstrap lane's first frame; the engine reads it before start().
+          // The bootstrap lane's first frame is read by the engine before
+          // start(); a later one means the receiver's addresses changed: the
+          // engine plans the paths again (set_paths).
+          peer_addresses_ = m.endpoints;
+          std::string shown;
+          for (const auto& a : m.endpoints) shown += (shown.empty() ? "" : " ") + a;
+          push(Note{"peer_addresses", on, shown});
         }
       },
       msg);

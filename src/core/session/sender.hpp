@@ -206,6 +206,9 @@ class Sender {
   /// max_lanes); wanted paths waiting to be retried or given up are tried
   /// again at once. Lane 0's own path is left alone.
   void set_paths(const std::vector<PathSpec>& wanted, Time now);
+  /// The receiver's addresses as it last advertised them during the session
+  /// (Note "peer_addresses" says when they change); empty before.
+  const std::vector<std::string>& peer_addresses() const { return peer_addresses_; }
   /// Offers a transfer; its id. One at a time: false while one runs.
   std::optional<uint32_t> start_transfer(TransferSpec spec, Time now);
   /// Ends the session: bye, then every lane closes.
@@ -360,6 +363,7 @@ class Sender {
   SenderConfig cfg_;
   std::vector<Lane> lanes_;  // by id order; never erased (ids are unique)
   std::vector<Slot> slots_;
+  std::vector<std::string> peer_addresses_;
   LaneNo next_lane_ = 1;
   bool any_udp_ = false;
   bool closing_ = false;

@@ -1,5 +1,7 @@
 #include "engine/transfer/receiver.hpp"
 
+#include "engine/lanes/host_network.hpp"
+
 #include <fcntl.h>
 #include <malloc.h>
 #include <sys/epoll.h>
@@ -100,19 +102,10 @@ std::variant<std::unique_ptr<Receiver>, Failure> Receiver::start(const ReceiveOp
     if (!fd.valid()) return Failure{kExitFailure, error};
     // Non-blocking: a connection reset between poll and accept must not stall the loop.
     ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
-    lanes::Endpoint got = lanes::local_endpoint_of(fd.get());
-    r->bound_.push_back(got);
-    if (got.is_wildcard()) {
-      for (auto a : lanes::interface_addresses()) {
-        if (got.family() == AF_INET && a.family() != AF_INET) continue;
-        a.set_port(got.port());
-        r->advertised_.push_back(a.str());
-      }
-    } else {
-      r->advertised_.push_back(got.str());
-    }
+    r->bound_.push_back(lanes::local_endpoint_of(fd.get()));
     r->listeners_.push_back(std::move(fd));
   }
+  r->advertised_ = r->addresses_to_advertise();
   r->wake_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!r->wake_.valid()) return Failure{kExitFailure, std::string("eventfd: ") + std::strerror(errno)};
   r->reserve_fd_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -173,7 +166,12 @@ void Receiver::code_changed(const security::OneTimeCode::Changed& c) {
 
 std::string Receiver::ready_line() const {
   std::string line = "braid: code " + code() + " listening on";
-  for (const auto& a : advertised_) line += " " + a;
+  std::vector<std::string> advertised;
+  {
+    std::lock_guard lock(mu_);
+    advertised = advertised_;
+  }
+  for (const auto& a : advertised) line += " " + a;
   for (const auto& p : unix_paths_) line += " unix:" + p;
   return line;
 }
@@ -255,6 +253,9 @@ namespace {
 // epoll data tags: listeners are 0..n-1, the wake eventfd kWakeTag, pending
 // connections their id (from kFirstPendingId up, never reused).
 constexpr uint64_t kWakeTag = 1ull << 31;
+constexpr uint64_t kNetworkTag = kWakeTag + 1;
+/// Address changes come in bursts: advertise once the burst is over.
+constexpr auto kNetworkSettle = std::chrono::milliseconds(50);
 constexpr uint64_t kFirstPendingId = 1ull << 32;
 }  // namespace
 
@@ -265,6 +266,36 @@ void Receiver::watch_listeners(bool on) {
     ev.data.u64 = i;
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, listeners_[i].get(), &ev);
   }
+}
+
+std::vector<std::string> Receiver::addresses_to_advertise() const {
+  std::vector<std::string> out;
+  for (const auto& got : bound_) {
+    if (!got.is_wildcard()) {
+      out.push_back(got.str());
+      continue;
+    }
+    for (auto a : lanes::interface_addresses()) {
+      if (got.family() == AF_INET && a.family() != AF_INET) continue;
+      a.set_port(got.port());
+      out.push_back(a.str());
+    }
+  }
+  return out;
+}
+
+void Receiver::readvertise() {
+  std::vector<std::string> now = addresses_to_advertise();
+  std::vector<std::shared_ptr<ReceiverSession>> sessions;
+  {
+    std::lock_guard lock(mu_);
+    if (now == advertised_) return;
+    advertised_ = now;
+    for (const auto& r : running_)
+      if (r.session && !r.done) sessions.push_back(r.session);
+  }
+  log_.write("addresses", {{"addresses", now}, {"sessions", sessions.size()}});
+  for (auto& s : sessions) s->advertise(now);
 }
 
 int Receiver::run() {
@@ -296,6 +327,16 @@ int Receiver::run() {
     ev.events = EPOLLIN;
     ev.data.u64 = kWakeTag;
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &ev);
+    if (std::any_of(bound_.begin(), bound_.end(), [](const lanes::Endpoint& b) { return b.is_wildcard(); })) {
+      std::string error;
+      network_watch_ = lanes::open_network_watch(error);
+      if (network_watch_.valid()) {
+        ev.data.u64 = kNetworkTag;
+        ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, network_watch_.get(), &ev);
+      } else {
+        log_.write("network_watch_failed", {{"reason", error}});
+      }
+    }
   }
 
   std::vector<epoll_event> events(256);
@@ -315,6 +356,10 @@ int Receiver::run() {
       pending_order_.pop_front();
     }
     enforce_handshake_deadlines(now, false);
+    if (readvertise_at_ && now >= *readvertise_at_) {
+      readvertise_at_.reset();
+      readvertise();
+    }
     const bool paused = paused_until_ > now;
     if (paused == listening) {
       listening = !paused;
@@ -329,6 +374,7 @@ int Receiver::run() {
     if (!pending_order_.empty())
       if (auto it = pending_.find(pending_order_.front()); it != pending_.end()) until = std::min(until, it->second.deadline);
     if (paused) until = std::min(until, paused_until_);
+    if (readvertise_at_) until = std::min(until, *readvertise_at_);
     const int timeout_ms = static_cast<int>(
         std::max<int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(until - now).count()));
     const int n = ::epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()), timeout_ms);
@@ -345,6 +391,8 @@ int Receiver::run() {
         uint64_t v;
         (void)!::read(wake_.get(), &v, sizeof v);
         reap_sessions();
+      } else if (tag == kNetworkTag) {
+        if (lanes::drain_network_watch(network_watch_.get()) && !readvertise_at_) readvertise_at_ = after + kNetworkSettle;
       } else if (tag < kWakeTag) {
         ready_listeners.push_back(static_cast<size_t>(tag));
       } else if (auto it = pending_.find(tag); it != pending_.end()) {
@@ -699,7 +747,12 @@ void Receiver::session_main(Running& r) {
     link = std::move(r.lane0);
     s = r.session;
   }
-  s->run(std::move(link), advertised_);
+  std::vector<std::string> advertised;
+  {
+    std::lock_guard lock(mu_);
+    advertised = advertised_;
+  }
+  s->run(std::move(link), advertised);
   // Only small values outlive the session: its reports, outcome and counts.
   const auto reports = s->reports();
   const int outcome = s->outcome();

@@ -211,7 +211,13 @@ class Receiver {
   security::UniqueFd root_fd_;
   std::vector<security::UniqueFd> listeners_;
   std::vector<lanes::Endpoint> bound_;
-  std::vector<std::string> advertised_;
+  std::vector<std::string> advertised_;  // under mu_: changes with the host's addresses
+  /// Listeners on a wildcard address advertise every address of the host:
+  /// the accept loop watches the network (rtnetlink) and tells the sessions.
+  security::UniqueFd network_watch_;
+  std::optional<std::chrono::steady_clock::time_point> readvertise_at_;
+  std::vector<std::string> addresses_to_advertise() const;
+  void readvertise();
   /// UDP lanes of every session, on the listeners' port numbers (one shared
   /// socket per local address, opened on a lane's first use of it).
   udp::UdpRecvPorts udp_ports_;

@@ -415,6 +415,15 @@ void ReceiverSession::interrupt(const std::string& reason) {
   drive([&](session::Receiver& m) { m.close(reason, now()); });
 }
 
+void ReceiverSession::advertise(const std::vector<std::string>& addresses) {
+  {
+    std::lock_guard lock(mu_);
+    if (!machine_) return;
+    advertised_ = addresses;  // UDP lanes may open on the new ones
+  }
+  drive([&](session::Receiver& m) { m.advertise(addresses, now()); });
+}
+
 void ReceiverSession::peer_returned() {
   drive([&](session::Receiver& m) { m.handle_peer_returned(now()); });
 }

@@ -73,6 +73,8 @@ class ReceiverSession {
   /// The same sender opened another session: this one ends if it has no
   /// lane that carries messages left (session::Receiver::handle_peer_returned).
   void peer_returned();
+  /// This host's addresses changed: the sender hears the new list.
+  void advertise(const std::vector<std::string>& addresses);
   /// 0 if every transfer verified, else the exit code of the first failure.
   int outcome() const;
   /// Every finished transfer's report, then one for each transfer accepted

@@ -193,10 +193,13 @@ void SenderSession::watch_network() {
   }
   std::optional<std::chrono::steady_clock::time_point> due;
   for (;;) {
+    bool asked = false;
     {
       std::lock_guard lock(mu_);
       if (closing_) return;
+      asked = std::exchange(replan_requested_, false);
     }
+    if (asked) replan_paths();
     pollfd p{fd.get(), POLLIN, 0};
     int wait = kWatchPollMs;
     if (due) {
@@ -213,7 +216,11 @@ void SenderSession::watch_network() {
 }
 
 void SenderSession::replan_paths() {
-  LanePlan plan = plan_;
+  LanePlan plan;
+  {
+    std::lock_guard lock(mu_);
+    plan = plan_;
+  }
   plan.interfaces = lanes::read_interfaces();
   std::string route_error;
   plan.routes = lanes::read_routes(route_error);
@@ -413,6 +420,10 @@ void SenderSession::act(session::Note& n) {
     if (active_ && !active_->outcome && n.lane != 0) fields["joined_transfer"] = active_->id;
     log_.write("lane_open", fields);
     return;
+  }
+  if (n.event == "peer_addresses" && opts_.lanes.empty()) {
+    plan_.advertised = machine_->peer_addresses();
+    replan_requested_ = true;  // the watcher plans again (outside mu_: it reads the host's network)
   }
   nlohmann::json f = {{"lane", n.lane}, {"reason", n.detail}};
   if (n.event == "ordered_lane") f = {{"lane", n.lane}, {"headers_resent", n.count}};

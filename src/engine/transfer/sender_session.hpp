@@ -205,7 +205,8 @@ class SenderSession : private DataLaneEvents {
   // the machine the new list (session::Sender::set_paths).
   void watch_network();
   void replan_paths();
-  LanePlan plan_;  // what the paths were planned from (the host's network read again each time)
+  LanePlan plan_;  // what the paths were planned from (the host's network read again each time); under mu_
+  bool replan_requested_ = false;  // the receiver's addresses changed; under mu_
   std::thread watcher_;
 };
 
