@@ -25,7 +25,9 @@
 #   new-link        one link (50 Mbit/s); mid-transfer a second one is made
 #                   on both hosts: the receiver advertises its new address,
 #                   the sender opens lanes on it within 1 s of hearing it and
-#                   they carry data
+#                   they carry data; 2 s later that link is deleted: its
+#                   lanes close within 1 s of the sender seeing it, and the
+#                   receiver is told
 set -uo pipefail
 BRAID=$1
 CASE=$2
@@ -249,7 +251,8 @@ new-link)
   SS ip addr add 10.77.0.2/24 dev s1
   random_file "$W/src/data.bin" $((48 << 20)) paths
   start_recv
-  ( sleep 2; veth 2 50mbit; ip -n "$NS_R" addr add 10.77.2.1/24 dev r2; ip -n "$NS_S" addr add 10.77.2.2/24 dev s2 ) &
+  ( sleep 2; veth 2 50mbit; ip -n "$NS_R" addr add 10.77.2.1/24 dev r2; ip -n "$NS_S" addr add 10.77.2.2/24 dev s2
+    sleep 2; ip -n "$NS_S" link del s2 ) &
   GROW=$!
   send
   wait "$GROW"
@@ -265,8 +268,15 @@ moved = {l['lane_id']: l['bytes'] for l in lanes}
 print('heard:', [(round(e['t'], 2), e['reason']) for e in heard])
 print('s2 lanes:', [(e['lane'], round(e['t'], 2), moved.get(e['lane'], 0)) for e in s2])
 ok = bool(heard and s2) and s2[0]['t'] <= heard[0]['t'] + 1.0 and any(moved.get(e['lane'], 0) > 0 for e in s2)
+# The deletion: the first plan after the lanes opened without s2 in it.
+gone_at = next((c['t'] for c in log if c['event'] == 'network_changed' and s2 and c['t'] > s2[0]['t']
+                and not any(p.startswith('s2 ') for p in c['paths'])), None)
+closed = [e for e in log if e['event'] in ('lane_closed', 'lane_failed') and e['lane'] in {x['lane'] for x in s2}]
+print('s2 deleted (seen) at', gone_at, '; its lanes closed:', [(e['lane'], round(e['t'], 2), e.get('reason')) for e in closed])
+ok = ok and gone_at is not None and len(closed) == len(s2) and all(gone_at <= e['t'] <= gone_at + 1.0 for e in closed)
 sys.exit(0 if ok else 1)
 PY
+  grep -q 'closed by the sender: its path went away' "$W/recv.err" || fail "the receiver was not told why the lanes closed"
   ;;
 *) fail "unknown case" ;;
 esac
