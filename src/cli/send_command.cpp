@@ -28,6 +28,7 @@ struct SendArgs {
   std::optional<std::string> code;
   int streams = 2;
   std::vector<std::string> lanes;
+  std::vector<std::string> backup, avoid;
   std::string json_file;
   std::string log_file;
   std::string policy = "braid";
@@ -156,6 +157,8 @@ void run_send(const SendArgs& a) {
   co.code = a.code;
   co.streams = a.streams;
   co.lanes = a.lanes;
+  co.backup = a.backup;
+  co.avoid = a.avoid;
   co.max_lanes = a.max_lanes;
   co.transport = a.transport == "udp" ? Transport::udp : a.transport == "auto" ? Transport::automatic : Transport::tcp;
   co.cc = cc;
@@ -228,6 +231,12 @@ void add_send_command(CLI::App& app) {
   cmd->add_option("--policy", args->policy, "Scheduling policy: braid|ecf|minrtt|roundrobin|queue|seed-old");
   cmd->add_option("--hash", args->hash, "Piece hash: xxh3 (default) or sha256");
   cmd->add_option("--chunk", args->chunk, "Chunk size, 64KiB to 64MiB (default 1MiB)");
+  cmd->add_option("--backup", args->backup,
+                  "An interface whose paths carry data only while no other path does, e.g. a phone's "
+                  "cellular link (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--avoid", args->avoid, "An interface not to use while any other reaches the receiver (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option("--max-lanes", args->max_lanes, "Most lanes to open (default 16)")->check(CLI::Range(1, 256));
   cmd->add_option("--transport", args->transport,
                   "Lane kind for discovered lanes: tcp (default), udp, or auto (UDP on a long-RTT or lossy path)");

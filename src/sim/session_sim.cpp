@@ -74,14 +74,7 @@ class Run {
     sender_->start(LaneTraits::tcp(rtt0), {LaneKind::tcp, paths_[0].spec.name, paths_[0].spec.name}, now_);
     receiver_->start(LaneTraits::tcp(rtt0), now_);
     lanes_[0].tx_open = lanes_[0].rx_open = true;
-    std::vector<session::PathSpec> specs;
-    for (size_t i = 0; i < paths_.size(); ++i) {
-      const auto& p = paths_[i].spec;
-      int n = p.lanes;
-      if (i == 0 && p.kind != LaneKind::udp) n -= 1;
-      for (int k = 0; k < n; ++k) specs.push_back({p.kind, p.name, p.name});
-    }
-    sender_->add_paths(specs, now_);
+    sender_->add_paths(wanted_paths(), now_);
     for (size_t i = 0; i < sc_.events.size(); ++i) at(Time::zero() + sc_.events[i].at, [this, i] { apply(sc_.events[i]); });
     start_next_transfer();
     pump();
@@ -143,6 +136,7 @@ class Run {
     SimPath spec;
     Rate rate;
     bool up = true;
+    bool present = true;  // its interface exists (gone / back)
   };
   struct Event {
     Time at;
@@ -542,9 +536,35 @@ class Run {
     transfers_.push_back(r);
   }
 
+  /// What the engine's planner would list: every present path's lanes
+  /// (the bootstrap lane counts for the first path).
+  std::vector<session::PathSpec> wanted_paths() const {
+    std::vector<session::PathSpec> specs;
+    for (size_t i = 0; i < paths_.size(); ++i) {
+      if (!paths_[i].present) continue;
+      const auto& p = paths_[i].spec;
+      int n = p.lanes;
+      if (i == 0 && p.kind != LaneKind::udp) n -= 1;
+      for (int k = 0; k < n; ++k) specs.push_back({p.kind, p.name, p.name, p.backup});
+    }
+    return specs;
+  }
+
   void apply(const PathEvent& e) {
     const size_t p = path_named(e.path);
     switch (e.kind) {
+      case PathEvent::Kind::gone:
+        advance_all();
+        paths_[p].up = false;
+        paths_[p].present = false;
+        replan();
+        sender_->set_paths(wanted_paths(), now_, paths_[0].present);
+        break;
+      case PathEvent::Kind::back:
+        paths_[p].present = true;
+        apply(PathEvent{PathEvent::Kind::up, e.at, e.path, e.rate, e.detect});
+        sender_->set_paths(wanted_paths(), now_, paths_[0].present);
+        break;
       case PathEvent::Kind::rate:
         advance_all();
         paths_[p].rate = e.rate;

@@ -36,10 +36,15 @@ struct SimPath {
   /// UDP does not get through (a firewall): a UDP lane on it never hears
   /// its peer and gives up after 2 s, as the engine's does.
   bool udp_blocked = false;
+  /// A backup path (send --backup IFACE): data only while no other path's lane carries it.
+  bool backup = false;
 };
 
 struct PathEvent {
-  enum class Kind { down, up, rate, kill } kind = Kind::down;
+  /// gone / back: the path's interface goes away or returns, which the
+  /// engine's path manager sees at once (rtnetlink): the sender is given
+  /// the new list of paths (Sender::set_paths) and the path is down / up.
+  enum class Kind { down, up, rate, kill, gone, back } kind = Kind::down;
   Duration at;
   std::string path;
   Rate rate;  // Kind::rate

@@ -16,6 +16,9 @@
 #                   1 s of the sender seeing it, the receiver told; it comes
 #                   back up: a new lane on it opens within 2 s and carries
 #                   data; the file arrives identical
+#   backup          two links (100 and 50 Mbit/s), `--backup s2`: while s1
+#                   lives s2 carries < 1 % of the bytes; s1 is deleted
+#                   mid-transfer and s2 takes over within 2 s
 #   rate-limit      (not in make test yet: measured 56-61 Mbit/s per second,
 #                   the per-lane split leaves an idle lane's share unused)
 #                   two links (100 Mbit/s each), --rate-limit 60Mbit/s while
@@ -198,6 +201,34 @@ if ok:
 sys.exit(0 if ok else 1)
 PY
   grep -q '"lane_closed"' "$W/recv.log" 2>/dev/null || true
+  ;;
+backup)
+  veth 1 100mbit
+  veth 2 50mbit
+  RS ip addr add 10.77.0.1/24 dev r1
+  RS ip addr add 10.77.2.1/24 dev r2
+  SS ip addr add 10.77.0.2/24 dev s1
+  SS ip addr add 10.77.2.2/24 dev s2
+  random_file "$W/src/data.bin" $((48 << 20)) paths
+  start_recv
+  ( sleep 2; echo "$(tx_bytes s1) $(tx_bytes s2)" > "$W/tx-before.txt"; ip -n "$NS_S" link del s1 ) &
+  CUT=$!
+  b1=$(tx_bytes s1); b2=$(tx_bytes s2)
+  send --backup s2
+  wait "$CUT"
+  read -r m1 m2 < "$W/tx-before.txt"
+  echo "until s1 went: s1 sent $((m1 - b1)) bytes, the backup s2 $((m2 - b2))"
+  [ $((m1 - b1)) -gt $((8 << 20)) ] || fail "s1 carried too little before it went"
+  [ $(( (m2 - b2) * 100 )) -lt $((m1 - b1)) ] || fail "the backup carried 1 % or more while s1 lived"
+  py "$W" <<'PY' || fail "the backup did not take over within 2 s"
+import json, sys
+w = sys.argv[1]
+log = [json.loads(l) for l in open(w + '/send.log')]
+gone = next((e['t'] for e in log if e['event'] == 'network_changed' and not e.get('lane0_path', True)), None)
+took = next((e['t'] for e in log if e['event'] == 'lane_data' and 'backup path does' in e.get('reason', '')), None)
+print('s1 seen gone at', gone, '; backup took over at', took)
+sys.exit(0 if gone is not None and took is not None and gone <= took <= gone + 2.0 else 1)
+PY
   ;;
 rate-limit)
   veth 1 100mbit

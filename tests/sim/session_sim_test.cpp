@@ -312,5 +312,58 @@ TEST(SessionSim, NoMessageLaneEverAgainEndsTheSessionAfterTheGrace) {
   EXPECT_NEAR(r.receiver_ended_at.to_seconds(), 1.1 + 10.0, 0.01) << dump(r);
 }
 
+// ---- the path manager's decisions (Sender::set_paths, backup paths) ------------------
+
+TEST(SessionSim, ABackupPathWaitsWhileTheMainPathLivesAndTakesOverWhenItDies) {
+  SessionScenario sc;
+  SimPath cell = path("cell", 40, 60);
+  cell.backup = true;
+  sc.paths = {path("eth", 100, 4, 2), cell};
+  sc.size = Bytes::mib(64);
+  // Ethernet's interface goes away at 2 s (a cable pulled): seen at once.
+  sc.events = {event(PathEvent::Kind::gone, 2.0, "eth")};
+  const auto r = run_session(sc);
+  expect_verified(r);
+  // Before 2 s every byte came over Ethernet: the backup carried < 1 %.
+  uint64_t before = 0;
+  for (const auto& [t, bytes] : r.deliveries)
+    if (t.to_seconds() <= 2.0) before = bytes;
+  ASSERT_GT(before, uint64_t{16} << 20) << dump(r);
+  uint64_t cell_bytes = 0;
+  for (const auto& l : r.lanes) cell_bytes += l.path == "cell" ? l.delivered : 0;
+  // Everything after 2 s went over the backup, and before 2 s it carried < 1 %.
+  EXPECT_GE(cell_bytes + before, sc.size.count()) << dump(r);
+  EXPECT_LE(static_cast<double>(cell_bytes), sc.size.as_double() - static_cast<double>(before) + 0.01 * sc.size.as_double())
+      << dump(r);
+  // It took over at once (within 2 s), and the transfer ended as the backup alone allows.
+  double took_over = -1;
+  for (const auto& n : r.notes)
+    if (took_over < 0 && n.find("the backup path does") != std::string::npos) took_over = std::stod(n.substr(2));
+  EXPECT_GE(took_over, 2.0) << dump(r);
+  EXPECT_LE(took_over, 4.0) << dump(r);
+  const double bound = 2.0 + (sc.size.as_double() - static_cast<double>(before)) * 8 / 40e6;
+  EXPECT_LT(seconds(r.transfers[0]), bound * 1.10) << dump(r);
+}
+
+TEST(SessionSim, AnInterfaceThatGoesAwayClosesItsLanesAtOnceAndItsReturnOpensNewOnes) {
+  auto sc = two_paths();  // a: 100 Mbit/s (2 lanes), b: 50
+  sc.size = Bytes::mib(96);
+  sc.events = {event(PathEvent::Kind::gone, 1.0, "b"), event(PathEvent::Kind::back, 3.0, "b")};
+  const auto r = run_session(sc);
+  expect_verified(r);
+  // Closed at the instant it went (no keepalive to wait for), with the reason.
+  bool closed_at_once = false;
+  for (const auto& n : r.notes)
+    closed_at_once = closed_at_once || (n.rfind("t=1.000", 0) == 0 && n.find("path went away") != std::string::npos);
+  EXPECT_TRUE(closed_at_once) << dump(r);
+  // A new lane on b after 3 s carried data.
+  uint64_t b_new = 0;
+  for (const auto& l : r.lanes)
+    if (l.path == "b" && l.lane > 2) b_new += l.delivered;
+  EXPECT_GT(b_new, uint64_t{4} << 20) << dump(r);
+  const double bound = fluid_bound(sc.size.as_double(), {{0, 150}, {1.0, 100}, {3.0, 150}});
+  EXPECT_LT(seconds(r.transfers[0]), bound * 1.10 + 0.1) << dump(r);
+}
+
 }  // namespace
 }  // namespace braid::sim

@@ -126,9 +126,18 @@ PathPlan plan_paths(const std::vector<Interface>& interfaces, const std::vector<
         plan.passed_over.push_back({c.i->name, r.text, "same interface and next hop as an earlier path"});
         continue;
       }
-      plan.paths.push_back({c.i->name, c.i->index, c.src->text, r.text, c.how.on_link});
+      plan.paths.push_back({c.i->name, c.i->index, c.src->text, r.text, c.how.on_link, c.i->policy});
     }
   }
+  // Interfaces to avoid are used only when nothing else reaches the peer.
+  const bool other = std::any_of(plan.paths.begin(), plan.paths.end(),
+                                 [](const PlannedPath& p) { return p.policy != InterfacePolicy::avoid; });
+  if (other)
+    std::erase_if(plan.paths, [&](const PlannedPath& p) {
+      if (p.policy != InterfacePolicy::avoid) return false;
+      plan.passed_over.push_back({p.interface, p.remote, "avoided (--avoid): other paths reach the receiver"});
+      return true;
+    });
   return plan;
 }
 

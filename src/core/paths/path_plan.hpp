@@ -46,12 +46,20 @@ struct InterfaceAddress {
   std::string text;  // as the engine prints and binds it ("10.1.2.3", "fe80::1%eth0")
 };
 
+/// How the user wants an interface used (`send --backup IFACE`, `--avoid IFACE`).
+enum class InterfacePolicy {
+  normal,
+  backup,  // its paths carry data only while no other path does (a phone's cellular link)
+  avoid,   // its paths are not used at all while any other path exists
+};
+
 struct Interface {
   std::string name;
   uint32_t index = 0;
   bool up = true;
   bool loopback = false;
   std::vector<InterfaceAddress> addresses;
+  InterfacePolicy policy = InterfacePolicy::normal;
 };
 
 struct Route {
@@ -74,6 +82,7 @@ struct PlannedPath {
   std::string local;   // the interface's address to bind
   std::string remote;  // the remote address (as given)
   bool on_link = false;
+  InterfacePolicy policy = InterfacePolicy::normal;
 };
 
 /// Why a (interface, remote) pair was not made a path: for `--log` and tests.

@@ -50,6 +50,9 @@ struct PathSpec {
   LaneKind kind = LaneKind::tcp;
   std::string local;
   std::string remote;
+  /// A backup path (a phone's cellular link, say): its lanes carry data
+  /// only while no other path's lane does.
+  bool backup = false;
 };
 
 }  // namespace braid::session

@@ -61,16 +61,16 @@ void Sender::add_paths(const std::vector<PathSpec>& paths, Time now) {
     slots_.push_back(Slot{p, std::nullopt, false, 0, Time::never(), false, false});
     open_slot(slots_.size() - 1, now);
   }
-  update_bootstrap_data(now);
+  update_data_lanes(now);
   split_rate();
 }
 
-void Sender::set_paths(const std::vector<PathSpec>& wanted, Time now) {
+void Sender::set_paths(const std::vector<PathSpec>& wanted, Time now, bool bootstrap_path_present) {
   if (closing_) return;
   auto same = [](const PathSpec& a, const PathSpec& b) { return a.local == b.local && a.remote == b.remote; };
   // Match wanted paths to slots one for one (a path listed twice has two).
   std::vector<bool> matched(slots_.size(), false);
-  matched[0] = true;  // lane 0's path
+  matched[0] = bootstrap_path_present;  // lane 0's path
   std::vector<PathSpec> added;
   for (const auto& p : wanted) {
     bool found = false;
@@ -88,7 +88,7 @@ void Sender::set_paths(const std::vector<PathSpec>& wanted, Time now) {
     }
     if (!found) added.push_back(p);
   }
-  for (size_t i = 1; i < slots_.size(); ++i) {
+  for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
     if (matched[i] || s.removed) continue;
     s.removed = true;
@@ -115,7 +115,7 @@ void Sender::set_paths(const std::vector<PathSpec>& wanted, Time now) {
     push(Note{"path_added", 0, p.local + " -> " + p.remote});
     open_slot(slots_.size() - 1, now);
   }
-  update_bootstrap_data(now);
+  update_data_lanes(now);
   split_rate();
   drain_scheduler(now);
 }
@@ -170,7 +170,7 @@ void Sender::open_slot(size_t i, Time now) {
   l.traits = default_traits(s.path.kind);
   l.state = LaneState::connecting;
   l.deadline = now + cfg_.join_timeout;
-  l.data = true;
+  l.data = !s.path.backup;  // update_data_lanes decides once it is open
   s.lane = l.id;
   const LaneNo id = l.id;
   const PathSpec path = l.path;
@@ -225,7 +225,7 @@ void Sender::lane_open(Lane& l, Time now) {
         req.resend_after = resend_after(l.id);
         req.resend_at = now + req.resend_after;
       }
-  update_bootstrap_data(now);
+  update_data_lanes(now);
   attach(l, now);
   split_rate();
   if (transfer_) transfer_->no_lane_since = Time::never();
@@ -298,7 +298,7 @@ void Sender::lane_gone(Lane& l, const std::string& reason, bool announce, Time n
       s.retry_at = now + std::min(backoff, cfg_.reopen_max_backoff);
     }
   }
-  update_bootstrap_data(now);
+  update_data_lanes(now);
   split_rate();
   drain_scheduler(now);
   check_lanes_left(now);
@@ -307,6 +307,24 @@ void Sender::lane_gone(Lane& l, const std::string& reason, bool announce, Time n
 // Lane 0 carries data unless UDP lanes do: it carries their piece headers
 // and acks, which must not queue behind data. It takes data again when no
 // UDP lane is left (or opening), rather than leave the transfer to stall.
+void Sender::update_data_lanes(Time now) {
+  update_bootstrap_data(now);
+  // Backup paths carry data only while no other path's lane does.
+  bool main_alive = false;
+  for (const auto& l : lanes_) main_alive = main_alive || (l.state == LaneState::open && l.data && !l.path.backup);
+  for (auto& l : lanes_) {
+    if (!l.path.backup || l.state == LaneState::closed || l.data == !main_alive) continue;
+    l.data = !main_alive;
+    if (!l.data && transfer_ && l.sched) {
+      sched().on_lane_closed(*l.sched, now);
+      l.sched.reset();
+    }
+    push(Note{"lane_data", l.id,
+              l.data ? "no other path carries data: the backup path does" : "another path carries data: the backup path waits"});
+    attach(l, now);
+  }
+}
+
 void Sender::update_bootstrap_data(Time now) {
   Lane* l0 = find(0);
   if (!l0 || l0->state == LaneState::closed) return;
@@ -575,6 +593,7 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
           // The bootstrap lane's first frame is read by the engine before
           // start(); a later one means the receiver's addresses changed: the
           // engine plans the paths again (set_paths).
+          if (m.endpoints == peer_addresses_) return;
           peer_addresses_ = m.endpoints;
           std::string shown;
           for (const auto& a : m.endpoints) shown += (shown.empty() ? "" : " ") + a;

@@ -204,8 +204,10 @@ class Sender {
   /// lanes now, as add_paths takes it. Paths no longer wanted close their
   /// lanes at once, the receiver told why; new ones open lanes (within
   /// max_lanes); wanted paths waiting to be retried or given up are tried
-  /// again at once. Lane 0's own path is left alone.
-  void set_paths(const std::vector<PathSpec>& wanted, Time now);
+  /// again at once. Lane 0's own path is not in `wanted`: it is left alone
+  /// unless `bootstrap_path_present` is false (the interface lane 0 left
+  /// through is gone): then lane 0 closes too and is not opened again there.
+  void set_paths(const std::vector<PathSpec>& wanted, Time now, bool bootstrap_path_present = true);
   /// The receiver's addresses as it last advertised them during the session
   /// (Note "peer_addresses" says when they change); empty before.
   const std::vector<std::string>& peer_addresses() const { return peer_addresses_; }
@@ -351,6 +353,9 @@ class Sender {
   void attach(Lane& lane, Time now);
   void drain_scheduler(Time now);
   void split_rate();
+  /// Which lanes carry data: lane 0 (not while UDP lanes do), backup paths
+  /// (only while no other path's lane does).
+  void update_data_lanes(Time now);
   void update_bootstrap_data(Time now);
   void maybe_finish(Time now);
   void send_ordered(const ToReceiver& msg, Time now);

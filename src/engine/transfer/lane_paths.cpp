@@ -99,18 +99,27 @@ std::vector<LanePath> plan_lane_paths(const LanePlan& plan, std::vector<std::pai
     remotes.push_back({lanes::ip_bytes_of(*r), 0, r->str()});
     endpoints.push_back(*r);
   }
-  const paths::PathPlan planned = paths::plan_paths(plan.interfaces, plan.routes, remotes);
+  std::vector<paths::Interface> interfaces = plan.interfaces;
+  for (auto& i : interfaces) {
+    auto named = [&](const std::vector<std::string>& v) { return std::find(v.begin(), v.end(), i.name) != v.end(); };
+    i.policy = named(plan.avoid) ? paths::InterfacePolicy::avoid
+               : named(plan.backup) ? paths::InterfacePolicy::backup
+                                    : paths::InterfacePolicy::normal;
+  }
+  const paths::PathPlan planned = paths::plan_paths(interfaces, plan.routes, remotes);
   for (const auto& p : planned.passed_over) skipped.emplace_back(p.interface + " -> " + p.remote, p.why);
   struct Pair {
     lanes::Endpoint l, r;
     std::string interface;
+    bool backup = false;
   };
   std::vector<Pair> pairs;
   for (const auto& p : planned.paths) {
     auto l = lanes::parse_numeric_endpoint(p.local, 0);
     const auto at = std::find_if(remotes.begin(), remotes.end(), [&](const auto& r) { return r.text == p.remote; });
     if (!l || at == remotes.end()) continue;
-    pairs.push_back({*l, endpoints[static_cast<size_t>(at - remotes.begin())], p.interface});
+    pairs.push_back({*l, endpoints[static_cast<size_t>(at - remotes.begin())], p.interface,
+                     p.policy == paths::InterfacePolicy::backup});
   }
   auto is_first = [&](const Pair& p) {
     return p.r.str() == plan.first_remote.str() && p.l.same_host(plan.first_local);
@@ -126,6 +135,7 @@ std::vector<LanePath> plan_lane_paths(const LanePlan& plan, std::vector<std::pai
       if (round == 0 && is_first(p) && !plan.udp_default) continue;  // lane 0 is its first
       add(p.l, p.r, plan.udp_default);
       out.back().interface = p.interface;
+      out.back().spec.backup = p.backup;
     }
   if (pairs.empty())  // nothing usable advertised: more streams on the bootstrap path
     for (int k = plan.udp_default ? 0 : 1; k < streams; ++k) add(std::nullopt, plan.first_remote, plan.udp_default);

@@ -40,6 +40,8 @@ struct LanePlan {
   /// lanes::read_routes), when the paths are discovered.
   std::vector<paths::Interface> interfaces;
   std::vector<paths::Route> routes;
+  /// --backup / --avoid: interfaces by name.
+  std::vector<std::string> backup, avoid;
 };
 
 /// The paths for further lanes (the bootstrap lane is not among them), in

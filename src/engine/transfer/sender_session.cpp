@@ -123,7 +123,8 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   cfg.root_hash = files::root_hash_of_ranges;
   const auto traits0 = session::LaneTraits::tcp(have_rtt && rtt_us > 0 ? std::optional(Duration::micros(rtt_us))
                                                                         : std::nullopt);
-  LanePlan plan{opts.lanes, opts.streams, udp_default, local, remote, addrs.endpoints, kDefaultPort, {}, {}};
+  LanePlan plan{opts.lanes, opts.streams, udp_default, local, remote, addrs.endpoints, kDefaultPort, {}, {},
+                opts.backup, opts.avoid};
   plan.interfaces = lanes::read_interfaces();
   if (opts.lanes.empty()) {
     std::string route_error;
@@ -232,11 +233,16 @@ void SenderSession::replan_paths() {
     specs.push_back(p.spec);
     shown.push_back((p.interface.empty() ? std::string() : p.interface + " ") + p.spec.local + " -> " + p.spec.remote);
   }
+  // Lane 0 is not bound, but its address is: if no interface that is up
+  // holds it any more, nothing it sends can be answered.
+  bool lane0_present = plan.first_local.is_loopback();
+  for (const auto& i : plan.interfaces)
+    for (const auto& a : i.addresses) lane0_present = lane0_present || (i.up && a.text == plan.first_local.host());
   std::lock_guard lock(mu_);
   if (closing_ || !machine_) return;
   for (auto& p : planned) paths_[path_key(p.spec)] = std::move(p);
-  log_.write("network_changed", {{"paths", shown}});
-  machine_->set_paths(specs, now());
+  log_.write("network_changed", {{"paths", shown}, {"lane0_path", lane0_present}});
+  machine_->set_paths(specs, now(), lane0_present);
   drain_locked();
 }
 

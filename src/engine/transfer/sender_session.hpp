@@ -64,6 +64,8 @@ struct ConnectOptions {
   std::optional<std::string> code;    // the receiver's pairing code
   int streams = 2;                    // lanes per path
   std::vector<std::string> lanes;     // [tcp:|udp:]LOCAL=REMOTE:PORT, by hand
+  std::vector<std::string> backup;    // interfaces whose paths carry data only when no other does
+  std::vector<std::string> avoid;     // interfaces not used while any other reaches the receiver
   Transport transport = Transport::tcp;
   std::string cc = "delay";           // UDP lanes' congestion controller (--cc, --background);
                                       // "background" also caps TCP lanes' pacing rate (tcp_pacing_cap.hpp)

@@ -182,5 +182,23 @@ TEST(PathPlan, IpBytesPrefixes) {
   EXPECT_TRUE(v6({0, 0, 0, 0, 0, 0, 0, 1}).is_loopback());
 }
 
+TEST(PathPlan, AnAvoidedInterfaceIsUsedOnlyWhenNothingElseReaches) {
+  std::vector<Interface> is = {iface("eth0", 2, {{v4(10, 1, 0, 1), 24}}), iface("wwan0", 3, {{v4(10, 2, 0, 1), 24}})};
+  is[1].policy = InterfacePolicy::avoid;
+  const auto both = plan_paths(is, connected(is), {remote(v4(10, 1, 0, 9)), remote(v4(10, 2, 0, 9))});
+  EXPECT_EQ(describe(both), (std::vector<std::string>{"eth0 10.1.0.1 -> 10.1.0.9"}));
+  const auto only = plan_paths(is, connected(is), {remote(v4(10, 2, 0, 9))});
+  EXPECT_EQ(describe(only), (std::vector<std::string>{"wwan0 10.2.0.1 -> 10.2.0.9"}));
+}
+
+TEST(PathPlan, ABackupInterfaceIsAPathMarkedBackup) {
+  std::vector<Interface> is = {iface("eth0", 2, {{v4(10, 1, 0, 1), 24}}), iface("wwan0", 3, {{v4(10, 2, 0, 1), 24}})};
+  is[1].policy = InterfacePolicy::backup;
+  const auto plan = plan_paths(is, connected(is), {remote(v4(10, 1, 0, 9)), remote(v4(10, 2, 0, 9))});
+  ASSERT_EQ(plan.paths.size(), 2u);
+  EXPECT_EQ(plan.paths[0].policy, InterfacePolicy::normal);
+  EXPECT_EQ(plan.paths[1].policy, InterfacePolicy::backup);
+}
+
 }  // namespace
 }  // namespace braid::paths
