@@ -341,6 +341,9 @@ void text_seeds() {
   put_text("pairing_code", "mistyped", mistyped);
   put_text("pairing_code", "script_text", "test-1234");
   put_text("pairing_code", "letters_il_o", "ILO0-1234-5678-9ABC-DEFG-HJKM");
+  put_text("pairing_code", "words", "4821-chalk-lagoon-tiara-wharf");
+  put_text("pairing_code", "words_sloppy", " 4821CHALK. lago  tiar_Wharf\n");
+  put_text("pairing_code", "words_typo", "4821-chlak-lagoon-tiara-wharf");
 
   // netlab_spec picks the parser by data[0] % 7.
   auto spec = [](const std::string& name, uint8_t which, const std::string& text) {
