@@ -328,6 +328,8 @@ void text_seeds() {
   put_text("known_peers", "empty", "");
   put_text("known_peers", "bad_fingerprint", "laptop SHA256:AAAA\n");
   put_text("known_peers", "three_fields", "laptop " + f1 + " extra\n");
+  put_text("known_peers", "labels", "vm " + f1 + " paired=2026-12-02T04:31:07Z host=vm\nvm-2 " + f2 +
+                                        " paired=2026-12-02T05:00:00Z host=vm  # the second vm\n");
 
   const auto code = transfer::pairing_code_from_text("seed-1").code;
   if (!code) std::exit(1);
