@@ -144,7 +144,7 @@ class SessionEstablisher {
       return make_error(Errc::peer_refused_us,
                         "the peer '" + s_.peer_.name + "' refused this host: it has a different key pinned for us. "
                         "Our key is " + id_.fingerprint().to_string() + ". If this host's identity was recreated on purpose, "
-                        "delete our old line from the known_peers file on '" + s_.peer_.name + "', then pair again with a code.");
+                        "run `braid peers forget` for our old entry on '" + s_.peer_.name + "' (or delete its line from the known_peers file there), then pair again with a code.");
 
     if (mine.verdict == KnownPeers::Verdict::pinned) s_.peer_.name = mine.entry->label;
     bool need_pairing = mine.verdict == KnownPeers::Verdict::unknown || theirs == WireVerdict::unknown;
