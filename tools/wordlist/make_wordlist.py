@@ -66,6 +66,14 @@ menace virus toxin deaf mute numb lame taboo tabu wretch enslave nymph kosher
 inmate felon prison jail bullet cannon abduct ambush hatred female woman girl
 she man mama momma papa thee thou inane moron dumb dope nerd wimp slob
 """.split()
+# Harm, crime, grief and decay: not offensive, but unkind to read out to someone.
+BLOCK_GLOOM = """
+plague slay choke rob loot fraud thong poor scar doom dread cruel vile demise
+dirge coward despot harass ransom usurp riot savage deceit bully liar libel
+outlaw peril panic pain maggot rotten orphan exile evict bribe leech mourn
+grieve lament wreck brawl grudge gloat jeer sullen crude sadist ravage perish sordid
+sinful leer scab shaikh shaykh sermon nun boor gruel starve bawl stigma stupor spleen
+""".split()
 # Variant spellings and archaic words people do not expect.
 BLOCK_ODD = """
 ameer amir aline drouth faunae mes lemme goodby miaow appal distil enrol
@@ -106,7 +114,7 @@ def inflections(w, all_words):
 
 
 def blocked(w):
-    return w in BLOCK_EXACT or w in BLOCK_ODD or any(w.startswith(p) for p in BLOCK_PREFIX)
+    return w in BLOCK_EXACT or w in BLOCK_GLOOM or w in BLOCK_ODD or any(w.startswith(p) for p in BLOCK_PREFIX)
 
 
 def easy(w):
