@@ -31,7 +31,7 @@ LISTEN=(--listen 127.0.0.1:0)
 if python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0))' 2>/dev/null; then
   LISTEN+=(--listen '[::1]:0')
 fi
-CODE=braid-demo-$$-$RANDOM
+CODE=braid-demo-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")  # strong enough for --code (a weak one is refused)
 XDG_CONFIG_HOME=$WORK/recv-config "$BRAID" recv --dir "$DST" "${LISTEN[@]}" --code "$CODE" --yes --once \
   --json "$WORK/recv.json" > "$WORK/recv.out" 2> "$WORK/recv.err" &
 RECV_PID=$!

@@ -328,6 +328,8 @@ void text_seeds() {
   put_text("known_peers", "empty", "");
   put_text("known_peers", "bad_fingerprint", "laptop SHA256:AAAA\n");
   put_text("known_peers", "three_fields", "laptop " + f1 + " extra\n");
+  put_text("known_peers", "labels", "vm " + f1 + " paired=2026-12-02T04:31:07Z host=vm\nvm-2 " + f2 +
+                                        " paired=2026-12-02T05:00:00Z host=vm  # the second vm\n");
 
   const auto code = transfer::pairing_code_from_text("seed-1").code;
   if (!code) std::exit(1);
@@ -341,6 +343,9 @@ void text_seeds() {
   put_text("pairing_code", "mistyped", mistyped);
   put_text("pairing_code", "script_text", "test-1234");
   put_text("pairing_code", "letters_il_o", "ILO0-1234-5678-9ABC-DEFG-HJKM");
+  put_text("pairing_code", "words", "4821-chalk-lagoon-tiara-wharf");
+  put_text("pairing_code", "words_sloppy", " 4821CHALK. lago  tiar_Wharf\n");
+  put_text("pairing_code", "words_typo", "4821-chlak-lagoon-tiara-wharf");
 
   // netlab_spec picks the parser by data[0] % 7.
   auto spec = [](const std::string& name, uint8_t which, const std::string& text) {

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cli/clean_command.hpp"
+#include "cli/code_option.hpp"
 #include "cli/engine_report.hpp"
 #include "cli/signal_watch.hpp"
 #include "engine/files/debris.hpp"
@@ -25,7 +26,8 @@ namespace {
 struct RecvArgs {
   std::string dir = ".";  // recv with no --dir receives here, like scp and rsync into .
   std::vector<std::string> listen;
-  std::optional<std::string> code;
+  CodeArgs code;
+  std::string name;  // --name: the label to pin a sender that pairs under
   bool yes = false;
   bool once = false;
   size_t max_lanes = 64;
@@ -71,13 +73,15 @@ void run_recv(const RecvArgs& a) {
   SignalWatch::start([](int) {
     if (auto* r = g_receiver.load()) r->interrupt("interrupted");
   });
+  if (auto why = check_new_label(a.name); !why.empty()) finish(kExitUsage, why);
   EventLog log;
   std::string error;
   if (!a.log_file.empty() && !log.open(a.log_file, error)) finish(kExitFailure, error);
   ReceiveOptions o;
   o.dir = a.dir;
   o.listen = a.listen;
-  o.code = a.code;
+  o.code = code_or_exit(a.code, "recv");
+  o.pin_label = a.name;
   o.yes = a.yes;
   o.once = a.once;
   o.max_lanes = a.max_lanes;
@@ -163,7 +167,9 @@ void add_recv_command(CLI::App& app) {
   cmd->add_option("--dir,-d", args->dir, "Target directory (created if missing; default: the current directory)");
   cmd->add_option("--listen", args->listen, "ADDR:PORT to listen on, or unix:PATH for lanes over a Unix socket (repeatable; port 0 picks one; default [::]:7878)")
       ->allow_extra_args(false);
-  cmd->add_option("--code", args->code, "Use this pairing code instead of a fresh one (for scripts)");
+  add_code_options(cmd, args->code, "Use this pairing code instead of a fresh one (for scripts; a weak one is refused)");
+  cmd->add_option("--name", args->name,
+                  "Pin a sender that pairs under this label (default: the name it claims, made unique: vm, vm-2)");
   cmd->add_flag("--yes", args->yes, "Accept every offer without asking");
   cmd->add_flag("--once", args->once, "Exit after one session");
   cmd->add_option("--max-lanes", args->max_lanes, "Most lanes one session may have open at once (default 64)")

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "cli/code_option.hpp"
 #include "cli/engine_report.hpp"
 #include "cli/signal_watch.hpp"
 #include "core/chunk_plan.hpp"
@@ -25,7 +26,8 @@ namespace braid::cli {
 namespace {
 
 struct SendArgs {
-  std::optional<std::string> code;
+  CodeArgs code;
+  std::string name;  // --name: the label to pin the receiver under if this run pairs it
   int streams = 2;
   std::vector<std::string> lanes;
   std::vector<std::string> backup, avoid;
@@ -90,6 +92,8 @@ void run_send(const SendArgs& a) {
     g_run.json_file = a.json_file;
   }
   if (a.operands.size() < 2) finish(kExitUsage, "give at least one PATH and the receiver's HOST[:PORT]");
+  if (auto why = check_new_label(a.name); !why.empty()) finish(kExitUsage, why);
+  const std::optional<std::string> code = code_or_exit(a.code, "send");
   std::vector<std::string> paths(a.operands.begin(), a.operands.end() - 1);
   const std::string host = a.operands.back();
   auto chunk = parse_size(a.chunk);
@@ -154,7 +158,9 @@ void run_send(const SendArgs& a) {
 
   ConnectOptions co;
   co.remote = host;
-  co.code = a.code;
+  co.code = code;
+  co.pin_label = a.name;
+  co.peer_label = label_addressed(host);
   co.streams = a.streams;
   co.lanes = a.lanes;
   co.backup = a.backup;
@@ -174,6 +180,9 @@ void run_send(const SendArgs& a) {
     g_run.in_transfer = true;
   }
   if (SignalWatch::received()) session->interrupt("interrupted");  // came while connect returned
+  if (const auto& peer = session->peer(); peer.how == security::PeerAuth::paired)
+    std::cerr << "braid send: paired with '" << peer.name << "' (" << security::short_fingerprint(peer.fingerprint)
+              << "); pinned in known_peers, no code needed next time (braid peers)" << std::endl;
 
   TransferOptions to;
   to.policy = a.policy;
@@ -219,7 +228,10 @@ void run_send(const SendArgs& a) {
 void add_send_command(CLI::App& app) {
   auto args = std::make_shared<SendArgs>();
   CLI::App* cmd = app.add_subcommand("send", "Send files and directories to a `braid recv`");
-  cmd->add_option("--code", args->code, "The pairing code the receiver printed (not needed once paired)");
+  add_code_options(cmd, args->code, "The pairing code the receiver printed (not needed once paired)");
+  cmd->add_option("--name", args->name,
+                  "If this run pairs with the receiver, pin it under this label (default: the name it claims, "
+                  "made unique: vm, vm-2)");
   cmd->add_option("--streams", args->streams, "Parallel lanes per path (default 2)")->check(CLI::Range(1, 64));
   cmd->add_option("--lane", args->lanes,
                   "A lane by hand: [tcp:|udp:]LOCAL=REMOTE_ADDR:PORT (LOCAL: an address or interface of this host), "

@@ -17,7 +17,7 @@ workspace clean
 MiB=$((1 << 20))
 
 start_recv() {
-  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 --code clean-test --yes --once \
+  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 --code clean-test$CODE_SUFFIX --yes --once \
     --json "$W/recv.json" --log "$W/recv.log" "$@" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
   RECV_PID=$!
   for _ in $(seq 200); do grep -q listening "$W/recv.out" 2>/dev/null && break; sleep 0.05; done
@@ -34,7 +34,7 @@ send() {
     KILL_WRAP=(python3 "$(dirname "$0")/kill_when.py" "$W/send.log" "$KILL_AT" --)
     set -- --rate-limit 400Mbit/s --log "$W/send.log" "$@"
   fi
-  XDG_CONFIG_HOME=$W/scfg "${KILL_WRAP[@]}" "$BRAID" send --code clean-test --json "$W/send.json" "$@" "127.0.0.1:$PORT" \
+  XDG_CONFIG_HOME=$W/scfg "${KILL_WRAP[@]}" "$BRAID" send --code clean-test$CODE_SUFFIX --json "$W/send.json" "$@" "127.0.0.1:$PORT" \
     > "$W/send.out" 2> "$W/send.err"
   SEND_RC=$?
 }
@@ -110,7 +110,7 @@ case "$CASE" in
   running)
     random_file "$W/src/big.bin" $((128 * MiB)) run
     start_recv
-    XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code clean-test --rate-limit 400Mbit/s "$W/src/big.bin" "127.0.0.1:$PORT" \
+    XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code clean-test$CODE_SUFFIX --rate-limit 400Mbit/s "$W/src/big.bin" "127.0.0.1:$PORT" \
       > "$W/send.out" 2> "$W/send.err" &
     SEND_PID=$!
     for _ in $(seq 100); do [ -n "$(find "$W/dst" -name '.braid-resume-*')" ] && break; sleep 0.05; done

@@ -99,8 +99,8 @@ PY
     random_file "$W/src/one-gib.bin" $((1 << 30)) big-seed
     touch -d '2020-01-02 03:04:05' "$W/src/one-gib.bin"
     chmod 640 "$W/src/one-gib.bin"
-    start_recv --code tree-code --yes
-    send --code tree-code --streams 2 "$W/src/tree" "$W/src/one-gib.bin" "127.0.0.1:$PORT"
+    start_recv --code tree-code$CODE_SUFFIX --yes
+    send --code tree-code$CODE_SUFFIX --streams 2 "$W/src/tree" "$W/src/one-gib.bin" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
     touch -d @1500000000 "$W/src/tree/empty dir"  # walking the tree read it; keep both sides equal
@@ -111,10 +111,10 @@ PY
 
   corrupt)  # one flipped bit in one frame on a lane: detected, lane closed with a reason, transfer completes
     small_tree
-    start_recv --code c --yes
+    start_recv --code c$CODE_SUFFIX --yes
     # Lane 1 through the proxy, which flips a bit in its second data frame.
     start_proxy --corrupt-frame 1
-    send --code c --rate-limit 400Mbit/s --lane "tcp:127.0.0.1=127.0.0.1:$PROXY" \
+    send --code c$CODE_SUFFIX --rate-limit 400Mbit/s --lane "tcp:127.0.0.1=127.0.0.1:$PROXY" \
       --lane "tcp:127.0.0.1=127.0.0.1:$PORT" "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
@@ -126,12 +126,12 @@ PY
   kill-lane)  # lane 0 (the bootstrap, which carried the offer) dies mid-transfer: the transfer
               # completes over the other lanes, the peer logs the closing with its reason
     small_tree
-    start_recv --code k --yes
+    start_recv --code k$CODE_SUFFIX --yes
     # Lane 0 through the proxy, reset once 300 kB crossed it (TLS and its
     # first frames). The rate limit (an even share per lane) makes every
     # lane carry megabytes, so lane 0 surely gets that far.
     start_proxy --kill-after 300000
-    send --code k --streams 3 --rate-limit 400Mbit/s "$W/src/t" "127.0.0.1:$PROXY"
+    send --code k$CODE_SUFFIX --streams 3 --rate-limit 400Mbit/s "$W/src/t" "127.0.0.1:$PROXY"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
     same_trees
@@ -144,18 +144,18 @@ PY
   stale)  # replayed frames, frames of another session and of another lane: rejected, session unharmed
     small_tree
     # A first session, through the proxy, leaves one of its frames behind.
-    start_recv --code st --yes
+    start_recv --code st$CODE_SUFFIX --yes
     start_proxy --capture "$W/old-frame"
-    send --code st --lane "tcp:127.0.0.1=127.0.0.1:$PROXY" "$W/src/t" "127.0.0.1:$PORT"
+    send --code st$CODE_SUFFIX --lane "tcp:127.0.0.1=127.0.0.1:$PROXY" "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "the first send exited $SEND_RC"
     wait_recv; stop_proxies
     [ -s "$W/old-frame" ] || fail "the proxy captured no frame"
     rm -rf "$W/dst"; mkdir -p "$W/dst"
     # The second: lanes 1 and 2 through the proxy, which replays each lane's
     # first frame, sends each the other lane's, and the old session's frame.
-    start_recv --code st --yes
+    start_recv --code st$CODE_SUFFIX --yes
     start_proxy --stale --inject "$W/old-frame"
-    send --code st --rate-limit 400Mbit/s --lane "tcp:127.0.0.1=127.0.0.1:$PROXY" \
+    send --code st$CODE_SUFFIX --rate-limit 400Mbit/s --lane "tcp:127.0.0.1=127.0.0.1:$PROXY" \
       --lane "tcp:127.0.0.1=127.0.0.1:$PROXY" "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
@@ -169,8 +169,8 @@ PY
 
   report)  # the per-lane report's fields, over 127.0.0.1 and ::1
     small_tree
-    start_recv --code r --yes
-    send --code r --streams 2 "$W/src/t" "127.0.0.1:$PORT"
+    start_recv --code r$CODE_SUFFIX --yes
+    send --code r$CODE_SUFFIX --streams 2 "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv
     python3 - "$W/send.json" <<'PY' || fail "report fields"
@@ -194,8 +194,8 @@ PY
 
   lanes-by-hand)  # --lane LOCAL=REMOTE:PORT, repeated, with the PATHs after it
     small_tree
-    start_recv --code lh --yes
-    send --code lh --lane "127.0.0.1=127.0.0.1:$PORT" --lane "127.0.0.1=127.0.0.1:$PORT" "$W/src/t" "127.0.0.1:$PORT"
+    start_recv --code lh$CODE_SUFFIX --yes
+    send --code lh$CODE_SUFFIX --lane "127.0.0.1=127.0.0.1:$PORT" --lane "127.0.0.1=127.0.0.1:$PORT" "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv
     same_trees
@@ -204,28 +204,28 @@ PY
 
   tcp-cc)  # --cc picks the kernel controller of TCP lanes: delay (default) → bbr, or a kernel name
     small_tree
-    start_recv --code cc --yes
-    send --code cc --cc cubic --lane "127.0.0.1=127.0.0.1:$PORT" "$W/src/t" "127.0.0.1:$PORT"
+    start_recv --code cc$CODE_SUFFIX --yes
+    send --code cc$CODE_SUFFIX --cc cubic --lane "127.0.0.1=127.0.0.1:$PORT" "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv
     same_trees
     [ "$(grep '"lane_open"' "$W/send.log" | grep -c '"cc":"cubic"')" -eq 2 ] || fail "TCP lanes did not run cubic"
     rm -rf "$W/dst"/*
-    start_recv --code cc2 --yes
-    send --code cc2 --lane "127.0.0.1=127.0.0.1:$PORT" "$W/src/t" "127.0.0.1:$PORT"
+    start_recv --code cc2$CODE_SUFFIX --yes
+    send --code cc2$CODE_SUFFIX --lane "127.0.0.1=127.0.0.1:$PORT" "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv
     [ "$(grep '"lane_open"' "$W/send.log" | grep -c '"cc":"bbr"')" -eq 2 ] || fail "default TCP lanes did not run bbr"
-    send --code cc3 --cc nope "$W/src/t" "127.0.0.1:$PORT"
+    send --code cc3$CODE_SUFFIX --cc nope "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -ne 0 ] && grep -q "unknown --cc 'nope'" "$W/send.err" || fail "no clear error for --cc nope"
     ;;
 
   late-lane)  # lane 1's path holds it 0.5 s (a proxy): it joins the running transfer and carries bytes
     random_file "$W/src/late.bin" $((128 << 20)) late
-    start_recv --code ll --yes
+    start_recv --code ll$CODE_SUFFIX --yes
     start_proxy --delay-ms 500
     # The rate limit keeps lane 0 alone busy for longer than the delay.
-    send --code ll --rate-limit 800Mbit/s --lane "127.0.0.1=127.0.0.1:$PROXY" \
+    send --code ll$CODE_SUFFIX --rate-limit 800Mbit/s --lane "127.0.0.1=127.0.0.1:$PROXY" \
       "$W/src/late.bin" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
@@ -246,8 +246,8 @@ PY
 
   wrong-code)
     small_tree
-    start_recv --code right-code --yes
-    send --code wrong-code "$W/src/t" "127.0.0.1:$PORT"
+    start_recv --code right-code$CODE_SUFFIX --yes
+    send --code wrong-code$CODE_SUFFIX "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 4 ] || fail "send exited $SEND_RC, expected 4"
     grep -qi 'pairing failed' "$W/send.err" || fail "no clear message"
     [ -z "$(ls -A "$W/dst")" ] || fail "something was written"
@@ -255,8 +255,8 @@ PY
 
   refused)  # no --yes and no terminal to ask: the offer is refused
     small_tree
-    start_recv --code r2
-    send --code r2 "$W/src/t" "127.0.0.1:$PORT"
+    start_recv --code r2$CODE_SUFFIX
+    send --code r2$CODE_SUFFIX "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 6 ] || fail "send exited $SEND_RC, expected 6"
     grep -q 'refused' "$W/send.err" || fail "no clear message"
     [ -z "$(ls -A "$W/dst")" ] || fail "something was written"
@@ -265,7 +265,7 @@ PY
   unreachable)
     small_tree
     PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    send --code x "$W/src/t" "127.0.0.1:$PORT"
+    send --code x$CODE_SUFFIX "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 3 ] || fail "send exited $SEND_RC, expected 3"
     grep -q 'unreachable' "$W/send.err" || fail "no clear message"
     ;;
@@ -278,8 +278,8 @@ PY
     mount -t tmpfs -o size=16m tmpfs "$W/small" 2>/dev/null || { echo "SKIP [$CASE]: cannot mount a small tmpfs"; exit 0; }
     trap 'umount "$W/small" 2>/dev/null; cleanup' EXIT
     rmdir "$W/dst"; ln -s "$W/small" "$W/dst"
-    start_recv --code df --yes
-    send --code df "$W/src/t" "127.0.0.1:$PORT"
+    start_recv --code df$CODE_SUFFIX --yes
+    send --code df$CODE_SUFFIX "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 8 ] || fail "send exited $SEND_RC, expected 8 (space check)"
     grep -q 'space' "$W/send.err" || fail "no clear message"
     wait_recv; [ "$RECV_RC" -eq 8 ] || fail "recv exited $RECV_RC, expected 8"

@@ -4,6 +4,10 @@
 # tails of what the run printed; waiting for the receiver; seeded data.
 # Sourced after BRAID and CASE are set: `. "$(dirname "$0")/lib.sh"; workspace NAME`.
 
+# Test pairing codes are a name plus this: a weak --code is refused (exit 2,
+# security/code_strength.h), and 20 random-looking characters pass.
+CODE_SUFFIX=-Vd7q2Xk9Lw4pRz8mTb3N
+
 # workspace NAME: sets W (src, dst, rcfg, scfg inside) and the cleanup trap.
 workspace() {
   local base=/tmp

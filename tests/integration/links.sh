@@ -36,13 +36,13 @@ touch "$W/marker"
 
 mode=()
 [ "$CASE" = safe ] || mode=(--links "$CASE")
-XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst/in" --listen 127.0.0.1:0 --code links-test --yes --once \
+XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst/in" --listen 127.0.0.1:0 --code links-test$CODE_SUFFIX --yes --once \
   "${mode[@]}" --json "$W/recv.json" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
 RECV_PID=$!
 for _ in $(seq 200); do grep -q listening "$W/recv.out" 2>/dev/null && break; sleep 0.05; done
 PORT=$(grep -o '127\.0\.0\.1:[0-9]*' "$W/recv.out" | head -1 | cut -d: -f2)
 [ -n "$PORT" ] || fail "receiver did not start"
-XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code links-test "$T" "127.0.0.1:$PORT" > "$W/send.out" 2> "$W/send.err"
+XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code links-test$CODE_SUFFIX "$T" "127.0.0.1:$PORT" > "$W/send.out" 2> "$W/send.err"
 rc=$?
 [ "$rc" -eq 0 ] || fail "send exited $rc"
 wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"

@@ -64,7 +64,7 @@ wait_for_baseline() {
 case "$CASE" in
   flood)
     random_file "$W/src/big.bin" $((96 << 20)) flood
-    start_recv 0 --code flood-code --yes
+    start_recv 0 --code flood-code$CODE_SUFFIX --yes
     sleep 0.3
     BASE_FDS=$(fds_of "$RECV_PID")
     BASE_THREADS=$(threads_of "$RECV_PID")
@@ -74,7 +74,7 @@ case "$CASE" in
     for _ in $(seq 300); do [ "$(cat "$W/flood.progress" 2>/dev/null || echo 0)" -ge 1000 ] && break; sleep 0.05; done
     AT_START=$(cat "$W/flood.progress" 2>/dev/null || echo 0)
     # ~4 s at the rate cap: the transfer runs inside the flood (8 s or more).
-    send --code flood-code --streams 4 --rate-limit 200Mbit/s "$W/src/big.bin" "127.0.0.1:$PORT"
+    send --code flood-code$CODE_SUFFIX --streams 4 --rate-limit 200Mbit/s "$W/src/big.bin" "127.0.0.1:$PORT"
     AT_END=$(cat "$W/flood.progress" 2>/dev/null || echo 0)
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC during the flood"
     cmp -s "$W/src/big.bin" "$W/dst/big.bin" || fail "the file arrived different"
@@ -99,13 +99,13 @@ case "$CASE" in
 
   sequential)
     head -c 65536 /dev/urandom > "$W/src/small.bin"
-    start_recv 64 --code seq-code --yes
+    start_recv 64 --code seq-code$CODE_SUFFIX --yes
     sleep 0.3
     BASE_FDS=$(fds_of "$RECV_PID")
     BASE_THREADS=$(threads_of "$RECV_PID")
     MAX_FDS=$BASE_FDS
     for i in $(seq 300); do
-      send --code seq-code "$W/src/small.bin" "127.0.0.1:$PORT"
+      send --code seq-code$CODE_SUFFIX "$W/src/small.bin" "127.0.0.1:$PORT"
       [ "$SEND_RC" -eq 0 ] || fail "session $i of 300 failed (send exited $SEND_RC)"
       cmp -s "$W/src/small.bin" "$W/dst/small.bin" || fail "session $i: the file arrived different"
       rm -f "$W/dst/small.bin"
@@ -121,7 +121,7 @@ case "$CASE" in
 
   dead-lane | dead-lane-mid-piece)
     random_file "$W/src/d.bin" $((32 << 20)) dead
-    start_recv 0 --code dead-code --yes --once
+    start_recv 0 --code dead-code$CODE_SUFFIX --yes --once
     if [ "$CASE" = dead-lane ]; then
       # The relayed lane's path dies right after its join, at its first data
       # frame: its writer handed a 256 KiB piece to the kernel and waits for
@@ -140,7 +140,7 @@ case "$CASE" in
     PP=$(cat "$W/proxy.port" 2>/dev/null) || fail "the relay did not start"
     # Lane 0 direct, lane 1 through the relay.
     T0=$(date +%s.%N)
-    XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code dead-code --lane "tcp:127.0.0.1=127.0.0.1:$PP" "${SEND_ARGS[@]}" \
+    XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code dead-code$CODE_SUFFIX --lane "tcp:127.0.0.1=127.0.0.1:$PP" "${SEND_ARGS[@]}" \
       --log "$W/send.log" --json "$W/send.json" "$W/src/d.bin" "127.0.0.1:$PORT" > "$W/send.out" 2> "$W/send.err" &
     SEND_PID=$!
     if [ "$CASE" = dead-lane-mid-piece ]; then
@@ -184,7 +184,7 @@ print(acked, done)")
   emfile)
     head -c 65536 /dev/urandom > "$W/src/small.bin"
     command -v prlimit > /dev/null || { echo "SKIP [$CASE]: needs prlimit (util-linux) to lower the receiver's fd limit"; exit 77; }
-    start_recv 1024 --code emfile-code --yes
+    start_recv 1024 --code emfile-code$CODE_SUFFIX --yes
     sleep 0.3
     BASE_FDS=$(fds_of "$RECV_PID")
     # Its caps on waiting connections came from 1024 fds (256 pending): with
@@ -220,7 +220,7 @@ print(sum(json.loads(l).get('shed', 0) for l in open('$W/recv.log') if '\"accept
     FLOOD_S=$(json_field "$W/flood.json" seconds)
     python3 -c "import sys; sys.exit(0 if $((TICKS1 - TICKS0)) <= 30 * $FLOOD_S else 1)" ||
       fail "the receiver used $((TICKS1 - TICKS0)) CPU ticks in ${FLOOD_S} s: a busy loop?"
-    send --code emfile-code "$W/src/small.bin" "127.0.0.1:$PORT"
+    send --code emfile-code$CODE_SUFFIX "$W/src/small.bin" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "no session after the fds came back (send exited $SEND_RC)"
     cmp -s "$W/src/small.bin" "$W/dst/small.bin" || fail "the file arrived different"
     ;;

@@ -33,7 +33,7 @@ ipv6_ok() { python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(
 start_recv() {
   local listen=(--listen 127.0.0.1:0)
   ipv6_ok && listen+=(--listen '[::1]:0')
-  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" "${listen[@]}" --code resume-test --yes --once \
+  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" "${listen[@]}" --code resume-test$CODE_SUFFIX --yes --once \
     --json "$W/recv.json" --log "$W/recv.log" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
   RECV_PID=$!
   for _ in $(seq 200); do grep -q listening "$W/recv.out" 2>/dev/null && break; sleep 0.05; done
@@ -51,7 +51,7 @@ send() {
     KILL_WRAP=(python3 "$(dirname "$0")/kill_when.py" "$W/send.log" "$KILL_AT" --)
     set -- --rate-limit 400Mbit/s "$@"
   fi
-  XDG_CONFIG_HOME=$W/scfg "${KILL_WRAP[@]}" "$BRAID" send --code resume-test --json "$W/send.json" --log "$W/send.log" "$@" \
+  XDG_CONFIG_HOME=$W/scfg "${KILL_WRAP[@]}" "$BRAID" send --code resume-test$CODE_SUFFIX --json "$W/send.json" --log "$W/send.log" "$@" \
     "127.0.0.1:$PORT" > "$W/send.out" 2> "$W/send.err"
   SEND_RC=$?
 }
@@ -161,7 +161,7 @@ case "$CASE" in
     start_recv
     # Slow enough (about 2.7 s) to kill the receiver in the middle.
     send_bg() {
-      XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code resume-test --rate-limit 400Mbit/s "$W/src/big.bin" \
+      XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code resume-test$CODE_SUFFIX --rate-limit 400Mbit/s "$W/src/big.bin" \
         "127.0.0.1:$PORT" > "$W/send1.out" 2> "$W/send1.err" &
       SEND_PID=$!
     }

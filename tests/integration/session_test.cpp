@@ -201,31 +201,67 @@ TEST_F(SessionFixture, WrongCodeIsRefusedAndNothingIsWritten) {
   EXPECT_TRUE(fs::is_empty(dst));
 }
 
-TEST_F(SessionFixture, PairedPeersNeedNoCodeAndAChangedKeyIsRefusedLoudly) {
+TEST_F(SessionFixture, PairedPeersNeedNoCodeAndAChangedKeyUnderTheirLabelIsRefusedLoudly) {
+  RunningReceiver r(dst, recv_cfg, "pair-me");
+  std::string label;
+  {
+    auto s = connect_ok(r.address(), send_cfg, "pair-me", log);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->peer().how, security::PeerAuth::paired);
+    label = s->peer().name;
+    s->close();
+  }
+  {
+    auto s = connect_ok(r.address(), send_cfg, std::nullopt, log);  // pinned now: no code
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->peer().how, security::PeerAuth::pinned);
+    s->close();
+  }
+  // The receiver gets a new key. Addressed by the label the sender pinned it
+  // under, it is refused loudly, even with the receiver's live code.
+  r.stop();
+  const fs::path recv_cfg2 = tmp / "recv-config-2";
+  RunningReceiver r2(dst, recv_cfg2, "pair-me-again");
+  ConnectOptions co;
+  co.remote = r2.address();
+  co.config_dir = send_cfg;
+  co.code = "pair-me-again";  // a code never overrides a pin
+  co.peer_label = label;
+  auto c = SenderSession::connect(co, log);
+  auto* f = std::get_if<Failure>(&c);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->exit_code, kExitKeyChanged);
+  EXPECT_NE(f->message.find("HAS CHANGED"), std::string::npos) << f->message;
+  EXPECT_TRUE(fs::is_empty(dst));
+  // By address alone, the new key is a new peer: the code pairs it, under another label.
+  co.peer_label.clear();
+  auto ok = SenderSession::connect(co, log);
+  ASSERT_EQ(std::get_if<Failure>(&ok), nullptr) << std::get<Failure>(ok).message;
+  EXPECT_NE(std::get<0>(ok)->peer().name, label);
+  std::get<0>(ok)->close();
+}
+
+TEST_F(SessionFixture, ASenderWithANewKeyUnderTheSameNameIsANewPeer) {
   RunningReceiver r(dst, recv_cfg, "pair-me");
   {
     auto s = connect_ok(r.address(), send_cfg, "pair-me", log);
     ASSERT_TRUE(s);
     s->close();
   }
-  {
-    auto s = connect_ok(r.address(), send_cfg, std::nullopt, log);  // pinned now: no code
-    ASSERT_TRUE(s);
-    s->close();
-  }
-  // The sender's identity is recreated under the same name: the receiver refuses it.
+  // The sender's identity is recreated under the same name: to the receiver
+  // it is an unknown peer (not a changed one), which needs the live code.
   fs::remove(send_cfg / "identity.key");
   fs::remove(send_cfg / "identity.crt");
   ConnectOptions co;
   co.remote = r.address();
   co.config_dir = send_cfg;
-  co.code = "pair-me";  // a code never overrides a pin
+  auto none = SenderSession::connect(co, log);
+  ASSERT_NE(std::get_if<Failure>(&none), nullptr);
+  EXPECT_EQ(std::get<Failure>(none).exit_code, kExitAuthFailed);
+  co.code = r.get().code();
   auto c = SenderSession::connect(co, log);
-  auto* f = std::get_if<Failure>(&c);
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->exit_code, kExitKeyChanged);
-  EXPECT_NE(f->message.find("different key"), std::string::npos) << f->message;
-  EXPECT_TRUE(fs::is_empty(dst));
+  ASSERT_EQ(std::get_if<Failure>(&c), nullptr) << std::get<Failure>(c).message;
+  std::get<0>(c)->close();
 }
 
 // The receiver's code is one-time: it pairs one new host, then a new code is

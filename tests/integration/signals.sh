@@ -28,7 +28,7 @@ sigint_default() { exec python3 -c 'import os, signal, sys; signal.signal(signal
 
 # start_recv [--once]: a receiver in the background (RECV_PID, PORT).
 start_recv() {
-  sigint_default env XDG_CONFIG_HOME="$W/rcfg" "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 --code sig-test --yes "$@" \
+  sigint_default env XDG_CONFIG_HOME="$W/rcfg" "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 --code sig-test$CODE_SUFFIX --yes "$@" \
     --json "$W/recv.json" --log "$W/recv.log" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
   RECV_PID=$!
   for _ in $(seq 200); do grep -q listening "$W/recv.out" 2>/dev/null && break; sleep 0.05; done
@@ -39,13 +39,13 @@ start_recv() {
 # send_bg TAG [args]: a rate-limited sender in the background (SEND_PID), slow enough to be signalled mid-way.
 send_bg() {
   local tag=$1; shift
-  sigint_default env XDG_CONFIG_HOME="$W/scfg" "$BRAID" send --code sig-test --json "$W/$tag.json" --log "$W/$tag.log" \
+  sigint_default env XDG_CONFIG_HOME="$W/scfg" "$BRAID" send --code sig-test$CODE_SUFFIX --json "$W/$tag.json" --log "$W/$tag.log" \
     --rate-limit 400Mbit/s "$@" "$W/src/big.bin" "127.0.0.1:$PORT" > "$W/$tag.out" 2> "$W/$tag.err" &
   SEND_PID=$!
 }
 
 send_fg() {
-  XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code sig-test --json "$W/send2.json" --log "$W/send2.log" \
+  XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code sig-test$CODE_SUFFIX --json "$W/send2.json" --log "$W/send2.log" \
     "$W/src/big.bin" "127.0.0.1:$PORT" > "$W/send2.out" 2> "$W/send2.err"
   SEND_RC=$?
 }

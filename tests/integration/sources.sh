@@ -23,7 +23,7 @@ CASE=$2
 workspace sources
 
 start_recv() {
-  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 --code src-test --yes --once \
+  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 --code src-test$CODE_SUFFIX --yes --once \
     --json "$W/recv.json" --log "$W/recv.log" "$@" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
   RECV_PID=$!
   for _ in $(seq 200); do grep -q listening "$W/recv.out" 2>/dev/null && break; sleep 0.05; done
@@ -36,7 +36,8 @@ send() {
   local wrap=()
   while [ "$1" != -- ]; do wrap+=("$1"); shift; done
   shift
-  XDG_CONFIG_HOME=$W/scfg "${wrap[@]}" "$BRAID" send --code src-test --json "$W/send.json" --log "$W/send.log" "$@" \
+  # The code through the environment: stderr then holds only what the run says about the sources.
+  BRAID_CODE=src-test$CODE_SUFFIX XDG_CONFIG_HOME=$W/scfg "${wrap[@]}" "$BRAID" send --json "$W/send.json" --log "$W/send.log" "$@" \
     "127.0.0.1:$PORT" > "$W/send.out" 2> "$W/send.err"
   SEND_RC=$?
 }

@@ -13,7 +13,7 @@ workspace stream
 EXTRA_LISTEN=()
 
 start_recv() {
-  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 "${EXTRA_LISTEN[@]}" --code stream-test --yes --once \
+  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 "${EXTRA_LISTEN[@]}" --code stream-test$CODE_SUFFIX --yes --once \
     --json "$W/recv.json" --log "$W/recv.log" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
   RECV_PID=$!
   for _ in $(seq 200); do grep -q listening "$W/recv.out" 2>/dev/null && break; sleep 0.05; done
@@ -22,7 +22,7 @@ start_recv() {
 }
 
 send() {
-  XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code stream-test --json "$W/send.json" --log "$W/send.log" "$@" \
+  XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code stream-test$CODE_SUFFIX --json "$W/send.json" --log "$W/send.log" "$@" \
     > "$W/send.out" 2> "$W/send.err"
   SEND_RC=$?
 }

@@ -20,7 +20,7 @@ CASE=$2
 workspace tcpbg
 
 start_recv() {
-  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 --once --yes --code "$1" \
+  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 --once --yes --code "$1$CODE_SUFFIX" \
     --json "$W/recv.json" --log "$W/recv.log" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
   RECV_PID=$!
   for _ in $(seq 200); do grep -q listening "$W/recv.out" 2>/dev/null && break; sleep 0.05; done
@@ -43,7 +43,7 @@ case "$CASE" in
     # the pacer's first look at each lane; 64 MiB could end within the first.
     random_file "$W/src/bg.bin" $((256 << 20)) bg
     start_recv bg
-    send --code bg --background --lane "tcp:127.0.0.1=127.0.0.1:$PORT" "$W/src/bg.bin" "127.0.0.1:$PORT"
+    send --code bg$CODE_SUFFIX --background --lane "tcp:127.0.0.1=127.0.0.1:$PORT" "$W/src/bg.bin" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
     same_file bg.bin
@@ -84,7 +84,7 @@ PY
     random_file "$W/src/rl.bin" $((24 << 20)) rl
     start_recv rl
     start=$(date +%s.%N)
-    send --code rl --background --rate-limit 200Mbit/s --lane "tcp:127.0.0.1=127.0.0.1:$PORT" \
+    send --code rl$CODE_SUFFIX --background --rate-limit 200Mbit/s --lane "tcp:127.0.0.1=127.0.0.1:$PORT" \
       "$W/src/rl.bin" "127.0.0.1:$PORT"
     end=$(date +%s.%N)
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"

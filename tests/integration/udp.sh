@@ -17,7 +17,7 @@ ipv6_ok() { python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(
 start_recv() {
   local listen=(--listen 127.0.0.1:0)
   ipv6_ok && listen+=(--listen '[::1]:0')
-  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" "${listen[@]}" --code udp-test --yes ${ONCE---once} \
+  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" "${listen[@]}" --code udp-test$CODE_SUFFIX --yes ${ONCE---once} \
     --json "$W/recv.json" --log "$W/recv.log" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
   RECV_PID=$!
   for _ in $(seq 200); do grep -q listening "$W/recv.out" 2>/dev/null && break; sleep 0.05; done
@@ -29,7 +29,7 @@ start_recv() {
 send() {
   local start end
   start=$(date +%s.%N)
-  XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code udp-test --json "$W/send.json" --log "$W/send.log" "$@" \
+  XDG_CONFIG_HOME=$W/scfg "$BRAID" send --code udp-test$CODE_SUFFIX --json "$W/send.json" --log "$W/send.log" "$@" \
     > "$W/send.out" 2> "$W/send.err"
   SEND_RC=$?
   end=$(date +%s.%N)
@@ -73,7 +73,7 @@ case "$CASE" in
     make_file $((128 << 20))
     ONCE= start_recv
     XDG_CONFIG_HOME=$W/scfg python3 "$(dirname "$0")/kill_when.py" "$W/send.log" $((32 << 20)) -- \
-      "$BRAID" send --code udp-test --rate-limit 400Mbit/s --log "$W/send.log" \
+      "$BRAID" send --code udp-test$CODE_SUFFIX --rate-limit 400Mbit/s --log "$W/send.log" \
       --lane "udp:127.0.0.1=127.0.0.1:$PORT" "$W/src/data.bin" "127.0.0.1:$PORT" > "$W/send.out" 2> "$W/send.err"
     [ $? -eq 137 ] || fail "the sender was not killed mid-transfer"
     send --lane "udp:127.0.0.1=127.0.0.1:$PORT" "$W/src/data.bin" "127.0.0.1:$PORT"

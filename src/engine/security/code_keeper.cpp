@@ -17,6 +17,11 @@ unsigned OneTimeCode::failures() const {
 
 Result<CodeKeeper::Lease> OneTimeCode::lease() {
   std::lock_guard lock(mu_);
+  if (ledger_.closed())
+    return make_error(Errc::pairing_failed,
+                      "this receiver takes no pairing code any more: " +
+                          std::to_string(CodeLedger::kMaxRetiredCodes * CodeLedger::kMaxFailures) +
+                          " wrong attempts closed pairing until it restarts (known peers still connect)");
   if (!code_)
     return make_error(Errc::crypto_error, "this receiver has no pairing code: a new one could not be generated");
   return Lease{*code_, ledger_.generation()};
@@ -27,7 +32,8 @@ CodeLedger::Verdict OneTimeCode::settle(std::uint64_t generation, bool code_righ
   const CodeLedger::Settled s = ledger_.settle(generation, code_right);
   if (s.change == CodeLedger::Change::none) return s.verdict;
   code_.reset();
-  if (auto next = PairingCode::generate()) code_.emplace(std::move(next.value()));
+  if (s.change != CodeLedger::Change::closed)
+    if (auto next = PairingCode::generate()) code_.emplace(std::move(next.value()));
   if (on_change_) on_change_(Changed{s.change, s.failures, code_ ? &*code_ : nullptr});
   return s.verdict;
 }

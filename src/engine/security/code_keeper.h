@@ -38,9 +38,9 @@ class CodeKeeper {
 class OneTimeCode final : public CodeKeeper {
  public:
   struct Changed {
-    CodeLedger::Change why;    // spent or retired
+    CodeLedger::Change why;    // spent, retired or closed
     unsigned failures;         // wrong attempts the old code had
-    const PairingCode* next;   // the new live code; null if none could be generated
+    const PairingCode* next;   // the new live code; null if closed or none could be generated
   };
   using OnChange = std::function<void(const Changed&)>;
 

@@ -3,7 +3,7 @@
 namespace braid::security {
 
 CodeLedger::Settled CodeLedger::settle(std::uint64_t generation, bool code_right) {
-  if (generation != live_) return {Verdict::stale, Change::none, 0};
+  if (closed_ || generation != live_) return {Verdict::stale, Change::none, 0};
   if (code_right) {
     const unsigned before = failures_;
     ++live_;
@@ -14,7 +14,8 @@ CodeLedger::Settled CodeLedger::settle(std::uint64_t generation, bool code_right
   if (now < kMaxFailures) return {Verdict::wrong_code, Change::none, now};
   ++live_;
   failures_ = 0;
-  return {Verdict::wrong_code, Change::retired, now};
+  closed_ = ++retired_ >= kMaxRetiredCodes;
+  return {Verdict::wrong_code, closed_ ? Change::closed : Change::retired, now};
 }
 
 }  // namespace braid::security

@@ -12,6 +12,9 @@ std::string_view errc_name(Errc code) {
     case Errc::bad_file_format: return "bad_file_format";
     case Errc::bad_pairing_code: return "bad_pairing_code";
     case Errc::pairing_code_mistyped: return "pairing_code_mistyped";
+    case Errc::weak_pairing_code: return "weak_pairing_code";
+    case Errc::label_taken: return "label_taken";
+    case Errc::no_such_peer: return "no_such_peer";
     case Errc::handshake_failed: return "handshake_failed";
     case Errc::bad_peer_certificate: return "bad_peer_certificate";
     case Errc::peer_key_changed: return "peer_key_changed";

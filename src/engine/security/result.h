@@ -20,10 +20,13 @@ enum class Errc {
   insecure_permissions,   // a private key or its directory is readable by others
   bad_file_format,        // an identity or known-peers file could not be parsed
   bad_pairing_code,       // the text is not a pairing code (length, letters)
-  pairing_code_mistyped,  // right shape, wrong check letter: a typo
+  pairing_code_mistyped,  // right shape, but a word not in the list or a wrong check letter: a typo
+  weak_pairing_code,      // a code a person chose is too easy to guess (code_strength.h)
+  label_taken,            // a known-peers label already names another key
+  no_such_peer,           // no known peer has that label (or fingerprint prefix), or several do
   handshake_failed,       // the TLS 1.3 handshake did not complete
   bad_peer_certificate,   // no certificate, or one braid cannot use
-  peer_key_changed,       // known-peers pins another key for this peer name
+  peer_key_changed,       // the peer was addressed by a label that pins another key
   peer_refused_us,        // the peer pins another key for *us*
   pairing_required,       // unknown peer (either side) and no code was given
   pairing_failed,         // the pairing proofs did not match: wrong code

@@ -3,6 +3,7 @@
 #include <openssl/err.h>
 
 #include <array>
+#include <ctime>
 #include <optional>
 #include <vector>
 
@@ -105,6 +106,7 @@ class SessionEstablisher {
     auto fp = Fingerprint::of_key(key);
     if (!fp) return fp.error();
     s_.peer_.name = name.value();
+    s_.peer_.host = name.value();
     s_.peer_.fingerprint = fp.value();
     return {};
   }
@@ -117,7 +119,11 @@ class SessionEstablisher {
   }
 
   Status check_peer() {
-    KnownPeers::Check mine = known_.check(s_.peer_.name, s_.peer_.fingerprint);
+    KnownPeers::Check mine = known_.check(s_.peer_.fingerprint);
+    if (opt_.role == Role::client && !opt_.addressed_label.empty()) {
+      KnownPeers::Check by_label = known_.check_label(opt_.addressed_label, s_.peer_.fingerprint);
+      if (by_label.verdict != KnownPeers::Verdict::unknown) mine = by_label;
+    }
     bool have_code = opt_.pairing_code != nullptr || (opt_.role == Role::server && opt_.code_keeper != nullptr);
     std::uint8_t hello[] = {kAuthVersion, static_cast<std::uint8_t>(to_wire(mine.verdict)), have_code ? std::uint8_t{1} : std::uint8_t{0}};
     // Both sides always send and then read a HELLO before deciding anything,
@@ -138,9 +144,9 @@ class SessionEstablisher {
       return make_error(Errc::peer_refused_us,
                         "the peer '" + s_.peer_.name + "' refused this host: it has a different key pinned for us. "
                         "Our key is " + id_.fingerprint().to_string() + ". If this host's identity was recreated on purpose, "
-                        "delete our old line from the known_peers file on '" + s_.peer_.name + "', then pair again with a code.");
+                        "run `braid peers forget` for our old entry on '" + s_.peer_.name + "' (or delete its line from the known_peers file there), then pair again with a code.");
 
-    if (mine.verdict == KnownPeers::Verdict::pinned) s_.peer_.name = mine.entry->name;
+    if (mine.verdict == KnownPeers::Verdict::pinned) s_.peer_.name = mine.entry->label;
     bool need_pairing = mine.verdict == KnownPeers::Verdict::unknown || theirs == WireVerdict::unknown;
     if (!need_pairing) {
       s_.peer_.how = PeerAuth::pinned;
@@ -201,16 +207,33 @@ class SessionEstablisher {
     if (!paired) return paired;
     if (opt_.role == Role::client) {
       if (pin_peer)
-        if (Status st = known_.add(s_.peer_.name, s_.peer_.fingerprint); !st) return st;
+        if (Status st = pin(); !st) return st;
       if (Status st = send_msg(Msg::done, {}); !st) return st;
     } else {
       auto done = expect(Msg::done, 0);
       if (!done) return done.error();
       if (pin_peer)
-        if (Status st = known_.add(s_.peer_.name, s_.peer_.fingerprint); !st) return st;
+        if (Status st = pin(); !st) return st;
     }
     s_.peer_.how = PeerAuth::paired;
     return {};
+  }
+
+  // Pins the peer just paired (by key; the label is --name or the name it
+  // claims, made unique) and calls it by that label from now on.
+  Status pin() {
+    auto pinned = known_.pin(s_.peer_.fingerprint, s_.peer_.host, opt_.pin_label, utc_now());
+    if (!pinned) return pinned.error();
+    s_.peer_.name = pinned.value().label;
+    return {};
+  }
+
+  static std::string utc_now() {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    char buf[32] = {};
+    if (::gmtime_r(&t, &tm) == nullptr || std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) return {};
+    return buf;
   }
 
   Status pair_as_server(Spake2& pake, const std::optional<CodeKeeper::Lease>& lease) {

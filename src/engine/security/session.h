@@ -11,9 +11,10 @@
 //   - the engine closes the socket after the Session is gone.
 //
 // The peer check, after the TLS handshake (each side, with its own
-// known-peers file):
+// known-peers file, which pins keys: known_peers.h):
 //   1. both send HELLO: their verdict on the other's key (pinned, unknown,
-//      changed) and whether they hold a pairing code;
+//      changed) and whether they hold a pairing code. "changed" only when
+//      the client addressed the peer by a label that pins another key;
 //   2. a changed key on either side ends the session with a loud message
 //      (a pairing code never overrides a pin);
 //   3. if both verdicts are "pinned", done: no code needed;
@@ -65,7 +66,8 @@ enum class PeerAuth : std::uint8_t {
 };
 
 struct PeerInfo {
-  std::string name;  // as declared in its certificate, or as pinned
+  std::string name;  // its label in our known peers (pinned or just paired); else the name it claims
+  std::string host;  // the name it claims (its certificate's), whatever we call it
   Fingerprint fingerprint;
   PeerAuth how = PeerAuth::pinned;
 };
@@ -82,6 +84,15 @@ struct SessionOptions {
   // keeper's live code (pairing_code is ignored) and settles every attempt
   // with it before answering the peer. Must outlive establish().
   CodeKeeper* code_keeper = nullptr;
+  // Client only: the known-peers label the user addressed this peer by
+  // (`braid send FILE vm`). If that label pins another key than the one the
+  // peer presents, establish fails with Errc::peer_key_changed and the loud
+  // message, whatever code is given. Empty, or a label not in the file: the
+  // peer is checked by its key alone.
+  std::string addressed_label;
+  // The label to pin a newly paired peer under (`--name`); empty: the name
+  // it claims, made unique (KnownPeers::pin).
+  std::string pin_label;
 };
 
 class Session {

@@ -1,9 +1,13 @@
-// Pairing codes as people and scripts give them. A real code (24 Crockford
-// base32 symbols, check symbol included) is used as is. Any other text — a
-// script's `--code test-1234` — is turned into a code deterministically
-// (SHA-256 of the text, cut to 23 symbols, plus the matching check symbol),
-// so sender and receiver given the same text agree. Its strength is then
-// the text's, which is the script author's choice.
+// Pairing codes as people and scripts give them. A real code — the words
+// format or the older 24-symbol format (security/pairing_code.h) — is used
+// as is. Text with the shape of a words code (a 4-digit number, then
+// letters) is read as one or refused with the reason (an unknown word, with
+// a suggestion): a typo must not silently become another code. Any other
+// text — a script's `--code "$(openssl rand -hex 16)"` — is turned into a
+// code deterministically (SHA-256 of the text, cut to 23 legacy symbols,
+// plus the matching check symbol), so sender and receiver given the same
+// text agree. Its strength is then the text's: the command line refuses
+// weak text (security/code_strength.h); this layer does not judge.
 #pragma once
 
 #include <optional>
@@ -15,7 +19,10 @@ namespace braid::transfer {
 
 struct CodeFromText {
   std::optional<security::PairingCode> code;
-  bool looked_mistyped = false;  // right shape, wrong check symbol: maybe a typo
+  // The text has a code's shape but not a valid code's content: a word not
+  // in the list (then `code` is empty and `error` says which), or a legacy
+  // code's check symbol that does not match (then `code` is the text's hash).
+  bool looked_mistyped = false;
   std::string error;
 };
 

@@ -152,8 +152,15 @@ std::string Receiver::code() const {
 // first one went, stdout.
 void Receiver::code_changed(const security::OneTimeCode::Changed& c) {
   const bool spent = c.why == security::CodeLedger::Change::spent;
-  log_.write("pairing_code", {{"status", spent ? "spent" : "retired"}, {"failures", c.failures}});
+  const bool closed = c.why == security::CodeLedger::Change::closed;
+  log_.write("pairing_code", {{"status", spent ? "spent" : closed ? "closed" : "retired"}, {"failures", c.failures}});
   if (opts_.quiet || (spent && opts_.once)) return;  // --once: this receiver pairs no one else
+  if (closed) {
+    std::cerr << "braid: " << security::CodeLedger::kMaxRetiredCodes * security::CodeLedger::kMaxFailures
+              << " wrong pairing attempts: no new code; only known peers can connect until braid recv restarts"
+              << std::endl;
+    return;
+  }
   if (c.next == nullptr) {
     std::cerr << "braid: no new pairing code could be made; only known peers can connect" << std::endl;
     return;
@@ -646,7 +653,11 @@ void Receiver::handshake(Handshake h) {
   auto known = host_->known_peers();
   if (!known) return refused(known.error().message, "");
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(h.deadline - Clock::now()).count();
-  security::SessionOptions so{security::Role::server, nullptr, static_cast<int>(std::max<int64_t>(1, left)), code_.get()};
+  security::SessionOptions so;
+  so.role = security::Role::server;
+  so.io_timeout_ms = static_cast<int>(std::max<int64_t>(1, left));
+  so.code_keeper = code_.get();
+  so.pin_label = opts_.pin_label;
   auto session = security::Session::establish(raw, *host_->tls, *host_->identity, known.value(), so);
   if (!session) {
     ::shutdown(raw, SHUT_RDWR);
@@ -656,6 +667,10 @@ void Receiver::handshake(Handshake h) {
                    std::string(security::errc_name(session.error().code)));
   }
   leave();
+  if (const auto& peer = session.value().peer(); peer.how == security::PeerAuth::paired && !opts_.quiet)
+    std::cerr << "braid: paired with '" << peer.name << "' (" << security::short_fingerprint(peer.fingerprint)
+              << (peer.host != peer.name ? ", calls itself '" + peer.host + "'" : std::string())
+              << "); pinned in known_peers (braid peers)" << std::endl;
   if (!set_blocking(raw)) return refused(std::string("fcntl: ") + std::strerror(errno), "");
   lanes::tune_lane_socket(raw);
   start_session(std::move(h.fd), std::move(session.value()));

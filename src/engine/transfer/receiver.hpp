@@ -98,6 +98,7 @@ struct ReceiveOptions {
   std::string dir;
   std::vector<std::string> listen;  // ADDR:PORT; default: every interface, port 7878
   std::optional<std::string> code;  // fixed pairing code (scripts); default: a fresh one
+  std::string pin_label;            // `--name`: the label to pin a sender that pairs under
   bool yes = false;
   bool once = false;
   size_t max_lanes = 64;  // lanes open at once per session (ReceiverConfig::max_lanes)

@@ -50,7 +50,7 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   bool code_looked_mistyped = false;
   if (opts.code) {
     auto c = pairing_code_from_text(*opts.code);
-    if (!c.code) return Failure{kExitAuthFailed, c.error};
+    if (!c.code) return Failure{kExitUsage, "bad pairing code: " + c.error};
     code.emplace(*c.code);
     code_looked_mistyped = c.looked_mistyped;
   }
@@ -72,7 +72,12 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
 
   auto known = s->host_->known_peers();
   if (!known) return Failure{kExitFailure, known.error().message};
-  security::SessionOptions so{security::Role::client, code ? &*code : nullptr, 30'000};
+  security::SessionOptions so;
+  so.role = security::Role::client;
+  so.pairing_code = code ? &*code : nullptr;
+  so.io_timeout_ms = 30'000;
+  so.addressed_label = opts.peer_label;
+  so.pin_label = opts.pin_label;
   auto session = security::Session::establish(fd.get(), *s->host_->tls, *s->host_->identity, known.value(), so);
   if (!session) {
     log.write("status", {{"status", "refused"}, {"reason", session.error().message}});
@@ -82,11 +87,13 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
     return Failure{exit_code_for(session.error().code), msg};
   }
   s->peer_name_ = session.value().peer().name;
+  s->peer_ = session.value().peer();
   s->session_id_ = session.value().session_id();
   s->background_ = opts.cc == "background";
   s->secret_ = session.value().lane_secret();
   log.write("status", {{"status", "authenticated"},
                        {"peer", s->peer_name_},
+                       {"fingerprint", s->peer_.fingerprint.to_string()},
                        {"how", session.value().peer().how == security::PeerAuth::paired ? "paired" : "pinned"}});
 
   // `--transport auto`: UDP lanes when the handshake already showed a long

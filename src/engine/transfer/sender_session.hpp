@@ -62,6 +62,12 @@ enum class Transport { tcp, udp, automatic };
 struct ConnectOptions {
   std::string remote;                 // HOST[:PORT]
   std::optional<std::string> code;    // the receiver's pairing code
+  /// The known-peers label the user named the receiver by, if any: a peer
+  /// presenting another key than that label's is refused loudly
+  /// (security::SessionOptions::addressed_label).
+  std::string peer_label;
+  /// `--name`: the label to pin the receiver under if this run pairs it.
+  std::string pin_label;
   int streams = 2;                    // lanes per path
   std::vector<std::string> lanes;     // [tcp:|udp:]LOCAL=REMOTE:PORT, by hand
   std::vector<std::string> backup;    // interfaces whose paths carry data only when no other does
@@ -133,6 +139,8 @@ class SenderSession : private DataLaneEvents {
 
   size_t live_lanes() const;
   std::string peer_name() const { return peer_name_; }
+  /// Who the receiver is: its label, claimed name, key, and whether this run paired it.
+  const security::PeerInfo& peer() const { return peer_; }
 
  private:
   friend struct SenderActive;
@@ -179,6 +187,7 @@ class SenderSession : private DataLaneEvents {
   ConnectOptions opts_;
   std::unique_ptr<LocalHost> host_;
   std::string peer_name_;
+  security::PeerInfo peer_;
   uint64_t session_id_ = 0;
   security::LaneSecret secret_;
   std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();

@@ -87,6 +87,37 @@ TEST(CodeLedger, ConcurrentAttemptsGetAtMostThreeAnswersPerCode) {
   EXPECT_EQ(answered, 3);
 }
 
+TEST(CodeLedger, TenRetiredCodesClosePairingForGood) {
+  // 30 wrong guesses per receiver at most: P(a 44-bit code guessed) <= 30 / 2^44.
+  CodeLedger l;
+  unsigned answered = 0;
+  for (unsigned code = 1; code <= CodeLedger::kMaxRetiredCodes; ++code) {
+    const auto g = l.generation();
+    Change last = Change::none;
+    for (unsigned i = 0; i < CodeLedger::kMaxFailures; ++i) {
+      auto s = l.settle(g, false);
+      answered += s.verdict == Verdict::wrong_code;
+      last = s.change;
+    }
+    EXPECT_EQ(last, code < CodeLedger::kMaxRetiredCodes ? Change::retired : Change::closed) << code;
+    EXPECT_EQ(l.closed(), code == CodeLedger::kMaxRetiredCodes);
+  }
+  EXPECT_EQ(answered, 30u);
+  // Closed: even the live generation, right or wrong, is refused and counts nothing.
+  EXPECT_EQ(l.settle(l.generation(), true).verdict, Verdict::stale);
+  EXPECT_EQ(l.settle(l.generation(), false).verdict, Verdict::stale);
+}
+
+TEST(CodeLedger, SpentCodesDoNotCountTowardsClosing) {
+  CodeLedger l;
+  for (int i = 0; i < 50; ++i) {
+    l.settle(l.generation(), false);
+    l.settle(l.generation(), false);
+    EXPECT_EQ(l.settle(l.generation(), true).verdict, Verdict::accepted);
+  }
+  EXPECT_FALSE(l.closed());
+}
+
 PairingCode fixed_code() {
   auto c = PairingCode::generate();
   EXPECT_TRUE(c);
@@ -130,6 +161,26 @@ TEST(OneTimeCode, RetiresAfterThreeWrongAttempts) {
   auto next = keeper.lease();
   ASSERT_TRUE(next);
   EXPECT_NE(next.value().generation, lease.value().generation);
+}
+
+TEST(OneTimeCode, ClosedLeasesNothingAndSaysWhy) {
+  std::vector<Change> changes;
+  OneTimeCode keeper(fixed_code(), [&](const OneTimeCode::Changed& c) {
+    changes.push_back(c.why);
+    EXPECT_EQ(c.next == nullptr, c.why == Change::closed);
+  });
+  for (unsigned code = 0; code < CodeLedger::kMaxRetiredCodes; ++code) {
+    auto lease = keeper.lease();
+    ASSERT_TRUE(lease) << code;
+    for (unsigned i = 0; i < CodeLedger::kMaxFailures; ++i) keeper.settle(lease.value().generation, false);
+  }
+  ASSERT_EQ(changes.size(), CodeLedger::kMaxRetiredCodes);
+  EXPECT_EQ(changes.back(), Change::closed);
+  EXPECT_FALSE(keeper.current());
+  auto lease = keeper.lease();
+  ASSERT_FALSE(lease);
+  EXPECT_EQ(lease.error().code, Errc::pairing_failed);
+  EXPECT_NE(lease.error().message.find("30 wrong attempts"), std::string::npos) << lease.error().message;
 }
 
 TEST(OneTimeCode, ManyThreadsSettleOneCodeAtMostThreeTimes) {

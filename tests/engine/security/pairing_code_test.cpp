@@ -1,48 +1,110 @@
 #include "engine/security/pairing_code.h"
 
 #include <gtest/gtest.h>
+#include <openssl/rand.h>
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <set>
 
 namespace braid::security {
 namespace {
 
-TEST(PairingCode, HasAtLeast100BitsOfRandomness) {
-  EXPECT_GE(PairingCode::kEntropyBits, 100u);
-  EXPECT_EQ(PairingCode::kAlphabet.size(), 32u);  // 5 bits per random symbol
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  for (std::size_t end; (end = s.find(sep, at)) != std::string::npos; at = end + 1) out.push_back(s.substr(at, end - at));
+  out.push_back(s.substr(at));
+  return out;
 }
 
-TEST(PairingCode, FormatIsSixGroupsOfFour) {
+// A code in the older 24-symbol format: 23 random symbols and the check
+// symbol parse() accepts (braid no longer generates these).
+Result<PairingCode> legacy_code() {
+  std::array<unsigned char, PairingCode::kLegacyRandomSymbols> rnd{};
+  EXPECT_EQ(RAND_bytes(rnd.data(), static_cast<int>(rnd.size())), 1);
+  std::string symbols;
+  for (unsigned char b : rnd) symbols += PairingCode::kLegacyAlphabet[b & 31];
+  for (char c : PairingCode::kLegacyAlphabet)
+    if (auto code = PairingCode::parse(symbols + c)) return code;
+  return make_error(Errc::bad_pairing_code, "no check symbol fits " + symbols);
+}
+
+TEST(PairingCode, HasAtLeast40BitsOfSecretAndThePublicNumberIsNotCounted) {
+  EXPECT_EQ(kCodeWords.size(), 2048u);
+  EXPECT_EQ(PairingCode::kSecretBits, 44u);  // 4 words x 11 bits; the 4 digits are public
+  EXPECT_GE(PairingCode::kSecretBits, 40u);
   auto code = PairingCode::generate();
   ASSERT_TRUE(code);
-  std::string shown = code.value().display();
-  ASSERT_EQ(shown.size(), 29u) << shown;
-  for (std::size_t i = 0; i < shown.size(); ++i) {
-    if (i % 5 == 4) EXPECT_EQ(shown[i], '-') << shown;
-    else EXPECT_NE(PairingCode::kAlphabet.find(shown[i]), std::string_view::npos) << shown;
-  }
-  for (char c : std::string_view("ILOU")) EXPECT_EQ(shown.find(c), std::string::npos);
+  EXPECT_EQ(code.value().secret_bits(), 44u);
+  EXPECT_EQ(code.value().kind(), PairingCode::Kind::words);
 }
 
-TEST(PairingCode, CodesAreUniqueAndSymbolsUniform) {
+TEST(PairingCode, FormatIsANumberAndFourListWords) {
+  for (int i = 0; i < 200; ++i) {
+    auto code = PairingCode::generate();
+    ASSERT_TRUE(code);
+    const std::string shown = code.value().display();
+    EXPECT_EQ(shown, code.value().canonical());
+    const auto parts = split(shown, '-');
+    ASSERT_EQ(parts.size(), 5u) << shown;
+    ASSERT_EQ(parts[0].size(), 4u) << shown;
+    for (char c : parts[0]) EXPECT_TRUE(c >= '0' && c <= '9') << shown;
+    for (std::size_t w = 1; w < parts.size(); ++w) {
+      EXPECT_TRUE(std::binary_search(kCodeWords.begin(), kCodeWords.end(), parts[w])) << shown;
+      EXPECT_GE(parts[w].size(), 3u);
+      EXPECT_LE(parts[w].size(), 8u);
+    }
+  }
+}
+
+TEST(PairingCode, RendezvousIsTheNumberAndPublic) {
+  auto code = PairingCode::generate();
+  ASSERT_TRUE(code);
+  const auto number = code.value().rendezvous();
+  ASSERT_TRUE(number);
+  EXPECT_EQ(number->size(), 4u);
+  EXPECT_EQ(code.value().display().substr(0, 4), *number);
+  // The same words with another number is another code (the whole text is
+  // the password), but the words alone carry the secret bits.
+  std::string other = code.value().canonical();
+  other[0] = other[0] == '9' ? '0' : static_cast<char>(other[0] + 1);
+  auto parsed = PairingCode::parse(other);
+  ASSERT_TRUE(parsed);
+  EXPECT_NE(parsed.value().canonical(), code.value().canonical());
+  EXPECT_NE(parsed.value().rendezvous(), number);
+  // A legacy code has no public number.
+  auto legacy = legacy_code();
+  ASSERT_TRUE(legacy);
+  EXPECT_FALSE(legacy.value().rendezvous());
+  EXPECT_EQ(legacy.value().secret_bits(), 115u);
+}
+
+TEST(PairingCode, NumbersAndWordsAreUniform) {
   std::set<std::string> seen;
-  std::array<int, 32> counts{};
-  constexpr int kCodes = 2000;
+  std::map<std::string, int> words;
+  std::array<int, 10> first_digit{};
+  constexpr int kCodes = 4000;
   for (int i = 0; i < kCodes; ++i) {
     auto code = PairingCode::generate();
     ASSERT_TRUE(code);
     seen.insert(code.value().canonical());
-    for (std::size_t j = 0; j < PairingCode::kRandomSymbols; ++j)
-      ++counts[PairingCode::kAlphabet.find(code.value().canonical()[j])];
+    const auto parts = split(code.value().canonical(), '-');
+    ++first_digit[parts[0][0] - '0'];
+    for (std::size_t w = 1; w < parts.size(); ++w) ++words[parts[w]];
   }
   EXPECT_EQ(seen.size(), static_cast<std::size_t>(kCodes));
-  // 46000 symbols over 32 values: expect 1437.5 each; a chi-square over 31
-  // degrees of freedom stays below 70 except with probability ~1e-4.
-  double expected = kCodes * PairingCode::kRandomSymbols / 32.0, chi2 = 0;
-  for (int c : counts) chi2 += (c - expected) * (c - expected) / expected;
-  EXPECT_LT(chi2, 70.0);
+  // 4000 first digits over 10 values: chi-square over 9 degrees of freedom
+  // stays below 33 except with probability ~1e-4.
+  double chi2 = 0;
+  for (int c : first_digit) chi2 += (c - 400.0) * (c - 400.0) / 400.0;
+  EXPECT_LT(chi2, 33.0);
+  // 16000 words over 2048: each about 7.8 times; most of the list shows up.
+  EXPECT_GT(words.size(), 1900u);
+  int most = 0;
+  for (const auto& [w, n] : words) most = std::max(most, n);
+  EXPECT_LT(most, 30);
 }
 
 TEST(PairingCode, ParseRoundTrip) {
@@ -51,10 +113,81 @@ TEST(PairingCode, ParseRoundTrip) {
   auto parsed = PairingCode::parse(code.value().display());
   ASSERT_TRUE(parsed) << parsed.error().message;
   EXPECT_EQ(parsed.value().canonical(), code.value().canonical());
+  EXPECT_EQ(parsed.value().kind(), PairingCode::Kind::words);
 }
 
-TEST(PairingCode, ParseForgivesCaseSeparatorsAndLookalikes) {
-  auto code = PairingCode::generate();
+TEST(PairingCode, ParseForgivesCaseSpacesSeparatorsAndPrefixes) {
+  const std::string canon = "4821-chalk-lagoon-tiara-wharf";
+  for (const std::string typed :
+       {"4821-chalk-lagoon-tiara-wharf", "4821 chalk lagoon tiara wharf", "4821.Chalk.LAGOON.tiara.wharf",
+        "  4821   chalk -- lagoon\ttiara_wharf \n", "4821chalk lagoon tiara wharf", "4821-chal-lago-tiar-whar",
+        "4821 CHALK lagoo tiar wharf"}) {
+    auto parsed = PairingCode::parse(typed);
+    ASSERT_TRUE(parsed) << typed << ": " << parsed.error().message;
+    EXPECT_EQ(parsed.value().canonical(), canon) << typed;
+  }
+}
+
+TEST(PairingCode, EveryWordsFirstFourLettersNameItAndNoWordIsOneTypoFromAnother) {
+  std::set<std::string> keys;
+  for (std::string_view w : kCodeWords) {
+    EXPECT_TRUE(keys.insert(std::string(w.substr(0, 4))).second) << w;
+    for (char c : w) EXPECT_TRUE(c >= 'a' && c <= 'z') << w;
+    EXPECT_EQ(find_code_word(w.substr(0, std::min<std::size_t>(4, w.size()))), find_code_word(w)) << w;
+  }
+  EXPECT_TRUE(std::is_sorted(kCodeWords.begin(), kCodeWords.end()));
+  // Dropping any one letter of a word gives no other word of the list.
+  for (std::string_view w : kCodeWords)
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      std::string dropped = std::string(w.substr(0, i)) + std::string(w.substr(i + 1));
+      EXPECT_FALSE(std::binary_search(kCodeWords.begin(), kCodeWords.end(), dropped)) << w << " -> " << dropped;
+    }
+}
+
+TEST(PairingCode, ATypoIsNamedWithASuggestion) {
+  auto typo = PairingCode::parse("4821-chalk-lagono-tiara-wharf");  // two letters swapped
+  ASSERT_FALSE(typo);
+  EXPECT_EQ(typo.error().code, Errc::pairing_code_mistyped);
+  EXPECT_NE(typo.error().message.find("unknown word 'lagono'"), std::string::npos) << typo.error().message;
+  EXPECT_NE(typo.error().message.find("did you mean 'lagoon'?"), std::string::npos) << typo.error().message;
+
+  auto missing_letter = PairingCode::parse("4821-chalk-lagoon-tiara-wharff");
+  ASSERT_FALSE(missing_letter);
+  EXPECT_NE(missing_letter.error().message.find("did you mean 'wharf'?"), std::string::npos);
+
+  auto nonsense = PairingCode::parse("4821-chalk-lagoon-tiara-qqqqqqqq");
+  ASSERT_FALSE(nonsense);
+  EXPECT_EQ(nonsense.error().code, Errc::pairing_code_mistyped);
+  EXPECT_NE(nonsense.error().message.find("unknown word 'qqqqqqqq'"), std::string::npos);
+  EXPECT_EQ(nonsense.error().message.find("did you mean"), std::string::npos) << nonsense.error().message;
+
+  auto too_short = PairingCode::parse("4821-cha-lagoon-tiara-wharf");  // 3 letters name no word
+  ASSERT_FALSE(too_short);
+  EXPECT_EQ(too_short.error().code, Errc::pairing_code_mistyped);
+}
+
+TEST(PairingCode, WrongNumberOfWordsOrDigitsIsNotACode) {
+  for (const std::string typed : {"4821-chalk-lagoon-tiara", "4821-chalk-lagoon-tiara-wharf-chalk", "482-chalk-tiara-wharf",
+                                  "48211-chalk-lagoon-tiara-wharf", "chalk-lagoon-tiara-wharf", "", "4821"}) {
+    auto parsed = PairingCode::parse(typed);
+    ASSERT_FALSE(parsed) << typed;
+    EXPECT_EQ(parsed.error().code, Errc::bad_pairing_code) << typed << ": " << parsed.error().message;
+  }
+  auto three = PairingCode::parse("4821-chalk-lagoon-tiara");
+  EXPECT_NE(three.error().message.find("this has 3 words"), std::string::npos) << three.error().message;
+}
+
+TEST(PairingCode, LooksLikeAWordsCode) {
+  EXPECT_TRUE(PairingCode::looks_like_words_code("4821-chalk-lagoon-tiara-wharf"));
+  EXPECT_TRUE(PairingCode::looks_like_words_code("4821 chlak"));
+  EXPECT_FALSE(PairingCode::looks_like_words_code("4821"));
+  EXPECT_FALSE(PairingCode::looks_like_words_code("correct horse battery staple"));
+  EXPECT_FALSE(PairingCode::looks_like_words_code("57CA-1J52-KQAJ-B9PZ-3NAY-9ZAG"));
+  EXPECT_FALSE(PairingCode::looks_like_words_code("4821-chalk-2lagoon"));
+}
+
+TEST(LegacyPairingCode, ParseForgivesCaseSeparatorsAndLookalikes) {
+  auto code = legacy_code();
   ASSERT_TRUE(code);
   const std::string canon = code.value().canonical();
 
@@ -77,10 +210,10 @@ TEST(PairingCode, ParseForgivesCaseSeparatorsAndLookalikes) {
   }
 }
 
-TEST(PairingCode, IAndLReadAsOne) {
+TEST(LegacyPairingCode, IAndLReadAsOne) {
   // Build a code whose canonical form holds 1s and 0s, then type them as I/L/o.
   for (int tries = 0; tries < 200; ++tries) {
-    auto code = PairingCode::generate();
+    auto code = legacy_code();
     ASSERT_TRUE(code);
     std::string c = code.value().canonical();
     if (c.find('1') == std::string::npos || c.find('0') == std::string::npos) continue;
@@ -102,11 +235,11 @@ TEST(PairingCode, IAndLReadAsOne) {
   GTEST_SKIP() << "no code with both 1 and 0 in 200 tries (vanishingly unlikely)";
 }
 
-TEST(PairingCode, TypoIsReportedAsMistyped) {
-  auto code = PairingCode::generate();
+TEST(LegacyPairingCode, TypoIsReportedAsMistyped) {
+  auto code = legacy_code();
   ASSERT_TRUE(code);
   int detected = 0;
-  for (std::size_t pos = 0; pos < PairingCode::kSymbols; ++pos) {
+  for (std::size_t pos = 0; pos < PairingCode::kLegacySymbols; ++pos) {
     std::string typed = code.value().canonical();
     typed[pos] = typed[pos] == 'Z' ? 'Y' : 'Z';
     auto parsed = PairingCode::parse(typed);
@@ -119,8 +252,8 @@ TEST(PairingCode, TypoIsReportedAsMistyped) {
   EXPECT_GE(detected, 18);
 }
 
-TEST(PairingCode, RejectsWrongLengthAndLetters) {
-  auto code = PairingCode::generate();
+TEST(LegacyPairingCode, RejectsWrongLengthAndLetters) {
+  auto code = legacy_code();
   ASSERT_TRUE(code);
   std::string c = code.value().canonical();
   auto short_code = PairingCode::parse(c.substr(0, 20));

@@ -60,8 +60,15 @@ struct Outcome {
   std::optional<Result<Session>> client, server;
 };
 
+// What the client's user said: the label they addressed the server by, and
+// the label to pin it under if it pairs (send FILE LABEL, send --name).
+struct ClientChoice {
+  std::string addressed_label;
+  std::string pin_label;
+};
+
 Outcome run_session(Host& client, Host& server, const PairingCode* client_code, const PairingCode* server_code,
-                    CodeKeeper* keeper = nullptr) {
+                    CodeKeeper* keeper = nullptr, const ClientChoice& choice = {}) {
   int sv[2];
   EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
   Outcome out;
@@ -75,6 +82,8 @@ Outcome run_session(Host& client, Host& server, const PairingCode* client_code, 
     if (!*out.server) ::shutdown(sfd, SHUT_RDWR);
   });
   SessionOptions o{Role::client, client_code, 10'000};
+  o.addressed_label = choice.addressed_label;
+  o.pin_label = choice.pin_label;
   out.client.emplace(Session::establish(cfd, *client.tls, *client.identity, *client.known, o));
   if (!*out.client) ::shutdown(cfd, SHUT_RDWR);
   st.join();
@@ -89,7 +98,7 @@ PairingCode new_code() {
 
 bool pinned(Host& h, const Host& peer) {
   auto kp = KnownPeers::load(h.known->file());  // from disk, not memory
-  return kp && kp.value().check(peer.name, peer.identity->fingerprint()).verdict == KnownPeers::Verdict::pinned;
+  return kp && kp.value().check(peer.identity->fingerprint()).verdict == KnownPeers::Verdict::pinned;
 }
 
 TEST(Session, RightCodeAuthenticatesAndPinsBothSides) {
@@ -173,7 +182,9 @@ TEST(Session, SecondSessionBetweenPinnedPeersNeedsNoCode) {
   EXPECT_EQ(third.client->value().peer().how, PeerAuth::pinned);
 }
 
-TEST(Session, ChangedClientIdentityIsRefusedWithTheMessage) {
+TEST(Session, ANewKeyUnderAKnownNameIsANewPeerThatPairsWithTheCode) {
+  // Two machines both called "alice" (here: alice reinstalled, new key, same
+  // name). The key is the identity: the second is a peer of its own.
   Host alice("alice"), bob("bob");
   PairingCode code = new_code();
   ASSERT_TRUE(*run_session(alice, bob, &code, &code).server);
@@ -182,36 +193,66 @@ TEST(Session, ChangedClientIdentityIsRefusedWithTheMessage) {
   Fingerprint new_fp = alice.identity->fingerprint();
   ASSERT_NE(old_fp, new_fp);
 
-  // Even with a fresh, right code: a pin is never overridden by a code.
+  // Unknown without a code, like any new peer.
+  Outcome without = run_session(alice, bob, nullptr, nullptr);
+  ASSERT_FALSE(*without.server);
+  EXPECT_EQ(without.server->error().code, Errc::pairing_required) << without.server->error().message;
+
+  // With the right code it pairs, and both keys stay pinned under distinct labels.
   PairingCode code2 = new_code();
   Outcome r = run_session(alice, bob, &code2, &code2);
-  ASSERT_FALSE(*r.server);
-  ASSERT_FALSE(*r.client);
-  const Error& e = r.server->error();
-  EXPECT_EQ(e.code, Errc::peer_key_changed);
-  EXPECT_NE(e.message.find("'alice'"), std::string::npos) << e.message;
-  EXPECT_NE(e.message.find(old_fp.to_string()), std::string::npos) << e.message;
-  EXPECT_NE(e.message.find(new_fp.to_string()), std::string::npos) << e.message;
-  EXPECT_NE(e.message.find(bob.known->file().string()), std::string::npos) << e.message;
-  EXPECT_NE(e.message.find("pairing code does not override"), std::string::npos) << e.message;
-  EXPECT_EQ(r.client->error().code, Errc::peer_refused_us) << r.client->error().message;
-  EXPECT_NE(r.client->error().message.find(new_fp.to_string()), std::string::npos) << r.client->error().message;
-  EXPECT_FALSE(pinned(bob, alice));  // the new key was not pinned
+  ASSERT_TRUE(*r.server) << r.server->error().message;
+  ASSERT_TRUE(*r.client) << r.client->error().message;
+  EXPECT_EQ(r.server->value().peer().name, "alice-2");
+  EXPECT_EQ(r.server->value().peer().host, "alice");
+  auto kp = KnownPeers::load(bob.known->file());
+  ASSERT_TRUE(kp);
+  ASSERT_NE(kp.value().find_key(old_fp), nullptr);
+  ASSERT_NE(kp.value().find_key(new_fp), nullptr);
+  EXPECT_EQ(kp.value().find_key(old_fp)->label, "alice");
+  EXPECT_EQ(kp.value().find_key(new_fp)->label, "alice-2");
+  EXPECT_EQ(kp.value().find_key(new_fp)->host, "alice");
+  EXPECT_FALSE(kp.value().find_key(new_fp)->paired.empty());
 }
 
-TEST(Session, ChangedServerIdentityIsRefusedByTheClient) {
+TEST(Session, APeerAddressedByItsLabelWithAnotherKeyIsRefusedLoudlyEvenWithTheCode) {
   Host alice("alice"), bob("bob");
   PairingCode code = new_code();
   ASSERT_TRUE(*run_session(alice, bob, &code, &code).client);
   Fingerprint old_fp = bob.identity->fingerprint();
   bob.recreate_identity();
-  Outcome r = run_session(alice, bob, nullptr, nullptr);
+  PairingCode code2 = new_code();
+  Outcome r = run_session(alice, bob, &code2, &code2, nullptr, ClientChoice{"bob", ""});
   ASSERT_FALSE(*r.client);
   ASSERT_FALSE(*r.server);
-  EXPECT_EQ(r.client->error().code, Errc::peer_key_changed);
-  EXPECT_NE(r.client->error().message.find(old_fp.to_string()), std::string::npos);
-  EXPECT_NE(r.client->error().message.find(bob.identity->fingerprint().to_string()), std::string::npos);
+  const Error& e = r.client->error();
+  EXPECT_EQ(e.code, Errc::peer_key_changed);
+  EXPECT_NE(e.message.find("@@@ WARNING: THE IDENTITY OF PEER 'bob' HAS CHANGED @@@"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find(old_fp.to_string()), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find(bob.identity->fingerprint().to_string()), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find(alice.known->file().string()), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("pairing code does not override"), std::string::npos) << e.message;
   EXPECT_EQ(r.server->error().code, Errc::peer_refused_us);
+  EXPECT_FALSE(pinned(alice, bob));  // the new key was not pinned
+
+  // Not addressed by that label, the new key is just an unknown peer: the code pairs it.
+  Outcome by_address = run_session(alice, bob, &code2, &code2);
+  ASSERT_TRUE(*by_address.client) << by_address.client->error().message;
+  EXPECT_EQ(by_address.client->value().peer().name, "bob-2");
+}
+
+TEST(Session, AKnownKeyIsTrustedWhateverNameItClaimsAndPinLabelNamesANewPeer) {
+  Host alice("alice"), bob("bob");
+  PairingCode code = new_code();
+  Outcome first = run_session(alice, bob, &code, &code, nullptr, ClientChoice{"", "my-nas"});
+  ASSERT_TRUE(*first.client) << first.client->error().message;
+  EXPECT_EQ(first.client->value().peer().name, "my-nas");
+  EXPECT_EQ(first.client->value().peer().host, "bob");
+  // Addressed by the label the user chose: pinned, no code.
+  Outcome again = run_session(alice, bob, nullptr, nullptr, nullptr, ClientChoice{"my-nas", ""});
+  ASSERT_TRUE(*again.client) << again.client->error().message;
+  EXPECT_EQ(again.client->value().peer().how, PeerAuth::pinned);
+  EXPECT_EQ(again.client->value().peer().name, "my-nas");
 }
 
 TEST(Session, RemovingTheOldEntryAllowsPairingAgain) {
