@@ -72,7 +72,7 @@ veth() {
 tx_bytes() { SS cat "/sys/class/net/$1/statistics/tx_bytes"; }
 
 start_recv() {
-  RS env XDG_CONFIG_HOME="$W/rcfg" "$BRAID" recv --dir "$W/dst" --listen 0.0.0.0:7878 --code paths-test-code-1 \
+  RS env XDG_CONFIG_HOME="$W/rcfg" "$BRAID" recv --dir "$W/dst" --listen 0.0.0.0:7878 --code "paths-test-code-1$CODE_SUFFIX" \
     --yes --once --json "$W/recv.json" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
   RECV_PID=$!
   for _ in $(seq 100); do grep -q listening "$W/recv.out" 2>/dev/null && return 0; sleep 0.05; done
@@ -80,7 +80,7 @@ start_recv() {
 }
 
 send() {
-  SS env XDG_CONFIG_HOME="$W/scfg" "$BRAID" send --code paths-test-code-1 --json "$W/send.json" --log "$W/send.log" \
+  SS env XDG_CONFIG_HOME="$W/scfg" "$BRAID" send --code "paths-test-code-1$CODE_SUFFIX" --json "$W/send.json" --log "$W/send.log" \
     "$@" "$W/src/data.bin" 10.77.0.1:7878 > "$W/send.out" 2> "$W/send.err" || fail "send failed"
   wait_recv
   [ "$RECV_RC" = 0 ] || fail "the receiver exited $RECV_RC"

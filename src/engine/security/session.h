@@ -89,10 +89,10 @@ struct SessionOptions {
   // peer presents, establish fails with Errc::peer_key_changed and the loud
   // message, whatever code is given. Empty, or a label not in the file: the
   // peer is checked by its key alone.
-  std::string addressed_label;
+  std::string addressed_label{};
   // The label to pin a newly paired peer under (`--name`); empty: the name
   // it claims, made unique (KnownPeers::pin).
-  std::string pin_label;
+  std::string pin_label{};
 };
 
 class Session {
