@@ -103,7 +103,10 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   const bool have_rtt = lanes::tcp_path_info(fd.get(), rtt_us, retrans);
   bool udp_default = opts.transport == Transport::udp;
   if (opts.transport == Transport::automatic) {
-    if (have_rtt) udp_default = rtt_us >= 5000 || retrans > 0;
+    // Loopback is never a long or lossy path, whatever a busy host's
+    // scheduler did to the handshake's RTT sample.
+    const bool loopback = lanes::peer_endpoint_of(fd.get()).is_loopback();
+    if (have_rtt && !loopback) udp_default = rtt_us >= 5000 || retrans > 0;
     log.write("transport", {{"choice", udp_default ? "udp" : "tcp"}, {"rtt_us", rtt_us}, {"retransmits", retrans}});
   }
   // From here on lane 0 carries sealed frames; the TLS session's work is done.
