@@ -1,6 +1,7 @@
 #include "cli/commands.hpp"
 
 #include "cli/clean_command.hpp"
+#include "cli/peers_command.hpp"
 #include "cli/recv_command.hpp"
 #include "cli/relay_command.hpp"
 #include "cli/send_command.hpp"
@@ -14,6 +15,7 @@ void add_all_commands(CLI::App& app) {
   add_recv_command(app);
   add_relay_command(app);
   add_clean_command(app);
+  add_peers_command(app);
 }
 
 }  // namespace braid::cli

@@ -160,6 +160,7 @@ std::string Receiver::code() const {
 void Receiver::code_changed(const security::OneTimeCode::Changed& c) {
   const bool spent = c.why == security::CodeLedger::Change::spent;
   log_.write("pairing_code", {{"status", spent ? "spent" : "retired"}, {"failures", c.failures}});
+  if (opts_.on_code_change) opts_.on_code_change(c.next ? c.next->display() : std::string());
   if (opts_.quiet || (spent && opts_.once)) return;  // --once: this receiver pairs no one else
   if (c.next == nullptr) {
     std::cerr << "braid: no new pairing code could be made; only known peers can connect" << std::endl;
