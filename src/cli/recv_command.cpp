@@ -67,6 +67,7 @@ std::unique_ptr<discovery::Announcer> start_announcer(const RecvArgs& a, const t
   cfg.rendezvous = discovery::rendezvous_of(a.code ? *a.code : receiver.code());
   for (const auto& ep : receiver.listening()) {
     if (ep.family() != AF_INET && ep.family() != AF_INET6) continue;
+    if (ep.is_loopback()) continue;  // no network reaches it: nothing to announce there
     if (cfg.port == 0) cfg.port = ep.port();
     if (ep.port() != cfg.port) continue;  // one SRV, one port: the first listener's
     if (ep.is_wildcard()) {
@@ -76,7 +77,8 @@ std::unique_ptr<discovery::Announcer> start_announcer(const RecvArgs& a, const t
       cfg.bound.push_back(ep.host());
     }
   }
-  if (cfg.port == 0) return nullptr;  // only Unix sockets: nothing to announce
+  // Only Unix sockets or loopback addresses (as the tests' receivers): nothing to announce, nothing to say.
+  if (cfg.port == 0 || (!cfg.wildcard_v4 && !cfg.wildcard_v6 && cfg.bound.empty())) return nullptr;
   auto announcer = discovery::Announcer::start(cfg, error);
   if (!announcer) {
     std::cerr << "braid recv: not announced on the local network: " << error << std::endl;
