@@ -277,7 +277,7 @@ void Responder::answer(const Message& q, const PeerAddress& from, const Link& li
   const DnsName inst = instance_name();
   const auto all = records_for(link, 0, false);
   std::vector<Record> answers, additionals;
-  bool unicast = legacy;
+  const bool unicast = legacy;
   bool shared = false;
   const auto add = [&](std::vector<Record>& to, const Record& r) {
     for (const auto& have : answers)
@@ -288,19 +288,24 @@ void Responder::answer(const Message& q, const PeerAddress& from, const Link& li
   };
   for (const auto& question : q.questions) {
     if (question.rclass != kClassIn && question.rclass != 255) continue;
-    bool hit = false;
     if (question.name == services_meta_query() && type_matches(question.type, RrType::ptr)) {
       add(answers, make(services_meta_query(), RrType::ptr, kOtherRecordTtl, false, cfg_.service_type));
-      shared = hit = true;
+      shared = true;
     }
     for (const auto& r : all) {
       if (!(r.name == question.name) || !type_matches(question.type, static_cast<RrType>(r.type))) continue;
       add(answers, r);
-      hit = true;
       shared = shared || r.type == static_cast<uint16_t>(RrType::ptr);
     }
-    if (hit && question.unicast_response) unicast = true;
   }
+  // A QU question (RFC 6762 5.4) is still answered by multicast: on a host
+  // where several processes share port 5353 (SO_REUSEPORT), a unicast reply
+  // reaches only one of them, maybe not the asker. Multicast is always a
+  // valid answer, and every querier on the link learns from it.
+  // A probe (a query with records in its authority section, RFC 6762 8.1)
+  // is answered at once and may be answered again after 250 ms, not 1 s
+  // (section 6's one exception): the prober decides within 750 ms.
+  const bool probe = !q.authorities.empty();
   // Known-answer suppression (RFC 6762 7.1): the querier already holds it
   // with at least half its TTL left.
   std::erase_if(answers, [&](const Record& r) {
@@ -332,9 +337,11 @@ void Responder::answer(const Message& q, const PeerAddress& from, const Link& li
   }
   if (!unicast) {
     // At most one multicast of the answer set per second per link (RFC 6762 6).
-    auto& last = last_multicast_[{link.interface, link.v6}];
-    if (last != Time() && now - last < Duration::seconds(1)) return;
+    auto& last = (probe ? last_probe_answer_ : last_multicast_)[{link.interface, link.v6}];
+    const Duration gap = probe ? Duration::millis(250) : Duration::seconds(1);
+    if (last != Time() && now - last < gap) return;
     last = now;
+    if (probe) at = now;
   }
   ++answered_;
   queue(at, Transmit{link, unicast ? std::optional<PeerAddress>(from) : std::nullopt, encode(m)});

@@ -145,7 +145,8 @@ class Responder {
   Time next_probe_ = Time::never();
   int announcements_left_ = 0;
   Time next_announce_ = Time::never();
-  std::map<std::pair<uint32_t, bool>, Time> last_multicast_;  // per link: the last full answer
+  std::map<std::pair<uint32_t, bool>, Time> last_multicast_;     // per link: the last full answer
+  std::map<std::pair<uint32_t, bool>, Time> last_probe_answer_;  // per link: the last answer to a probe
   std::deque<Pending> pending_;
   uint64_t rng_;
   uint64_t malformed_ = 0;

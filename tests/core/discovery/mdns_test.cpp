@@ -232,6 +232,31 @@ TEST(Responder, RenamesWhenSomeoneAnswersForItsNameWhileProbing) {
   EXPECT_EQ(r.state(), Responder::State::announced);
 }
 
+TEST(Responder, ASecondReceiverWithTheSameNameHearsTheFirstAnswerItsProbeAndRenames) {
+  Responder first(responder_config(), Time::zero());
+  Time now = settled(first);
+  auto cfg = responder_config();
+  cfg.port = 7879;
+  cfg.seed = 99;
+  Responder second(cfg, now);
+  for (int i = 0; i < 40 && second.state() != Responder::State::announced; ++i) {
+    now = std::min(first.poll_timeout(), second.poll_timeout());
+    first.handle_timeout(now);
+    second.handle_timeout(now);
+    for (int round = 0; round < 3; ++round) {
+      for (auto& t : drain(second))
+        if (t.link == kLink4) first.handle_packet(t.bytes, kOther, kLink4, now);
+      for (auto& t : drain(first)) {
+        ASSERT_FALSE(t.unicast_to.has_value());  // a probe's QU answered by multicast: every process on 5353 hears it
+        if (t.link == kLink4) second.handle_packet(t.bytes, {IpAddress::v4({10, 0, 1, 2}), kMdnsPort}, kLink4, now);
+      }
+    }
+  }
+  EXPECT_EQ(first.instance(), "lab-rcv");
+  EXPECT_EQ(second.instance(), "lab-rcv (2)");
+  EXPECT_EQ(second.state(), Responder::State::announced);
+}
+
 Message ptr_query() {
   Message q;
   q.questions.push_back({braid_service_type(), 12, false, kClassIn});
