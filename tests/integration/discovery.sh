@@ -10,6 +10,8 @@
 #     code      `braid recv` (no address flags), `braid send FILE CODE` finds it, then
 #               `braid send FILE LABEL` (the pinned peer, no code) finds it by its key
 #     slash23   the same across a /23: sender 10.N.0.x/23, receiver 10.N.1.y/23
+#     ipv6      no IPv4 at all: the receiver is found and reached at its link-local
+#               IPv6 address, with the interface as its scope
 #     browser   an independent DNS-SD browser (Debian's python3-zeroconf) sees the
 #               announcement with its public fields only; with --no-announce it sees
 #               nothing and `braid send FILE CODE` says nobody announces the number
@@ -55,7 +57,7 @@ host() {
   ip -n "$1" link set lo up
   ip -n "$1" link add eth0 type veth peer name "$2" netns "$NB" || fail "cannot create a veth pair"
   ip -n "$NB" link set "$2" master br0 up
-  ip -n "$1" addr add "$3" dev eth0
+  [ -n "$3" ] && ip -n "$1" addr add "$3" dev eth0
   ip -n "$1" link set eth0 up
 }
 
@@ -65,9 +67,17 @@ lab() {  # lab SENDER_ADDR RECEIVER_ADDR (with prefixes)
   ip -n "$NB" link set br0 up
   host "$NS" s0 "$1"
   host "$NR" r0 "$2"
-  local i
+  local i target=${2%/*}
+  if [ -z "$2" ]; then  # IPv6 only: the receiver's link-local address, through the sender's eth0
+    for i in $(seq 50); do
+      target=$(ip -n "$NR" -6 addr show dev eth0 scope link | awk '/inet6/ { sub("/.*", "", $2); print $2; exit }')
+      [ -n "$target" ] && break
+      sleep 0.1
+    done
+    target="$target%eth0"
+  fi
   for i in $(seq 50); do
-    ip netns exec "$NS" ping -n -q -c 1 -W 1 "${2%/*}" >/dev/null 2>&1 && return 0
+    ip netns exec "$NS" ping -n -q -c 1 -W 1 "$target" >/dev/null 2>&1 && return 0
     sleep 0.1
   done
   fail "the two namespaces cannot reach each other over the bridge"
@@ -126,6 +136,17 @@ case "$CASE" in
   slash23)
     lab "10.$NET.0.7/23" "10.$NET.1.9/23"
     send_code_then_label
+    ;;
+  ipv6)
+    lab "" ""  # no IPv4 at all: only the link-local IPv6 addresses the kernel gives
+    random_file "$W/src/one.bin" 2000000 one
+    start_recv --code "$CODE"
+    in_ns "$NS" "$W/scfg" "$BRAID" send --json "$W/send.json" "$W/src/one.bin" "$CODE" > "$W/send1.out" 2> "$W/send1.err"
+    rc=$?
+    [ "$rc" -eq 0 ] || fail "braid send FILE CODE over link-local IPv6 exited $rc"
+    cmp "$W/src/one.bin" "$W/dst/one.bin" || fail "one.bin did not arrive identical"
+    # Reached at all, a link-local address was dialled with its scope (without one, connect fails: EINVAL).
+    grep -q '\[fe80::[0-9a-f:]*\]:7878' "$W/send.json" || fail "the lanes did not go to the receiver's link-local address"
     ;;
   browser)
     lab "10.$NET.0.1/24" "10.$NET.0.2/24"
