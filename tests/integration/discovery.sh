@@ -104,11 +104,26 @@ start_recv() {
 
 CODE=4711-apple-river-stone-cloud
 
+# wait_visible NUMBER: until `braid peers --visible` in the sender's namespace
+# lists a receiver with that number (up to 30 s: the receiver probes for
+# 0.75 s before it announces, longer on a loaded machine), so that the send
+# after it is not racing the receiver's start against its own 3 s bound.
+wait_visible() {
+  local i
+  for i in $(seq 10); do
+    in_ns "$NS" "$W/scfg" "$BRAID" peers --visible --wait 3 > "$W/peers.out" 2>&1
+    grep -q "number $1" "$W/peers.out" && return 0
+  done
+  fail "braid peers --visible never showed a receiver with the number $1"
+}
+
 send_code_then_label() {
   random_file "$W/src/one.bin" 3000000 one
   random_file "$W/src/two.bin" 1000000 two
   start_recv --code "$CODE"
   grep -q "announced on the local network as .* with the number 4711" "$W/recv.err" || fail "recv did not say it announced 4711"
+  wait_visible 4711
+  grep -q "10\.$NET\.[01]\.[0-9]*:7878" "$W/peers.out" || fail "braid peers --visible does not show the receiver's address"
   in_ns "$NS" "$W/scfg" "$BRAID" send "$W/src/one.bin" "$CODE" > "$W/send1.out" 2> "$W/send1.err"
   rc=$?
   [ "$rc" -eq 0 ] || fail "braid send FILE CODE exited $rc"
@@ -141,6 +156,7 @@ case "$CASE" in
     lab "" ""  # no IPv4 at all: only the link-local IPv6 addresses the kernel gives
     random_file "$W/src/one.bin" 2000000 one
     start_recv --code "$CODE"
+    wait_visible 4711
     in_ns "$NS" "$W/scfg" "$BRAID" send --json "$W/send.json" "$W/src/one.bin" "$CODE" > "$W/send1.out" 2> "$W/send1.err"
     rc=$?
     [ "$rc" -eq 0 ] || fail "braid send FILE CODE over link-local IPv6 exited $rc"
