@@ -10,6 +10,7 @@
 #     code      `braid recv` (no address flags), `braid send FILE CODE` finds it, then
 #               `braid send FILE LABEL` (the pinned peer, no code) finds it by its key
 #     slash23   the same across a /23: sender 10.N.0.x/23, receiver 10.N.1.y/23
+#     late      the receiver's interface comes up after it started: announced then
 #     ipv6      no IPv4 at all: the receiver is found and reached at its link-local
 #               IPv6 address, with the interface as its scope
 #     browser   an independent DNS-SD browser (Debian's python3-zeroconf) sees the
@@ -163,6 +164,23 @@ case "$CASE" in
     cmp "$W/src/one.bin" "$W/dst/one.bin" || fail "one.bin did not arrive identical"
     # Reached at all, a link-local address was dialled with its scope (without one, connect fails: EINVAL).
     grep -q '\[fe80::[0-9a-f:]*\]:7878' "$W/send.json" || fail "the lanes did not go to the receiver's link-local address"
+    ;;
+  late)
+    # The receiver starts before its network is up (a laptop before its
+    # Wi-Fi): it announces once the interface comes up (rescanned every 5 s).
+    lab "10.$NET.0.1/24" "10.$NET.0.2/24"
+    ip -n "$NR" link set eth0 down
+    random_file "$W/src/one.bin" 1000000 one
+    start_recv --code "$CODE"
+    grep -q "not announced" "$W/recv.err" && fail "recv gave up announcing with no interface up"
+    sleep 1
+    ip -n "$NR" link set eth0 up
+    ip -n "$NR" addr replace "10.$NET.0.2/24" dev eth0
+    wait_visible 4711
+    in_ns "$NS" "$W/scfg" "$BRAID" send "$W/src/one.bin" "$CODE" > "$W/send1.out" 2> "$W/send1.err"
+    rc=$?
+    [ "$rc" -eq 0 ] || fail "braid send FILE CODE to a receiver whose interface came up late exited $rc"
+    cmp "$W/src/one.bin" "$W/dst/one.bin" || fail "one.bin did not arrive identical"
     ;;
   browser)
     lab "10.$NET.0.1/24" "10.$NET.0.2/24"

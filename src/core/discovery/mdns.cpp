@@ -227,6 +227,15 @@ void Responder::set_txt(std::vector<std::string> txt, Time now) {
   last_multicast_.clear();
 }
 
+void Responder::set_interfaces(std::vector<ResponderConfig::Interface> interfaces, Time now) {
+  now_ = std::max(now_, now);
+  cfg_.interfaces = std::move(interfaces);
+  if (state_ != State::announced) return;
+  announcements_left_ = 2;
+  next_announce_ = now;
+  last_multicast_.clear();
+}
+
 void Responder::shutdown(Time now) {
   now_ = std::max(now_, now);
   if (state_ == State::stopped) return;

@@ -88,6 +88,7 @@ struct ResponderConfig {
   struct Interface {
     uint32_t index = 0;
     std::vector<IpAddress> addresses;  // this interface's: answered on it only (RFC 6762 6.2)
+    bool operator==(const Interface&) const = default;
   };
   std::vector<Interface> interfaces;
   uint64_t seed = 1;
@@ -108,6 +109,11 @@ class Responder {
   void handle_timeout(Time now);
   /// New TXT strings (e.g. a new code's number): announced again, twice.
   void set_txt(std::vector<std::string> txt, Time now);
+  /// The interfaces or their addresses changed: the records are announced
+  /// again, twice, on every link now there. Addresses gone are left to
+  /// expire (120 s) in other hosts' caches.
+  void set_interfaces(std::vector<ResponderConfig::Interface> interfaces, Time now);
+  const std::vector<ResponderConfig::Interface>& interfaces() const { return cfg_.interfaces; }
   /// Queues the goodbye on every link; nothing more is sent after it.
   void shutdown(Time now);
 

@@ -15,6 +15,8 @@
 namespace braid::discovery {
 namespace {
 
+constexpr Duration kRescanInterval = Duration::seconds(5);
+
 uint64_t seed() {
   std::random_device rd;
   return (static_cast<uint64_t>(rd()) << 32) ^ rd();
@@ -103,13 +105,13 @@ std::vector<std::string> announcement_txt(const std::optional<std::string>& rend
 
 // --- Announcer ----------------------------------------------------------------
 
-std::unique_ptr<Announcer> Announcer::start(const AnnounceConfig& cfg, std::string& error) {
-  std::unique_ptr<Announcer> a(new Announcer());
-  a->cfg_ = cfg;
+namespace {
+
+// The interfaces where the receiver listens, with only those addresses.
+std::vector<NetInterface> announced_interfaces(const AnnounceConfig& cfg) {
   std::vector<IpAddress> bound;
   for (const auto& b : cfg.bound)
     if (auto ip = parse_ip(b)) bound.push_back(*ip);
-  // Only interfaces where the receiver listens, with only those addresses.
   std::vector<NetInterface> interfaces;
   for (auto n : multicast_interfaces()) {
     std::erase_if(n.addresses, [&](const NetInterface::Address& x) {
@@ -118,29 +120,47 @@ std::unique_ptr<Announcer> Announcer::start(const AnnounceConfig& cfg, std::stri
     });
     if (!n.addresses.empty()) interfaces.push_back(std::move(n));
   }
-  if (interfaces.empty()) {
-    error = "no multicast-capable interface carries an address the receiver listens on";
-    return nullptr;
+  return interfaces;
+}
+
+// The responder's view: for each link joined, that interface's addresses of that family.
+std::vector<ResponderConfig::Interface> responder_interfaces(const MdnsSockets& sockets) {
+  std::vector<ResponderConfig::Interface> out;
+  for (const auto& link : sockets.links()) {
+    const auto& ifs = sockets.interfaces();
+    const auto n = std::find_if(ifs.begin(), ifs.end(), [&](const NetInterface& i) { return i.index == link.interface; });
+    if (n == ifs.end()) continue;
+    auto r = std::find_if(out.begin(), out.end(), [&](const auto& i) { return i.index == link.interface; });
+    if (r == out.end()) {
+      out.push_back({link.interface, {}});
+      r = out.end() - 1;
+    }
+    for (const auto& x : n->addresses)
+      if (x.address.v6 == link.v6) r->addresses.push_back(x.address);
   }
-  auto sockets = MdnsSockets::open(interfaces, error);
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Announcer> Announcer::start(const AnnounceConfig& cfg, std::string& error) {
+  std::unique_ptr<Announcer> a(new Announcer());
+  a->cfg_ = cfg;
+  const auto interfaces = announced_interfaces(cfg);
+  // No interface yet (a laptop before its Wi-Fi): the sockets open anyway,
+  // and the rescan announces once one comes up.
+  auto sockets = MdnsSockets::open(interfaces, error, false);
   if (!sockets) return nullptr;
   a->notes_ = sockets->notes();
+  if (sockets->links().empty())
+    a->notes_.push_back("no multicast-capable interface is up yet; announcing as soon as one is");
   ResponderConfig rc;
   rc.instance = instance_label(cfg.name);
   rc.host = host_name(cfg.fingerprint);
   rc.port = cfg.port;
   rc.txt = announcement_txt(cfg.rendezvous, cfg.fingerprint);
   rc.seed = seed();
-  for (const auto& link : sockets->links()) {
-    const auto n = std::find_if(interfaces.begin(), interfaces.end(), [&](const NetInterface& i) { return i.index == link.interface; });
-    auto r = std::find_if(rc.interfaces.begin(), rc.interfaces.end(), [&](const auto& i) { return i.index == link.interface; });
-    if (r == rc.interfaces.end()) {
-      rc.interfaces.push_back({link.interface, {}});
-      r = rc.interfaces.end() - 1;
-    }
-    for (const auto& x : n->addresses)
-      if (x.address.v6 == link.v6) r->addresses.push_back(x.address);
-  }
+  rc.interfaces = responder_interfaces(*sockets);
   a->sockets_ = std::move(sockets);
   a->responder_.emplace(std::move(rc), steady_now());
   a->instance_ = a->responder_->instance();
@@ -183,8 +203,17 @@ void Announcer::run() {
     r.handle_packet(b, from, link, steady_now());
     flush();
   };
+  // Interfaces come and go (Wi-Fi, a cable, a VPN): looked at again every
+  // few seconds; a change joins the group there and announces again.
+  Time next_scan = steady_now() + kRescanInterval;
   while (!stop_) {
     Time now = steady_now();
+    if (now >= next_scan) {
+      next_scan = now + kRescanInterval;
+      sockets_->refresh(announced_interfaces(cfg_));
+      auto ifs = responder_interfaces(*sockets_);
+      if (ifs != r.interfaces()) r.set_interfaces(std::move(ifs), now);
+    }
     r.handle_timeout(now);
     flush();
     {
@@ -197,7 +226,7 @@ void Announcer::run() {
       }
     }
     flush();
-    const Time next = r.poll_timeout();
+    const Time next = std::min(r.poll_timeout(), next_scan);
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::nanoseconds(std::clamp<int64_t>((next - steady_now()).ns(), 0, 1'000'000'000));
     if (!sockets_->wait(deadline, wake_.get(), on_packet)) {

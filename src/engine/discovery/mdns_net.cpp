@@ -49,6 +49,10 @@ bool same_prefix(const IpAddress& a, const IpAddress& b, unsigned prefix) {
   return (a.bytes[prefix / 8] & m) == (b.bytes[prefix / 8] & m);
 }
 
+bool has_family(const NetInterface& n, bool v6) {
+  return std::any_of(n.addresses.begin(), n.addresses.end(), [&](const auto& a) { return a.address.v6 == v6; });
+}
+
 void set_int(int fd, int level, int name, int v) { ::setsockopt(fd, level, name, &v, sizeof v); }
 
 security::UniqueFd open_socket(bool v6, std::string& error) {
@@ -124,50 +128,70 @@ Time steady_now() {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
-std::optional<MdnsSockets> MdnsSockets::open(const std::vector<NetInterface>& interfaces, std::string& error) {
+std::optional<MdnsSockets> MdnsSockets::open(const std::vector<NetInterface>& interfaces, std::string& error,
+                                             bool need_link) {
   MdnsSockets s;
-  s.interfaces_ = interfaces;
-  const auto has = [](const NetInterface& n, bool v6) {
-    return std::any_of(n.addresses.begin(), n.addresses.end(), [&](const auto& a) { return a.address.v6 == v6; });
-  };
   for (bool v6 : {false, true}) {
-    if (std::none_of(interfaces.begin(), interfaces.end(), [&](const NetInterface& n) { return has(n, v6); })) continue;
     std::string why;
     auto fd = open_socket(v6, why);
     if (!fd.valid()) {
-      s.notes_.push_back(why);
+      if (std::any_of(interfaces.begin(), interfaces.end(), [&](const NetInterface& n) { return has_family(n, v6); }))
+        s.notes_.push_back(why);
       continue;
-    }
-    for (const auto& n : interfaces) {
-      if (!has(n, v6)) continue;
-      int rc;
-      if (v6) {
-        ipv6_mreq m{};
-        ::inet_pton(AF_INET6, kGroup6, &m.ipv6mr_multiaddr);
-        m.ipv6mr_interface = n.index;
-        rc = ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_JOIN_GROUP, &m, sizeof m);
-      } else {
-        ip_mreqn m{};
-        ::inet_pton(AF_INET, kGroup4, &m.imr_multiaddr);
-        m.imr_ifindex = static_cast<int>(n.index);
-        rc = ::setsockopt(fd.get(), IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m);
-      }
-      // EADDRINUSE: already joined on this interface (two addresses, one link).
-      if (rc != 0 && errno != EADDRINUSE) {
-        s.notes_.push_back("cannot join the mDNS group on " + n.name + ": " + std::strerror(errno));
-        continue;
-      }
-      s.links_.push_back({n.index, v6});
     }
     (v6 ? s.v6_ : s.v4_) = std::move(fd);
   }
-  if (s.links_.empty()) {
+  s.refresh(interfaces);
+  if (!s.v4_.valid() && !s.v6_.valid()) {
+    error = s.notes_.empty() ? "no UDP socket for mDNS" : s.notes_.front();
+    return std::nullopt;
+  }
+  if (s.links_.empty() && need_link) {
     error = interfaces.empty() ? "no multicast-capable network interface is up"
                                : "could not join mDNS on any interface" +
                                      (s.notes_.empty() ? std::string() : " (" + s.notes_.front() + ")");
     return std::nullopt;
   }
   return s;
+}
+
+bool MdnsSockets::refresh(const std::vector<NetInterface>& interfaces) {
+  std::vector<Link> now;
+  for (bool v6 : {false, true}) {
+    const int fd = v6 ? v6_.get() : v4_.get();
+    if (fd < 0) continue;
+    for (const auto& n : interfaces) {
+      if (!has_family(n, v6)) continue;
+      const Link link{n.index, v6};
+      if (std::find(links_.begin(), links_.end(), link) != links_.end()) {
+        now.push_back(link);
+        continue;
+      }
+      int rc;
+      if (v6) {
+        ipv6_mreq m{};
+        ::inet_pton(AF_INET6, kGroup6, &m.ipv6mr_multiaddr);
+        m.ipv6mr_interface = n.index;
+        rc = ::setsockopt(fd, IPPROTO_IPV6, IPV6_JOIN_GROUP, &m, sizeof m);
+      } else {
+        ip_mreqn m{};
+        ::inet_pton(AF_INET, kGroup4, &m.imr_multiaddr);
+        m.imr_ifindex = static_cast<int>(n.index);
+        rc = ::setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m);
+      }
+      // EADDRINUSE: already joined there (an interface that went down and came back).
+      if (rc != 0 && errno != EADDRINUSE) {
+        notes_.push_back("cannot join the mDNS group on " + n.name + ": " + std::strerror(errno));
+        continue;
+      }
+      now.push_back(link);
+    }
+  }
+  // A link whose interface is gone is dropped; the kernel left the group with it.
+  const bool changed = now != links_;
+  links_ = std::move(now);
+  interfaces_ = interfaces;
+  return changed;
 }
 
 void MdnsSockets::send(const Transmit& t) {

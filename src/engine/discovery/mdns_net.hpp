@@ -32,6 +32,9 @@ struct NetInterface {
   };
   std::vector<Address> addresses;  // IPv4 and IPv6, link-local included
 };
+inline bool operator==(const NetInterface::Address& a, const NetInterface::Address& b) {
+  return a.address == b.address && a.prefix == b.prefix;
+}
 
 /// Every up, multicast-capable, non-loopback interface with an address (getifaddrs).
 std::vector<NetInterface> multicast_interfaces();
@@ -44,10 +47,18 @@ class MdnsSockets {
  public:
   /// Opens and joins on `interfaces`. A family with no socket (no IPv6 on
   /// this host) or an interface whose join fails is left out, with a note
-  /// in `notes()`; fails only when no link at all could be joined.
-  static std::optional<MdnsSockets> open(const std::vector<NetInterface>& interfaces, std::string& error);
+  /// in `notes()`; fails when no socket opens, or with `need_link` when no
+  /// link at all could be joined (a browser with nowhere to ask).
+  static std::optional<MdnsSockets> open(const std::vector<NetInterface>& interfaces, std::string& error,
+                                         bool need_link = true);
+
+  /// Joins the group on interfaces that appeared since, forgets those that
+  /// went away (call it now and then: interfaces come and go). True when
+  /// the links changed.
+  bool refresh(const std::vector<NetInterface>& interfaces);
 
   const std::vector<Link>& links() const { return links_; }
+  const std::vector<NetInterface>& interfaces() const { return interfaces_; }
   const std::vector<std::string>& notes() const { return notes_; }
 
   void send(const Transmit& t);

@@ -381,6 +381,37 @@ TEST(Responder, NewTxtIsAnnouncedAndShutdownSaysGoodbye) {
   EXPECT_TRUE(drain(r).empty());
 }
 
+TEST(Responder, AnInterfaceThatAppearsIsAnnouncedOn) {
+  Responder r(responder_config(), Time::zero());
+  Time now = settled(r);
+  auto ifs = r.interfaces();
+  ifs.push_back({5, {IpAddress::v4({192, 168, 5, 5})}});
+  r.set_interfaces(ifs, now);
+  r.handle_timeout(now);
+  bool on_new = false;
+  for (auto& t : drain(r))
+    if (t.link == Link{5, false}) {
+      const auto m = decoded(t.bytes);
+      for (const auto& rec : m.answers)
+        if (rec.type == 1) on_new = std::get<std::array<uint8_t, 4>>(rec.data) == std::array<uint8_t, 4>{192, 168, 5, 5};
+    }
+  EXPECT_TRUE(on_new);
+}
+
+TEST(Responder, AnswersTheServicesMetaQuery) {
+  Responder r(responder_config(), Time::zero());
+  Time now = settled(r);
+  Message q;
+  q.questions.push_back({services_meta_query(), 12, false, kClassIn});
+  r.handle_packet(encode(q), kOther, kLink4, now);
+  r.handle_timeout(now + Duration::millis(200));
+  auto out = drain(r);
+  ASSERT_EQ(out.size(), 1u);
+  const auto m = decoded(out[0].bytes);
+  ASSERT_EQ(m.answers.size(), 1u);
+  EXPECT_EQ(std::get<DnsName>(m.answers[0].data), braid_service_type());
+}
+
 TEST(Responder, MalformedPacketsAreCountedAndIgnored) {
   Responder r(responder_config(), Time::zero());
   Time now = run_until_announced(r, Time::zero());
@@ -496,7 +527,9 @@ TEST(Browser, KeepsOnlyItsServiceAndBoundsTheCache) {
       r.name = braid_service_type();
       r.type = 12;
       r.ttl = 4500;
-      r.data = DnsName::of({"i" + std::to_string(pkt * 100 + i), "_braid", "_tcp", "local"});
+      std::string label = "i";
+      label += std::to_string(pkt * 100 + i);
+      r.data = DnsName::of({label, "_braid", "_tcp", "local"});
       m.answers.push_back(r);
     }
     b.handle_packet(encode(m), kOther, kLink4, at_ms(pkt));
