@@ -1,7 +1,7 @@
 #include "cli/commands.hpp"
 
 #include "cli/clean_command.hpp"
-#include "cli/peers_command.hpp"
+#include "cli/peers_visible_command.hpp"
 #include "cli/recv_command.hpp"
 #include "cli/relay_command.hpp"
 #include "cli/send_command.hpp"

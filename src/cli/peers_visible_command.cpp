@@ -1,4 +1,4 @@
-#include "cli/peers_command.hpp"
+#include "cli/peers_visible_command.hpp"
 
 #include <iostream>
 #include <memory>
