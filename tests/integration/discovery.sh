@@ -13,6 +13,8 @@
 #     late      the receiver's interface comes up after it started: announced then
 #     ipv6      no IPv4 at all: the receiver is found and reached at its link-local
 #               IPv6 address, with the interface as its scope
+#     coexist   another mDNS responder (python3-zeroconf) and a second braid receiver
+#               on the receiver's host: both receivers found, the second renamed
 #     browser   an independent DNS-SD browser (Debian's python3-zeroconf) sees the
 #               announcement with its public fields only; with --no-announce it sees
 #               nothing and `braid send FILE CODE` says nobody announces the number
@@ -30,7 +32,7 @@ skip() { echo "SKIPPED discovery.$CASE: $*"; echo "SKIPPED discovery.$CASE: $*" 
 command -v ip >/dev/null || skip "iproute2 (ip) is not installed"
 [ -x "$BRAID" ] || skip "no braid binary at $BRAID"
 ZC_PY=/usr/bin/python3  # Debian's python, where python3-zeroconf lives (not a pyenv one)
-if [ "$CASE" = browser ]; then
+if [ "$CASE" = browser ] || [ "$CASE" = coexist ]; then
   "$ZC_PY" -c 'import zeroconf' 2>/dev/null || skip "python3-zeroconf is not installed (scripts/install-deps.sh)"
 fi
 
@@ -181,6 +183,44 @@ case "$CASE" in
     rc=$?
     [ "$rc" -eq 0 ] || fail "braid send FILE CODE to a receiver whose interface came up late exited $rc"
     cmp "$W/src/one.bin" "$W/dst/one.bin" || fail "one.bin did not arrive identical"
+    ;;
+  coexist)
+    # Another mDNS responder (python3-zeroconf, as avahi would be) and a
+    # second braid receiver on the receiver's host: port 5353 is shared,
+    # the second receiver (same host name) is renamed, both are found.
+    lab "10.$NET.0.1/24" "10.$NET.0.2/24"
+    cat > "$W/other.py" <<'EOF2'
+import socket, sys, time
+from zeroconf import ServiceInfo, Zeroconf, IPVersion
+zc = Zeroconf(ip_version=IPVersion.V4Only)
+zc.register_service(ServiceInfo("_http._tcp.local.", "other._http._tcp.local.", port=80,
+                                addresses=[socket.inet_aton(sys.argv[1])], server="other.local."))
+print("registered", flush=True)
+time.sleep(600)
+EOF2
+    ip netns exec "$NR" "$ZC_PY" "$W/other.py" "10.$NET.0.2" > "$W/other.out" 2> "$W/other.err" &
+    OTHER_PID=$!
+    PIDS+=("$OTHER_PID")
+    for _ in $(seq 100); do grep -q registered "$W/other.out" 2>/dev/null && break; sleep 0.1; done
+    grep -q registered "$W/other.out" || fail "the other mDNS responder did not start"
+    start_recv --code "$CODE"
+    mkdir -p "$W/dst2" "$W/rcfg2"
+    ip netns exec "$NR" env XDG_CONFIG_HOME="$W/rcfg2" "$BRAID" recv --dir "$W/dst2" --yes --listen '[::]:7879' \
+      --code 4712-pear-lake-stone-wind > "$W/recv2.out" 2> "$W/recv2.err" &
+    PIDS+=($!)
+    wait_visible 4711
+    wait_visible 4712
+    grep -q "number 4712 .*:7879" "$W/peers.out" || fail "the second receiver is not listed with its port: $(cat "$W/peers.out")"
+    [ "$(grep -c "number 471[12]" "$W/peers.out")" -eq 2 ] || fail "not both receivers listed: $(cat "$W/peers.out")"
+    grep -q " (2)  number" "$W/peers.out" || fail "the second receiver with the same name was not renamed: $(cat "$W/peers.out")"
+    kill -0 "$OTHER_PID" 2>/dev/null || fail "the other mDNS responder died"
+    random_file "$W/src/one.bin" 1000000 one
+    in_ns "$NS" "$W/scfg" "$BRAID" send "$W/src/one.bin" 4712-pear-lake-stone-wind > "$W/send1.out" 2> "$W/send1.err"
+    rc=$?
+    [ "$rc" -eq 0 ] || fail "braid send FILE 4712-… to the second receiver exited $rc"
+    cmp "$W/src/one.bin" "$W/dst2/one.bin" || fail "one.bin did not arrive identical at the second receiver"
+    [ ! -e "$W/dst/one.bin" ] || fail "the file went to the receiver announcing 4711"
+    cat "$W/peers.out"
     ;;
   browser)
     lab "10.$NET.0.1/24" "10.$NET.0.2/24"
