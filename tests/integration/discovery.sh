@@ -31,6 +31,7 @@ skip() { echo "SKIPPED discovery.$CASE: $*"; echo "SKIPPED discovery.$CASE: $*" 
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
 command -v ip >/dev/null || skip "iproute2 (ip) is not installed"
 [ -x "$BRAID" ] || skip "no braid binary at $BRAID"
+[ "$CASE" != ipv6 ] || [ -e /proc/net/if_inet6 ] || skip "this kernel has no IPv6"
 ZC_PY=/usr/bin/python3  # Debian's python, where python3-zeroconf lives (not a pyenv one)
 if [ "$CASE" = browser ] || [ "$CASE" = coexist ]; then
   "$ZC_PY" -c 'import zeroconf' 2>/dev/null || skip "python3-zeroconf is not installed (scripts/install-deps.sh)"
