@@ -26,6 +26,7 @@
 #include "engine/udp/datagram_crypto.hpp"
 #include "core/wire/messages.hpp"
 #include "fixed_keys.hpp"
+#include "seeds/mdns_seeds.hpp"
 
 using namespace braid;
 namespace fs = std::filesystem;
@@ -394,5 +395,6 @@ int main(int argc, char** argv) {
   udp_seeds();
   journal_seeds();
   text_seeds();
+  fuzz::mdns_seeds(g_out);
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "engine/discovery/discovery.hpp"
 #include "engine/security/files.h"
 #include "engine/transfer/exit_codes.hpp"
 
@@ -14,6 +15,8 @@ namespace {
 struct PeersArgs {
   std::string from, to;  // rename
   std::string which;     // forget
+  bool visible = false;  // --visible: also look on the local network
+  double wait = 2.0;     // --wait S
 };
 
 [[noreturn]] void finish(int code, const std::string& msg) {
@@ -70,7 +73,8 @@ void print_peers(std::ostream& out, const security::KnownPeers& known, const std
   for (const auto& v : visible) w = std::max(w, v.name.size());
   for (const auto& v : visible) {
     const security::KnownPeers::Entry* pinned = v.fingerprint ? known.find_key(*v.fingerprint) : nullptr;
-    out << "  " << pad(v.name, w) << "  " << pad(v.number.empty() ? "-" : v.number, 4) << "  " << pad(v.address, 30)
+    out << "  " << pad(v.name, w) << "  " << pad(v.number.empty() ? "no number" : "number " + v.number, 11) << "  "
+        << pad(v.address, 30)
         << "  " << (pinned ? "known as '" + pinned->label + "'" : std::string("not paired")) << "\n";
   }
 }
@@ -100,10 +104,23 @@ void add_peers_command(CLI::App& app) {
               << "): it must pair again with a code\n";
     finish(0, "");
   });
-  cmd->callback([cmd] {
+  cmd->add_flag("--visible", args->visible, "Also list the braid receivers announcing themselves on the local network");
+  cmd->add_option("--wait", args->wait, "How long --visible looks, in seconds (default 2)")->check(CLI::Range(0.1, 60.0));
+  cmd->callback([cmd, args] {
     if (!cmd->get_subcommands().empty()) return;  // rename/forget ran
     auto known = load_or_exit();
-    print_peers(std::cout, known, {});
+    std::vector<VisiblePeer> visible;
+    if (args->visible) {
+      for (const auto& p : discovery::browse_visible(Duration::seconds_f(args->wait))) {
+        VisiblePeer v{p.name, p.rendezvous.value_or(""), p.addresses.empty() ? std::string("-") : p.addresses.front(),
+                      std::nullopt};
+        if (p.fingerprint)
+          if (auto fp = security::Fingerprint::parse(*p.fingerprint)) v.fingerprint = fp.value();
+        visible.push_back(std::move(v));
+      }
+    }
+    print_peers(std::cout, known, visible);
+    if (args->visible && visible.empty()) std::cout << "Visible now on the local network: none\n";
     finish(0, "");
   });
 }

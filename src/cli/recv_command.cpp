@@ -8,11 +8,13 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <mutex>
 
 #include "cli/clean_command.hpp"
 #include "cli/code_option.hpp"
 #include "cli/engine_report.hpp"
 #include "cli/signal_watch.hpp"
+#include "engine/discovery/discovery.hpp"
 #include "engine/files/debris.hpp"
 #include "engine/files/link_policy.hpp"
 #include "engine/security/safe_path.h"
@@ -36,6 +38,7 @@ struct RecvArgs {
   std::string log_file;
   std::string links = "safe";
   std::string clean_after = "7d";
+  bool no_announce = false;
 };
 
 [[noreturn]] void finish(int code, const std::string& msg) {
@@ -46,6 +49,49 @@ struct RecvArgs {
 
 // The receiver SIGINT/SIGTERM interrupt (SignalWatch; null before it exists).
 std::atomic<transfer::Receiver*> g_receiver{nullptr};
+
+// The announcement on the local network (engine/discovery): started once
+// the receiver listens; a new code (spent, retired) changes its number.
+std::mutex g_announce_mu;
+discovery::Announcer* g_announcer = nullptr;  // under g_announce_mu
+
+std::unique_ptr<discovery::Announcer> start_announcer(const transfer::Receiver& receiver) {
+  discovery::AnnounceConfig cfg;
+  std::string error;
+  auto host = transfer::LocalHost::load(std::nullopt, error);
+  if (!host) {
+    std::cerr << "braid recv: not announced on the local network: " << error << std::endl;
+    return nullptr;
+  }
+  cfg.name = host->identity->name();
+  cfg.fingerprint = host->identity->fingerprint().to_string();
+  // The live code's number (a chosen code in that shape too): what the sender types first.
+  cfg.rendezvous = discovery::rendezvous_of(receiver.code());
+  for (const auto& ep : receiver.listening()) {
+    if (ep.family() != AF_INET && ep.family() != AF_INET6) continue;
+    if (ep.is_loopback()) continue;  // no network reaches it: nothing to announce there
+    if (cfg.port == 0) cfg.port = ep.port();
+    if (ep.port() != cfg.port) continue;  // one SRV, one port: the first listener's
+    if (ep.is_wildcard()) {
+      cfg.wildcard_v4 = true;  // [::] takes IPv4 too (listen_tcp: not V6ONLY)
+      cfg.wildcard_v6 = cfg.wildcard_v6 || ep.family() == AF_INET6;
+    } else {
+      cfg.bound.push_back(ep.host());
+    }
+  }
+  // Only Unix sockets or loopback addresses (as the tests' receivers): nothing to announce, nothing to say.
+  if (cfg.port == 0 || (!cfg.wildcard_v4 && !cfg.wildcard_v6 && cfg.bound.empty())) return nullptr;
+  auto announcer = discovery::Announcer::start(cfg, error);
+  if (!announcer) {
+    std::cerr << "braid recv: not announced on the local network: " << error << std::endl;
+    return nullptr;
+  }
+  for (const auto& n : announcer->notes()) std::cerr << "braid recv: mDNS: " << n << std::endl;
+  std::cerr << "braid recv: announced on the local network as '" << announcer->instance() << "'"
+            << (cfg.rendezvous ? " with the number " + *cfg.rendezvous : std::string(" (the code has no number)"))
+            << "; senders there can use the code alone (--no-announce to stay hidden)" << std::endl;
+  return announcer;
+}
 
 // At start, before any session: what interrupted transfers left that no run
 // resumed for `age` goes (files/debris.hpp; never a running transfer's).
@@ -87,11 +133,21 @@ void run_recv(const RecvArgs& a) {
   o.max_lanes = a.max_lanes;
   o.links = *files::parse_link_policy(a.links);  // checked by the option
   o.max_sessions = a.max_sessions;
+  o.on_code_change = [](const std::string& code) {
+    std::lock_guard lock(g_announce_mu);
+    if (g_announcer) g_announcer->set_rendezvous(discovery::rendezvous_of(code));
+  };
   auto started = Receiver::start(o, log);
   if (auto* f = std::get_if<Failure>(&started)) finish(f->exit_code, f->message);
   auto receiver = std::move(std::get<0>(started));
   if (a.clean_after != "off") clean_target(a.dir, *files::parse_age(a.clean_after), log);
   std::cout << receiver->ready_line() << std::endl;
+  std::unique_ptr<discovery::Announcer> announcer;
+  if (!a.no_announce) announcer = start_announcer(*receiver);
+  {
+    std::lock_guard lock(g_announce_mu);
+    g_announcer = announcer.get();
+  }
   g_receiver = receiver.get();
   if (SignalWatch::received()) receiver->interrupt("interrupted");  // came before the receiver existed
   int code = receiver->run();
@@ -142,6 +198,11 @@ void run_recv(const RecvArgs& a) {
     if (auto e = write_json_file(a.json_file, doc); !e.empty()) std::cerr << "braid recv: " << e << "\n";
   }
   g_receiver = nullptr;
+  {
+    std::lock_guard lock(g_announce_mu);
+    g_announcer = nullptr;
+  }
+  announcer.reset();  // the goodbye: browsers forget this receiver at once
   receiver.reset();
   if (sig) {
     uint64_t held = 0;
@@ -172,6 +233,9 @@ void add_recv_command(CLI::App& app) {
                   "Pin a sender that pairs under this label (default: the name it claims, made unique: vm, vm-2)");
   cmd->add_flag("--yes", args->yes, "Accept every offer without asking");
   cmd->add_flag("--once", args->once, "Exit after one session");
+  cmd->add_flag("--no-announce", args->no_announce,
+                "Do not announce this receiver on the local network (DNS-SD over mDNS: its name, port, addresses, "
+                "the code's public number and its key fingerprint; never the code's secret words)");
   cmd->add_option("--max-lanes", args->max_lanes, "Most lanes one session may have open at once (default 64)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--links", args->links,

@@ -10,6 +10,7 @@
 
 #include "cli/code_option.hpp"
 #include "cli/engine_report.hpp"
+#include "cli/find_receiver.hpp"
 #include "cli/signal_watch.hpp"
 #include "core/chunk_plan.hpp"
 #include "core/policy_registry.hpp"
@@ -44,8 +45,36 @@ struct SendArgs {
   bool background = false;
   std::string rate_limit;
   std::string packet_size = "auto";
-  std::vector<std::string> operands;  // PATH... HOST[:PORT]
+  std::vector<std::string> operands;  // PATH... HOST[:PORT]|CODE|PEER
 };
+
+// How long `send PATH… CODE|PEER` looks for the receiver on the local
+// network: the browser's first query goes out within 120 ms and the second
+// at ~1.1 s (RFC 6762 5.2), and a receiver answers in 20-120 ms; 3 s covers
+// a lost first exchange. It returns as soon as the receiver is seen.
+constexpr double kBrowseSeconds = 3.0;
+
+// Connects to the first candidate that answers: each address of a candidate
+// in turn while they are unreachable; a candidate that answers but fails
+// (a wrong code, a refusal) is reported and the next one tried.
+std::variant<std::unique_ptr<transfer::SenderSession>, transfer::Failure> connect_any(
+    const SendTarget& target, transfer::ConnectOptions co, transfer::EventLog& log) {
+  std::optional<transfer::Failure> last;
+  for (size_t c = 0; c < target.candidates.size(); ++c) {
+    const auto& cand = target.candidates[c];
+    for (size_t i = 0; i < cand.remotes.size(); ++i) {
+      co.remote = cand.remotes[i];
+      auto connected = transfer::SenderSession::connect(co, log);
+      if (std::holds_alternative<std::unique_ptr<transfer::SenderSession>>(connected)) return connected;
+      last = std::get<transfer::Failure>(connected);
+      if (last->exit_code != transfer::kExitUnreachable) break;  // it answered: its other addresses would too
+    }
+    if (c + 1 < target.candidates.size())
+      std::cerr << "braid send: " << cand.name << ": " << last->message << "; trying the next receiver" << std::endl;
+  }
+  if (!last) return transfer::Failure{transfer::kExitUnreachable, "no receiver to connect to"};
+  return *last;
+}
 
 [[noreturn]] void finish(int code, const std::string& msg) {
   if (!msg.empty()) std::cerr << "braid send: " << msg << "\n";
@@ -91,7 +120,8 @@ void run_send(const SendArgs& a) {
     std::lock_guard lock(g_run.mu);
     g_run.json_file = a.json_file;
   }
-  if (a.operands.size() < 2) finish(kExitUsage, "give at least one PATH and the receiver's HOST[:PORT]");
+  if (a.operands.size() < 2)
+    finish(kExitUsage, "give at least one PATH and then the receiver: its pairing code, a paired peer's name, or HOST[:PORT]");
   if (auto why = check_new_label(a.name); !why.empty()) finish(kExitUsage, why);
   const std::optional<std::string> code = code_or_exit(a.code, "send");
   std::vector<std::string> paths(a.operands.begin(), a.operands.end() - 1);
@@ -156,9 +186,10 @@ void run_send(const SendArgs& a) {
     g_run.log = &log;
   }
 
+  auto target = find_receiver(host, code, kBrowseSeconds);
+  if (auto* f = std::get_if<Failure>(&target)) finish(f->exit_code, f->message);
   ConnectOptions co;
-  co.remote = host;
-  co.code = code;
+  co.code = std::get<SendTarget>(target).code;
   co.pin_label = a.name;
   co.peer_label = label_addressed(host);
   co.streams = a.streams;
@@ -171,7 +202,7 @@ void run_send(const SendArgs& a) {
   co.tcp_cc = tcp_cc;
   co.packet_size = a.packet_size == "auto" ? udp::kPathMtuPacketSize : std::stoul(a.packet_size);
   co.rate_limit = rate_limit;
-  auto connected = SenderSession::connect(co, log);
+  auto connected = connect_any(std::get<SendTarget>(target), co, log);
   if (auto* f = std::get_if<Failure>(&connected)) finish(f->exit_code, f->message);
   auto session = std::move(std::get<0>(connected));
   {
@@ -277,7 +308,10 @@ void add_send_command(CLI::App& app) {
   cmd->add_flag("--strict-sources", args->strict_sources,
                 "A source braid cannot send (FIFO, socket, device, unreadable file, link loop) is an error, "
                 "not skipped with a warning (exit 11)");
-  cmd->add_option("operands", args->operands, "PATH... HOST[:PORT]")->required();
+  cmd->add_option("operands", args->operands,
+                  "PATH... and then the receiver: the code `braid recv` printed (found on the local network), "
+                  "a paired peer's name (found by its key), or HOST[:PORT]")
+      ->required();
   cmd->callback([args] { run_send(*args); });
 }
 

@@ -154,6 +154,7 @@ void Receiver::code_changed(const security::OneTimeCode::Changed& c) {
   const bool spent = c.why == security::CodeLedger::Change::spent;
   const bool closed = c.why == security::CodeLedger::Change::closed;
   log_.write("pairing_code", {{"status", spent ? "spent" : closed ? "closed" : "retired"}, {"failures", c.failures}});
+  if (opts_.on_code_change) opts_.on_code_change(c.next && !closed ? c.next->display() : std::string());
   if (opts_.quiet || (spent && opts_.once)) return;  // --once: this receiver pairs no one else
   if (closed) {
     std::cerr << "braid: " << security::CodeLedger::kMaxRetiredCodes * security::CodeLedger::kMaxFailures

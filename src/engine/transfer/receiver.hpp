@@ -114,6 +114,10 @@ struct ReceiveOptions {
   /// In-process tests only: what the disk does to each piece's write
   /// (a slow disk, a full one); never set by the command line.
   std::shared_ptr<DiskFaults> disk_faults;
+  /// Called with the new live code (display form; "" if none could be made)
+  /// when the code is spent or retired, e.g. to announce its number. Runs
+  /// on a handshake worker under the code keeper's lock: keep it short.
+  std::function<void(const std::string& code)> on_code_change;
 };
 
 /// What happened to connections that never became a session or a lane
