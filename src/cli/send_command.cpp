@@ -15,6 +15,7 @@
 #include "core/transport/cc_registry.hpp"
 #include "core/units_parse.hpp"
 #include "engine/files/source_tree.hpp"
+#include "engine/lanes/endpoint.hpp"
 #include "engine/lanes/tcp.hpp"
 #include "engine/security/safe_path.h"
 #include "engine/transfer/exit_codes.hpp"
@@ -41,6 +42,8 @@ struct SendArgs {
   bool background = false;
   std::string rate_limit;
   std::string packet_size = "auto";
+  bool quiet = false;    // -q: no live display, no summary table
+  bool verbose = false;  // -v: not on a terminal, a line per 10 %
   std::vector<std::string> operands;  // PATH... HOST[:PORT]
 };
 
@@ -91,6 +94,12 @@ void run_send(const SendArgs& a) {
   if (a.operands.size() < 2) finish(kExitUsage, "give at least one PATH and the receiver's HOST[:PORT]");
   std::vector<std::string> paths(a.operands.begin(), a.operands.end() - 1);
   const std::string host = a.operands.back();
+  if (!lanes::is_host_port(host))
+    finish(kExitUsage, "'" + host + "' is not HOST[:PORT] (a port is a number from 1 to 65535)");
+  // Output files before any data moves: a report that cannot be written is a bad command line.
+  for (const auto& [flag, file] : {std::pair{"--json", a.json_file}, std::pair{"--log", a.log_file}})
+    if (!file.empty())
+      if (auto why = check_writable(file); !why.empty()) finish(kExitUsage, std::string(flag) + ": " + why);
   auto chunk = parse_size(a.chunk);
   if (!chunk || *chunk < core::ChunkPlan::kMinChunk || *chunk > core::ChunkPlan::kMaxChunk)
     finish(kExitUsage, "bad --chunk '" + a.chunk + "' (64KiB to 64MiB)");
@@ -145,7 +154,7 @@ void run_send(const SendArgs& a) {
 
   EventLog log;
   std::string error;
-  if (!a.log_file.empty() && !log.open(a.log_file, error)) finish(kExitFailure, error);
+  if (!a.log_file.empty() && !log.open(a.log_file, error)) finish(kExitUsage, "--log: " + error);
   {
     std::lock_guard lock(g_run.mu);
     g_run.log = &log;
@@ -176,7 +185,8 @@ void run_send(const SendArgs& a) {
   to.policy = a.policy;
   to.hash = a.hash == "sha256" ? wire::HashAlgo::sha256 : wire::HashAlgo::xxh3_128;
   to.chunk_size = chunk->count();
-  to.progress = ::isatty(STDERR_FILENO) == 1;
+  LiveDisplay display(LiveDisplay::mode_for(STDERR_FILENO, a.quiet, a.verbose));
+  to.display = &display;
   TransferOutcome out = session->send(scan.tree, to);
   const int sig = SignalWatch::received();
   if (sig && !(out.exit_code == 0 && out.report.verified)) {  // a signal after the end changes nothing
@@ -185,13 +195,14 @@ void run_send(const SendArgs& a) {
     out.report.status = "interrupted";
     log.write("status", {{"status", "interrupted"}, {"signal", SignalWatch::name(sig)}});
   }
+  // The summary the moment the result is known, not after the lanes' goodbyes.
+  if (!a.quiet && !out.report.lanes.empty()) std::cout << lane_table(out.report) << std::flush;
   {
     std::lock_guard lock(g_run.mu);
     g_run.session = nullptr;
   }
   session->close();
 
-  if (!out.report.lanes.empty()) std::cout << lane_table(out.report) << std::flush;
   // Everything sent verified, but not everything given could be sent: say so in the status.
   if (out.exit_code == 0 && !scan.skipped.empty()) {
     out.exit_code = kExitPartial;
@@ -216,7 +227,7 @@ void run_send(const SendArgs& a) {
 void add_send_command(CLI::App& app) {
   auto args = std::make_shared<SendArgs>();
   CLI::App* cmd = app.add_subcommand("send", "Send files and directories to a `braid recv`");
-  cmd->add_option("--code", args->code, "The pairing code the receiver printed (not needed once paired)");
+  cmd->add_option("-c,--code", args->code, "The pairing code the receiver printed (not needed once paired)");
   cmd->add_option("--streams", args->streams, "Parallel lanes per path (default 2)")->check(CLI::Range(1, 64));
   cmd->add_option("--lane", args->lanes,
                   "A lane by hand: [tcp:|udp:]LOCAL_ADDR=REMOTE_ADDR:PORT, exec:COMMAND, pty:COMMAND or unix:PATH "
@@ -250,7 +261,10 @@ void add_send_command(CLI::App& app) {
         return "--packet-size: expected auto or a number from " + std::to_string(udp::kMinPacketSize) + " to " +
                std::to_string(udp::kMaxPacketSize) + ", got '" + v + "'";
       });
-  cmd->add_flag("--follow-symlinks", args->follow_symlinks,
+  cmd->add_flag("-q,--quiet", args->quiet, "No live display and no summary table (errors still go to stderr)");
+  cmd->add_flag("-v,--verbose", args->verbose,
+                "When stderr is not a terminal, a progress line per 10 % (on a terminal the display is live)");
+  cmd->add_flag("-L,--follow-symlinks", args->follow_symlinks,
                 "Send what symlinks point to instead of the links (a link loop or a broken link is skipped)");
   cmd->add_flag("--strict-sources", args->strict_sources,
                 "A source braid cannot send (FIFO, socket, device, unreadable file, link loop) is an error, "

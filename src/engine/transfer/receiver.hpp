@@ -113,6 +113,8 @@ struct ReceiveOptions {
   /// In-process tests only: what the disk does to each piece's write
   /// (a slow disk, a full one); never set by the command line.
   std::shared_ptr<DiskFaults> disk_faults;
+  /// Each transfer's report the moment it is verified (ReceiverConfig::on_report).
+  std::function<void(const TransferReport&)> on_report;
 };
 
 /// What happened to connections that never became a session or a lane
@@ -155,6 +157,8 @@ class Receiver {
 
   /// The reports of finished sessions (the latest 1000: receiver.cpp, kMaxKeptReports) and of running ones.
   std::vector<TransferReport> reports() const;
+  /// The running sessions' accepted transfers, for the live display.
+  std::vector<LiveTransfer> live() const;
   /// Connections refused before reaching a session (unknown session id, bad first bytes).
   uint64_t refused_connections() const;
   ConnectionStats connection_stats() const;

@@ -19,7 +19,6 @@
 #include "engine/lanes/unix_socket.hpp"
 #include "engine/transfer/code_text.hpp"
 #include "engine/transfer/exit_codes.hpp"
-#include "engine/transfer/progress_line.hpp"
 #include "engine/transfer/resume_check.hpp"
 #include "engine/transfer/stream_lane.hpp"
 #include "engine/transfer/udp_data_lane.hpp"
@@ -451,7 +450,7 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
   t.id = *id;
   t.source = std::make_shared<SourceReader>(t.id, tree, opts.hash);
   t.start = now();
-  if (opts.progress) t.progress = std::make_unique<ProgressLine>();
+  if (opts.display && opts.display->mode() != LiveDisplay::Mode::off) t.display = opts.display;
   // What each lane carried before this transfer (a lane that opens later starts from zero).
   for (const auto& [lid, l] : lanes_) t.at_start[lid] = l->counters();
   log_.write("status", {{"status", "offering"}, {"transfer", t.id}, {"files", tree.file_count},
@@ -499,7 +498,7 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
       sending_logged = true;
     }
     log_sample_locked();
-    if (t.progress && machine_->scheduler() && std::chrono::steady_clock::now() - last_draw > std::chrono::milliseconds(200)) {
+    if (t.display && machine_->scheduler() && std::chrono::steady_clock::now() - last_draw > std::chrono::milliseconds(200)) {
       draw_progress_locked(false);
       last_draw = std::chrono::steady_clock::now();
     }
