@@ -19,6 +19,7 @@
 #include "engine/lanes/tcp.hpp"
 #include "engine/security/safe_path.h"
 #include "engine/transfer/exit_codes.hpp"
+#include "engine/transfer/lane_paths.hpp"
 #include "engine/transfer/sender_session.hpp"
 #include "engine/udp/udp_lane_types.hpp"
 
@@ -100,6 +101,14 @@ void run_send(const SendArgs& a) {
   for (const auto& [flag, file] : {std::pair{"--json", a.json_file}, std::pair{"--log", a.log_file}})
     if (!file.empty())
       if (auto why = check_writable(file); !why.empty()) finish(kExitUsage, std::string(flag) + ": " + why);
+  // Lane specs before anything else happens (they are used only once connected).
+  {
+    LanePlan plan;
+    plan.specs = a.lanes;
+    std::vector<std::pair<std::string, std::string>> bad;
+    (void)plan_lane_paths(plan, bad);
+    if (!bad.empty()) finish(kExitUsage, "bad --lane '" + bad.front().first + "': " + bad.front().second);
+  }
   auto chunk = parse_size(a.chunk);
   if (!chunk || *chunk < core::ChunkPlan::kMinChunk || *chunk > core::ChunkPlan::kMaxChunk)
     finish(kExitUsage, "bad --chunk '" + a.chunk + "' (64KiB to 64MiB)");
@@ -258,7 +267,7 @@ void add_send_command(CLI::App& app) {
           if (used == v.size() && n >= udp::kMinPacketSize && n <= udp::kMaxPacketSize) return {};
         } catch (const std::exception&) {
         }
-        return "--packet-size: expected auto or a number from " + std::to_string(udp::kMinPacketSize) + " to " +
+        return "expected auto or a number from " + std::to_string(udp::kMinPacketSize) + " to " +
                std::to_string(udp::kMaxPacketSize) + ", got '" + v + "'";
       });
   cmd->add_flag("-q,--quiet", args->quiet, "No live display and no summary table (errors still go to stderr)");

@@ -2,8 +2,10 @@
 
 #include <openssl/err.h>
 
+#include <algorithm>
 #include <array>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "files.h"
@@ -90,8 +92,43 @@ class SessionEstablisher {
     if (bio == nullptr) return ossl::crypto_error("cannot create a TLS connection");
     SSL_set_bio(s_.ssl_.get(), bio, bio);  // the SSL owns the BIO now
     int rc = opt_.role == Role::client ? SSL_connect(s_.ssl_.get()) : SSL_accept(s_.ssl_.get());
-    if (rc != 1) return s_.io_failure("the TLS 1.3 handshake", rc);
+    if (rc != 1) {
+      if (auto other = not_tls(*s_.bio_state_)) {
+        ERR_clear_error();
+        return make_error(Errc::not_braid, *other);
+      }
+      return s_.io_failure("the TLS 1.3 handshake", rc);
+    }
     return {};
+  }
+
+  // What answered, if its first bytes are not a TLS record (a handshake or
+  // an alert, version 3.x): "it answered like HTTP". Nothing if they are,
+  // or if nothing came.
+  static std::optional<std::string> not_tls(const FdBioState& st) {
+    const std::string_view got(reinterpret_cast<const char*>(st.first), st.first_len);
+    if (got.empty()) return std::nullopt;
+    if ((got[0] == 0x16 || got[0] == 0x15) && (got.size() < 2 || got[1] == 0x03)) return std::nullopt;
+    const auto starts = [&](std::string_view p) { return got.substr(0, p.size()) == p; };
+    if (starts("HTTP/")) return "it answered like HTTP";
+    if (starts("SSH-")) return "it answered like SSH";
+    if (starts("220")) return "it answered like FTP or SMTP";
+    if (starts("+OK") || starts("* OK")) return "it answered like POP3 or IMAP";
+    std::string line;
+    for (char c : got) {
+      if (c == '\r' || c == '\n') break;
+      if (c < 0x20 || c > 0x7e) {
+        line.clear();
+        break;
+      }
+      line += c;
+    }
+    if (!line.empty()) return "it answered '" + line + "...', not TLS";
+    static const char kHex[] = "0123456789abcdef";
+    std::string hex;
+    for (size_t i = 0; i < std::min<size_t>(got.size(), 4); ++i)
+      hex += std::string(i ? " " : "") + kHex[static_cast<unsigned char>(got[i]) >> 4] + kHex[got[i] & 0xf];
+    return "it answered with bytes that are not TLS (" + hex + " ...)";
   }
 
   Status inspect_peer() {
@@ -99,7 +136,9 @@ class SessionEstablisher {
     if (cert == nullptr) return make_error(Errc::bad_peer_certificate, "the peer presented no certificate");
     EVP_PKEY* key = X509_get0_pubkey(cert);
     if (key == nullptr || EVP_PKEY_get_id(key) != EVP_PKEY_ED25519)
-      return make_error(Errc::bad_peer_certificate, "the peer's key is not an Ed25519 key; it is not a braid host");
+      return opt_.role == Role::client
+                 ? make_error(Errc::not_braid, "it answered like a TLS server, but its key is not an Ed25519 key")
+                 : make_error(Errc::bad_peer_certificate, "the peer's key is not an Ed25519 key; it is not a braid host");
     auto name = certificate_peer_name(cert);
     if (!name) return name.error();
     auto fp = Fingerprint::of_key(key);

@@ -74,6 +74,13 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   if (!session) {
     log.write("status", {{"status", "refused"}, {"reason", session.error().message}});
     std::string msg = session.error().message;
+    // Named as such: "127.0.0.1:8080 is not a braid receiver (it answered like HTTP)".
+    if (session.error().code == security::Errc::not_braid)
+      msg = remote.str() + " is not a braid receiver (" + msg + ")";
+    else if (session.error().code == security::Errc::connection_closed &&
+             msg.find("during the TLS 1.3 handshake") != std::string::npos)
+      msg = remote.str() + " closed the connection without answering braid's handshake (not a braid receiver, or one "
+            "too busy to answer)";
     if (code_looked_mistyped && session.error().code == security::Errc::pairing_failed)
       msg += " (the code given looks mistyped: its check symbol does not match)";
     return Failure{exit_code_for(session.error().code), msg};
