@@ -3,6 +3,7 @@
 #include <openssl/err.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <array>
 #include <optional>
 #include <string_view>
@@ -128,7 +129,7 @@ class SessionEstablisher {
     std::string hex;
     for (size_t i = 0; i < std::min<size_t>(got.size(), 4); ++i)
       hex += std::string(i ? " " : "") + kHex[static_cast<unsigned char>(got[i]) >> 4] + kHex[got[i] & 0xf];
-    return "it answered with bytes that are not TLS (" + hex + " ...)";
+    return "it answered with bytes that are not TLS: " + hex + " ...";
   }
 
   Status inspect_peer() {
@@ -439,7 +440,12 @@ Error Session::io_failure(std::string_view during, int ssl_ret) {
   if (bio_state_ && bio_state_->timed_out)
     return make_error(Errc::timed_out, std::string(during) + " timed out: " + peer + " did not answer within " +
                                            std::to_string(bio_state_->timeout_ms) + " ms");
-  if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && bio_state_ && bio_state_->last_errno == 0))
+  // A reset during the handshake is a close too: a peer that closes without
+  // reading our ClientHello makes the kernel answer it with a reset.
+  const bool reset_in_handshake = ssl_ && !SSL_is_init_finished(ssl_.get()) && bio_state_ &&
+                                  (bio_state_->last_errno == ECONNRESET || bio_state_->last_errno == EPIPE);
+  if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && bio_state_ && bio_state_->last_errno == 0) ||
+      (err == SSL_ERROR_SYSCALL && reset_in_handshake))
     return make_error(Errc::connection_closed, peer + " closed the connection during " + std::string(during));
   if (err == SSL_ERROR_SYSCALL && bio_state_ && bio_state_->last_errno != 0)
     return make_error(Errc::io_error, std::string(during) + " failed: " + errno_text(bio_state_->last_errno));
