@@ -45,16 +45,21 @@ for cmd in send recv sim clean relay; do
   # The CLI's own flag list: every -x and --name at the start of an option line.
   flags=$(grep -E '^ +-' "$W/help" | sed -E 's/^ +//; s/ .*//' | tr ',' '\n' | grep -E '^-' | grep -v -- '^-h$\|^--help$')
   [ -n "$flags" ] || fail "no flags parsed from braid $cmd --help"
+  # (Blocks in variables, not pipes into grep -q: with pipefail a writer cut short by grep's early exit fails.)
+  bash_block=$(awk "/^    $cmd\\)/,/fi ;;\$/" "$W/bash")
+  zsh_block=$(awk "/^    $cmd\\)/,/&& return 0/" "$W/zsh")
   for f in $flags; do
     man_form=$(printf '%s' "$f" | sed 's/-/\\\\-/g')
     grep -q "\\\\fB$man_form\\\\fR" "$W/man" || fail "the man page lacks $cmd $f"
-    awk "/^    $cmd\\)/,/fi ;;\$/" "$W/bash" | grep -Eq -- "(^|[ |'])$f([ |')]|\$)" || fail "the bash completion lacks $cmd $f"
-    awk "/^    $cmd\\)/,/&& return 0/" "$W/zsh" | grep -Eq -- "[{,'(*]$f[],}[]" || fail "the zsh completion lacks $cmd $f"
+    grep -Eq -- "(^|[ |'])$f([ |')]|\$)" <<< "$bash_block" || fail "the bash completion lacks $cmd $f"
+    grep -Eq -- "[{,'(*]$f[],}[]" <<< "$zsh_block" || fail "the zsh completion lacks $cmd $f"
     total=$((total + 1))
   done
   # And nothing the CLI does not have.
-  awk "/^    $cmd\\)/,/fi ;;\$/" "$W/bash" | grep -o -- "compgen -W '--help[^']*'" | sed "s/^compgen -W '//; s/'\$//" | tr ' ' '\n' |
-    while read -r f; do [ "$f" = --help ] || grep -qx -- "$f" <<< "$flags" || fail "bash completes $cmd $f, which braid lacks"; done || exit 1
+  offered=$(grep -o -- "compgen -W '--help[^']*'" <<< "$bash_block" | sed "s/^compgen -W '//; s/'\$//")
+  for f in $offered; do
+    [ "$f" = --help ] || grep -qx -- "$f" <<< "$flags" || fail "bash completes $cmd $f, which braid lacks"
+  done
 done
 grep -q '^.SH EXAMPLES' "$W/man" && grep -q '^.SH EXIT STATUS' "$W/man" || fail "the man page has no examples or exit status"
 
@@ -68,7 +73,8 @@ got=$(bash -c "source '$W/bash'; COMP_WORDS=(braid re); COMP_CWORD=1; _braid; ec
 if command -v zsh > /dev/null; then zsh -n "$W/zsh" || fail "the zsh completion does not parse"; fi
 if command -v groff > /dev/null; then
   groff -man -Tutf8 "$W/man" > "$W/man.txt" 2> "$W/groff.err" || fail "groff failed: $(cat "$W/groff.err")"
-  sed "s/.\x08//g; s/\x1b\[[0-9;]*m//g" "$W/man.txt" | grep -q "EXIT STATUS" || fail "the rendered man page has no EXIT STATUS"
+  sed "s/.\x08//g; s/\x1b\[[0-9;]*m//g" "$W/man.txt" > "$W/man.plain"
+  grep -q "EXIT STATUS" "$W/man.plain" || fail "the rendered man page has no EXIT STATUS"
 fi
 echo "$total flags of send, recv, sim, clean and relay in the man page, bash and zsh"
 echo PASS
