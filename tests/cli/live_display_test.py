@@ -156,14 +156,14 @@ def check_screen(text, who, paths):
         print("  " + line)
 
 
-def transfer(sender_args, recv_on_pty=True, send_on_pty=True, size=48 << 20, tag="t", table=True):
+def transfer(sender_args, recv_on_pty=True, send_on_pty=True, size=48 << 20, tag="t", table=True, ask=False, once=True):
     """One transfer; returns (recv stderr, send stderr, send exit code)."""
     d = os.path.join(W, tag)
     os.makedirs(os.path.join(d, "dst"))
     src = os.path.join(d, "payload.bin")
     with open(src, "wb") as f:
         f.write(os.urandom(size))
-    rargs = [BRAID, "recv", "-d", os.path.join(d, "dst"), "--listen", "127.0.0.1:0", "--once", "-y"]
+    rargs = [BRAID, "recv", "-d", os.path.join(d, "dst"), "--listen", "127.0.0.1:0"] + (["--once"] if once else []) + ([] if ask else ["-y"])
     renv = env_for("rcfg")
     rbuf, sbuf = bytearray(), bytearray()
     if recv_on_pty:
@@ -194,7 +194,12 @@ def transfer(sender_args, recv_on_pty=True, send_on_pty=True, size=48 << 20, tag
         procs.append(sp)
         smaster = None
     end = time.time() + 60
-    while (sp.poll() is None or rp.poll() is None) and time.time() < end:
+    answered = False
+    recv_out = os.path.join(d, "recv.out")
+    while (sp.poll() is None or (rp.poll() is None and once)) and time.time() < end:
+        if ask and not answered and b"accept? [y/N]" in rbuf:  # the receiver asks on its terminal: yes
+            os.write(rmaster, b"y\n")
+            answered = True
         ms = [m for m in (rmaster, smaster) if m is not None]
         r, _, _ = select.select(ms, [], [], 0.05) if ms else ([], [], time.sleep(0.05))
         for fd in r:
@@ -207,12 +212,27 @@ def transfer(sender_args, recv_on_pty=True, send_on_pty=True, size=48 << 20, tag
         if fd is not None:
             drain(fd, buf, timeout=0.3)
             os.close(fd)
+    if not once:
+        # A receiver that stays up prints each transfer's summary when it is verified, not at exit.
+        while "every file verified" not in open(recv_out).read() and time.time() < end:
+            time.sleep(0.05)
+        if rp.poll() is not None:
+            fail("the receiver without --once exited")
+        if "every file verified" not in open(recv_out).read():
+            fail("the receiver, still running, has not printed the verified transfer's summary")
+        rp.terminate()
+        rp.wait(10)
+        if rp.returncode != 143:
+            fail(f"the receiver exited {rp.returncode} on SIGTERM, expected 143")
+        rp.returncode = 0
     if sp.poll() is None or rp.poll() is None:
         fail("the transfer did not end within 60 s")
     rerr = rbuf.decode() if recv_on_pty else open(os.path.join(d, "recv.err")).read()
     serr = sbuf.decode() if send_on_pty else open(os.path.join(d, "send.err")).read()
     if sp.returncode != 0 or rp.returncode != 0:
         fail(f"send exited {sp.returncode}, recv {rp.returncode}:\n{serr}\n{rerr}")
+    if "every file verified" not in open(recv_out).read():
+        fail("the receiver printed no summary")
     if table != ("every file verified" in open(os.path.join(d, "send.out")).read()):
         fail("the sender's summary table is " + ("missing" if table else "there with -q"))
     return rerr, serr
@@ -223,7 +243,10 @@ try:
     lanes = []
     for _ in range(8):
         lanes += ["--lane", "127.0.0.1=127.0.0.1:PORT", "--lane", "127.0.0.2=127.0.0.1:PORT"]
-    rerr, serr = transfer(lanes + ["--max-lanes", "17", "--rate-limit", "200Mbit/s"], tag="pty")
+    rerr, serr = transfer(lanes + ["--max-lanes", "17", "--rate-limit", "200Mbit/s"], tag="pty", ask=True)
+    # The receiver asked in figures for people: "62.9 MiB", not "65933315 bytes".
+    if not re.search(r"offers 1 entry, 48\.0 MiB: payload\.bin", rerr):
+        fail("the accept prompt does not read '1 entry, 48.0 MiB': " + repr(rerr[:300]))
     # Lane 0 (the session's own) comes from 127.0.0.1 too: 9 lanes there.
     check_screen(serr, "send", ["127.0.0.1 -> 127.0.0.1 9", "127.0.0.2 -> 127.0.0.1 8"])
     check_screen(rerr, "recv", ["127.0.0.1 -> 127.0.0.1 9", "127.0.0.1 -> 127.0.0.2 8"])
@@ -246,6 +269,14 @@ try:
     if "%" in serr or "\x1b[" in serr:
         fail(f"send -q drew a display: {serr!r}")
     print("send -q: nothing drawn")
+
+    # A tiny transfer reads as one: bytes and milliseconds, not "0.0 MiB in 0.00 s = 0.0 Mbit/s".
+    transfer([], recv_on_pty=False, send_on_pty=False, tag="tiny", size=12, once=False)
+    summary = open(os.path.join(W, "tiny", "send.out")).read()
+    total = [l for l in summary.splitlines() if l.startswith("total ")]
+    if not total or not re.match(r"total 12 B in \d+ (ms|us) = [\d.]+ (bit|kbit|Mbit)/s, 1 file,", total[0]) or "0.0 MiB" in summary:
+        fail("a 12-byte transfer's summary: " + repr(total))
+    print(total[0])
     print("PASS")
 finally:
     for p in procs:

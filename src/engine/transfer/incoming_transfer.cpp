@@ -67,7 +67,8 @@ void IncomingTransfer::abandon(std::optional<wire::ResultStatus> status) {
 
 bool ask_on_terminal(const std::string& peer, const wire::Offer& offer) {
   if (!::isatty(STDIN_FILENO)) return false;
-  std::cerr << "braid: '" << peer << "' offers " << offer.entries.size() << " entries, "
+  std::cerr << "braid: '" << peer << "' offers " << offer.entries.size()
+            << (offer.entries.size() == 1 ? " entry, " : " entries, ")
             << format_size(Bytes(offer.total_bytes())) << ":";
   size_t shown = 0;
   for (const auto& e : offer.entries) {

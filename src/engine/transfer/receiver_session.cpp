@@ -260,7 +260,7 @@ void ReceiverSession::run_job(session::PrepareOffer& a) {
   const size_t entries = p.transfer->offer.entries.size();
   const uint64_t bytes = p.transfer->offer.total_bytes();
   log_.write("status", {{"status", "receiving"}, {"transfer", id}});
-  note("receiving " + std::to_string(entries) + " entries, " + format_size(Bytes(bytes)) + " from '" + peer_ + "'" +
+  note("receiving " + std::to_string(entries) + (entries == 1 ? " entry, " : " entries, ") + format_size(Bytes(bytes)) + " from '" + peer_ + "'" +
        (held ? ", " + format_size(Bytes(held)) + " of it here already (resume)" : ""));
   drive([&](session::Receiver& m) {
     transfers_[id] = p.transfer;
