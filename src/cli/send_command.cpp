@@ -19,7 +19,6 @@
 #include "engine/lanes/tcp.hpp"
 #include "engine/security/safe_path.h"
 #include "engine/transfer/exit_codes.hpp"
-#include "engine/transfer/lane_paths.hpp"
 #include "engine/transfer/sender_session.hpp"
 #include "engine/udp/udp_lane_types.hpp"
 
@@ -52,6 +51,17 @@ struct SendArgs {
   if (!msg.empty()) std::cerr << "braid send: " << msg << "\n";
   std::cout.flush();
   std::exit(code);
+}
+
+// The shape of a --lane spec (what lane_paths.cpp reads once connected;
+// whether LOCAL is this host's is its business): a command or socket path
+// after exec:, pty:, unix:, or [tcp:|udp:]LOCAL=REMOTE:PORT with a numeric REMOTE.
+bool lane_spec_shape(std::string spec) {
+  for (const char* prefix : {"exec:", "pty:", "unix:"})
+    if (spec.rfind(prefix, 0) == 0) return spec.size() > std::string(prefix).size();
+  if (spec.rfind("tcp:", 0) == 0 || spec.rfind("udp:", 0) == 0) spec = spec.substr(4);
+  const auto eq = spec.find('=');
+  return eq != std::string::npos && eq > 0 && lanes::parse_numeric_endpoint(spec.substr(eq + 1), 1).has_value();
 }
 
 const char kResumeHint[] = "interrupted: run the same command again to resume";
@@ -102,13 +112,9 @@ void run_send(const SendArgs& a) {
     if (!file.empty())
       if (auto why = check_writable(file); !why.empty()) finish(kExitUsage, std::string(flag) + ": " + why);
   // Lane specs before anything else happens (they are used only once connected).
-  {
-    LanePlan plan;
-    plan.specs = a.lanes;
-    std::vector<std::pair<std::string, std::string>> bad;
-    (void)plan_lane_paths(plan, bad);
-    if (!bad.empty()) finish(kExitUsage, "bad --lane '" + bad.front().first + "': " + bad.front().second);
-  }
+  for (const auto& spec : a.lanes)
+    if (!lane_spec_shape(spec))
+      finish(kExitUsage, "bad --lane '" + spec + "' ([tcp:|udp:]LOCAL=REMOTE:PORT, exec:COMMAND, pty:COMMAND or unix:PATH)");
   auto chunk = parse_size(a.chunk);
   if (!chunk || *chunk < core::ChunkPlan::kMinChunk || *chunk > core::ChunkPlan::kMaxChunk)
     finish(kExitUsage, "bad --chunk '" + a.chunk + "' (64KiB to 64MiB)");

@@ -63,6 +63,8 @@ expect_usage "--streams: Value 0 not in range" send --streams 0 f 127.0.0.1:1
 expect_usage "--links: maybe not in" recv --links maybe
 expect_usage "--background and --cc reno contradict" send --background --cc reno f 127.0.0.1:1
 expect_usage "bad --lane 'bogus'" send --lane bogus f 127.0.0.1:1
+expect_usage "bad --lane 'tcp:127.0.0.1=127.0.0.1:port'" send --lane tcp:127.0.0.1=127.0.0.1:port f 127.0.0.1:1
+expect_usage "bad --lane 'exec:'" send --lane exec: f 127.0.0.1:1
 expect_usage "missing PATH... HOST\[:PORT\]" send
 expect_usage "give at least one PATH" send f
 expect_usage "missing DIR" clean
