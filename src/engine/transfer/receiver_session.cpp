@@ -292,7 +292,7 @@ void ReceiverSession::run_job(session::FinalizeTransfer& a) {
   drop_udp_pieces(a.transfer);
   log_.write("status", {{"status", "verified"}, {"transfer", a.transfer}, {"bytes", rep.bytes},
                         {"resumed_bytes", rep.resumed_bytes}, {"seconds", rep.seconds}});
-  note("transfer " + std::to_string(a.transfer) + ": " + std::to_string(rep.files) + " files, " +
+  note("transfer " + std::to_string(a.transfer) + ": " + std::to_string(rep.files) + (rep.files == 1 ? " file, " : " files, ") +
        format_size(Bytes(rep.bytes)) + " from '" + peer_ + "' arrived and verified" +
        (rep.resumed_bytes ? " (" + format_size(Bytes(rep.resumed_bytes)) + " resumed from an earlier run)" : ""));
   drive([&](session::Receiver& m) { m.handle_finalized(a.transfer, wire::ResultStatus::verified, "verified", now()); });
