@@ -283,12 +283,6 @@ void LiveDisplay::finish(const LiveTransfer& last) {
     it = it->first == last.key() || it->first.rfind(last.key() + "|", 0) == 0 ? meters_.erase(it) : std::next(it);
 }
 
-void LiveDisplay::clear() {
-  if (mode_ != Mode::terminal) return;
-  std::lock_guard lock(mu_);
-  erase_locked();
-}
-
 void LiveDisplay::say(const std::string& line) {
   std::lock_guard active_lock(g_active_mu);
   LiveDisplay* d = g_active;

@@ -1,9 +1,9 @@
 // The live display of `braid send` and `braid recv`: both ends show the same
 // thing, one block per transfer on stderr —
 //
-//   send 'vm'  42% [##########..............]  26.4 MiB / 62.9 MiB  1.21 Gbit/s  ETA 1.40 s
-//     127.0.0.1 -> 127.0.0.1      8 lanes   604 Mbit/s  50%
-//     127.0.0.2 -> 127.0.0.1      8 lanes   603 Mbit/s  50%
+//   send 'vm'  42% [#######.........]  26.4 MiB / 62.9 MiB  1.21 Gbit/s  ETA 240 ms
+//     127.0.0.1 -> 127.0.0.1    9 lanes  604.2 Mbit/s   50%
+//     127.0.0.2 -> 127.0.0.1    8 lanes  603.9 Mbit/s   50%
 //
 // Lanes are grouped per path (local address -> remote address, ports
 // dropped), sorted by address so rows keep their place between redraws; a
@@ -92,8 +92,6 @@ class LiveDisplay {
   /// The transfer ended: its last frame stays on screen (100 % if it
   /// completed), the cursor goes below it, and it is forgotten.
   void finish(const LiveTransfer& last);
-  /// Takes the block off the screen (before a summary table is printed).
-  void clear();
   /// A line above the block, which is then drawn again; with no display
   /// alive, plainly on stderr.
   static void say(const std::string& line);
