@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The man page and the bash/zsh completions come from the CLI's own
-# definitions: every flag `braid CMD --help` lists (long and short) is in
+# definitions: every flag `braid CMD --help` lists (long and short), for
+# every command `braid --help` lists, is in
 # each of them, the files the build installs are exactly what the binary
 # generates now (no drift), the bash script completes, the man page renders.
 # With `deb`: the .deb that `make deb` builds holds the binary, the man page
@@ -39,8 +40,12 @@ zcat "$build/share/man/man1/braid.1.gz" | cmp -s - "$W/man" || fail "the built m
 cmp -s "$build/share/bash-completion/completions/braid" "$W/bash" || fail "the built bash completion differs"
 cmp -s "$build/share/zsh/vendor-completions/_braid" "$W/zsh" || fail "the built zsh completion differs"
 
+# Every command braid has (its help's list), so a command added later is checked too.
+"$braid" --help > "$W/top" || fail "--help exited $?"
+commands=$(awk '/^Subcommands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { exit }' "$W/top")
+for c in send recv; do grep -qx "$c" <<< "$commands" || fail "no $c among the commands: $commands"; done
 total=0
-for cmd in send recv sim clean relay; do
+for cmd in $commands; do
   "$braid" $cmd --help > "$W/help" || fail "$cmd --help exited $?"
   # The CLI's own flag list: every -x and --name at the start of an option line.
   flags=$(grep -E '^ +-' "$W/help" | sed -E 's/^ +//; s/ .*//' | tr ',' '\n' | grep -E '^-' | grep -v -- '^-h$\|^--help$')
@@ -76,5 +81,5 @@ if command -v groff > /dev/null; then
   sed "s/.\x08//g; s/\x1b\[[0-9;]*m//g" "$W/man.txt" > "$W/man.plain"
   grep -q "EXIT STATUS" "$W/man.plain" || fail "the rendered man page has no EXIT STATUS"
 fi
-echo "$total flags of send, recv, sim, clean and relay in the man page, bash and zsh"
+echo "$total flags of $(echo $commands | tr ' ' ',') in the man page, bash and zsh"
 echo PASS
