@@ -169,14 +169,14 @@ def check_screen(text, who, paths):
         print("  " + line)
 
 
-def transfer(sender_args, recv_on_pty=True, send_on_pty=True, size=48 << 20, tag="t", table=True, ask=False, once=True):
+def transfer(sender_args, recv_on_pty=True, send_on_pty=True, size=48 << 20, tag="t", table=True, ask=False, once=True, recv_args=()):
     """One transfer; returns (recv stderr, send stderr, send exit code)."""
     d = os.path.join(W, tag)
     os.makedirs(os.path.join(d, "dst"))
     src = os.path.join(d, "payload.bin")
     with open(src, "wb") as f:
         f.write(os.urandom(size))
-    rargs = [BRAID, "recv", "-d", os.path.join(d, "dst"), "--listen", "127.0.0.1:0"] + (["--once"] if once else []) + ([] if ask else ["-y"])
+    rargs = [BRAID, "recv", "-d", os.path.join(d, "dst"), "--listen", "127.0.0.1:0"] + (["--once"] if once else []) + ([] if ask else ["-y"]) + list(recv_args)
     renv = env_for("rcfg")
     rbuf, sbuf = bytearray(), bytearray()
     if recv_on_pty:
@@ -266,16 +266,23 @@ try:
 
     # Not a terminal: no escape, no carriage return; -v: a plain line per 10 %.
     rerr, serr = transfer(["-v", "--streams", "4", "--rate-limit", "300Mbit/s"], recv_on_pty=False,
-                          send_on_pty=False, tag="plain")
+                          send_on_pty=False, tag="plain", recv_args=["-v"])
     for who, text in (("send", serr), ("recv", rerr)):
         if "\r" in text or "\x1b" in text:
             fail(f"{who}: carriage returns or escapes written to a file: {text!r}")
     pct = [int(p) for p in re.findall(r"^braid: send '[^']*': (\d+)% ", serr, re.M)]
     if not (5 <= len(pct) <= 11 and pct == sorted(pct) and pct[-1] == 100 and len(set(pct)) == len(pct)):
         fail(f"send -v without a terminal: expected a line per 10 % up to 100 %, got {pct}:\n{serr}")
-    if re.search(r"% \(", rerr):
-        fail(f"recv without -v and without a terminal printed progress:\n{rerr}")
-    print(f"not a terminal: no escapes; send -v printed {pct}")
+    rpct = [int(p) for p in re.findall(r"^braid: recv '[^']*': (\d+)% ", rerr, re.M)]
+    if not (5 <= len(rpct) <= 11 and rpct == sorted(rpct) and rpct[-1] == 100 and len(set(rpct)) == len(rpct)):
+        fail(f"recv -v without a terminal: expected a line per 10 % up to 100 %, got {rpct}:\n{rerr}")
+    print(f"not a terminal: no escapes; send -v printed {pct}, recv -v {rpct}")
+    # Without -v (and without a terminal): nothing.
+    rerr, serr = transfer(["--rate-limit", "300Mbit/s"], recv_on_pty=False, send_on_pty=False, tag="silent",
+                          size=8 << 20)
+    for who, text in (("send", serr), ("recv", rerr)):
+        if re.search(r"\d+% \(", text) or "\r" in text or "\x1b" in text:
+            fail(f"{who} without -v and without a terminal printed progress:\n{text}")
 
     # -q on a terminal: no display at all.
     rerr, serr = transfer(["-q", "--rate-limit", "300Mbit/s"], tag="quiet", size=8 << 20, table=False)
