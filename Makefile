@@ -36,3 +36,13 @@ fuzz: fuzz-build
 
 clean:
 	rm -rf $(BUILD) $(FUZZ_BUILD)
+
+PREFIX ?= /usr/local
+.PHONY: install deb
+# The binary, its man page and bash/zsh completions under $(PREFIX) (DESTDIR honoured).
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
+
+# A Debian package in $(BUILD): apt install ./$(BUILD)/braid_*.deb
+deb: build
+	@cd $(BUILD) && cpack -G DEB

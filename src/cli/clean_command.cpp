@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 
+#include "core/units_parse.hpp"
 #include "engine/files/debris.hpp"
 #include "engine/security/safe_path.h"
 #include "engine/security/unique_fd.h"
@@ -36,7 +37,7 @@ void run_clean(const CleanArgs& a) {
   for (const auto& e : r.kept) std::cout << "kept " << security::printable_path(e.path) << ": " << e.why << "\n";
   for (const auto& e : r.failed)
     std::cerr << "braid clean: cannot remove '" << security::printable_path(e.path) << "': " << e.why << "\n";
-  std::cout << "braid clean: " << verb << " " << r.removed.size() << " files (" << r.removed_bytes << " bytes) of "
+  std::cout << "braid clean: " << verb << " " << r.removed.size() << " files (" << format_size(Bytes(r.removed_bytes)) << ") of "
             << r.removed_transfers << " interrupted transfers older than " << files::format_age(age) << "; kept "
             << r.kept.size() << std::endl;
   std::exit(r.failed.empty() ? kExitOk : kExitFailure);

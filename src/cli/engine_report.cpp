@@ -1,48 +1,71 @@
 #include "cli/engine_report.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 
+#include "core/units_parse.hpp"
+
 namespace braid::cli {
 namespace {
-std::string mbit(double bytes_per_sec) { return fmt::format("{:.1f}", bytes_per_sec * 8 / 1e6); }
-std::string mib(uint64_t b) { return fmt::format("{:.1f}", static_cast<double>(b) / (1 << 20)); }
+// Figures for people (core/units_parse.hpp picks the unit); exact ones are in --json.
+std::string size(uint64_t b) { return format_size(Bytes(b)); }
+std::string rate(double bytes_per_sec) {
+  return bytes_per_sec > 0 ? format_rate(Rate::bytes_per_sec(bytes_per_sec)) : "-";
+}
+std::string rtt(double ms) { return ms > 0 ? format_duration(Duration::seconds_f(ms / 1000)) : "-"; }
 }  // namespace
 
 std::string lane_table(const transfer::TransferReport& r) {
   std::string out;
-  out += fmt::format("{:<5} {:<24} {:<24} {:>9} {:>7} {:>6} {:>11} {:>8} {:>6} {:>4} {:>4} {:>4}  {}\n", "lane",
-                     "local", "remote", "MiB", "chunks", "share", "Mbit/s", "rtt ms", "stalls", "dup", "abnd", "rej",
+  out += fmt::format("{:<5} {:<24} {:<24} {:>10} {:>7} {:>6} {:>12} {:>8} {:>6} {:>4} {:>4} {:>4}  {}\n", "lane",
+                     "local", "remote", "data", "chunks", "share", "rate", "rtt", "stalls", "dup", "abnd", "rej",
                      "state");
   for (const auto& l : r.lanes) {
-    out += fmt::format("{:<5} {:<24} {:<24} {:>9} {:>7} {:>5.1f}% {:>11} {:>8.2f} {:>6} {:>4} {:>4} {:>4}  {}\n",
-                       l.lane_id, l.local, l.remote, mib(l.bytes), l.chunks, l.share * 100, mbit(l.rate_bytes_per_sec),
-                       l.rtt_ms, l.stalls, l.duplicates, l.abandoned, l.rejected_frames,
-                       l.open_at_end ? "open" : "closed: " + l.close_reason);
+    out += fmt::format("{:<5} {:<24} {:<24} {:>10} {:>7} {:>5.1f}% {:>12} {:>8} {:>6} {:>4} {:>4} {:>4}  {}\n",
+                       l.lane_id, l.local, l.remote, size(l.bytes), l.chunks, l.share * 100,
+                       rate(l.rate_bytes_per_sec), rtt(l.rtt_ms), l.stalls, l.duplicates, l.abandoned,
+                       l.rejected_frames, l.open_at_end ? "open" : "closed: " + l.close_reason);
   }
   // UDP lanes: the transport's own view (issue 5's per-lane fields), one line each.
   for (const auto& l : r.lanes) {
     if (!l.udp) continue;
-    out += fmt::format("lane {} udp: {} packets sent, {} lost, {} resent; srtt {:.2f} ms, min rtt {:.3f} ms, "
-                       "controller rate {} Mbit/s\n",
+    out += fmt::format("lane {} udp: {} packets sent, {} lost, {} resent; srtt {}, min rtt {}, controller rate {}\n",
                        l.lane_id, l.udp->packets_sent, l.udp->packets_lost, l.udp->packets_retransmitted,
-                       l.udp->srtt_ms, l.udp->min_rtt_ms, mbit(l.udp->cc_rate_bytes_per_sec));
+                       rtt(l.udp->srtt_ms), rtt(l.udp->min_rtt_ms), rate(l.udp->cc_rate_bytes_per_sec));
   }
   // A resumed transfer's rate is over the bytes this run sent, so say how many were not sent.
   const std::string resumed =
-      r.resumed_bytes ? fmt::format(" ({} MiB resumed from an earlier run, {} MiB sent)", mib(r.resumed_bytes),
-                                    mib(r.bytes - std::min(r.bytes, r.resumed_bytes)))
+      r.resumed_bytes ? fmt::format(" ({} resumed from an earlier run, {} sent)", size(r.resumed_bytes),
+                                    size(r.bytes - std::min(r.bytes, r.resumed_bytes)))
                       : "";
-  out += fmt::format("total {} MiB{} in {:.2f} s = {} Mbit/s ({:.1f} MB/s), {} files, {} stalls, {} duplicates, "
-                     "{} abandoned, policy {}, hash {}: {}\n",
-                     mib(r.bytes), resumed, r.seconds, mbit(r.rate_bytes_per_sec), r.rate_bytes_per_sec / 1e6, r.files,
-                     r.stalls, r.duplicates, r.abandoned, r.policy.empty() ? "-" : r.policy, r.hash,
-                     r.verified ? "every file verified" : r.status);
+  out += fmt::format("total {}{} in {} = {}, {} {}, {} stalls, {} duplicates, {} abandoned, policy {}, hash {}: {}\n",
+                     size(r.bytes), resumed, format_duration(Duration::seconds_f(r.seconds)),
+                     rate(r.rate_bytes_per_sec), r.files, r.files == 1 ? "file" : "files", r.stalls, r.duplicates, r.abandoned,
+                     r.policy.empty() ? "-" : r.policy, r.hash, r.verified ? "every file verified" : r.status);
   return out;
+}
+
+std::string check_writable(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd >= 0) {  // it did not exist: it can be created; leave no empty file behind
+    ::close(fd);
+    ::unlink(path.c_str());
+    return "";
+  }
+  if (errno == EEXIST) {
+    const int f = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (f >= 0) {
+      ::close(f);
+      return "";
+    }
+  }
+  return "cannot write '" + path + "': " + std::strerror(errno);
 }
 
 std::string write_json_file(const std::string& path, const nlohmann::json& doc) {

@@ -14,6 +14,11 @@ namespace braid::cli {
 /// The per-lane table of one transfer, with a totals line.
 std::string lane_table(const transfer::TransferReport& r);
 
+/// Before any data moves: `path` (an output file: --json, --log) can be
+/// created or written. Empty string if so, else one line saying why not. A
+/// file this check creates is removed again.
+std::string check_writable(const std::string& path);
+
 /// Writes `doc` to `path` (pretty-printed). Empty string on success, else why not.
 std::string write_json_file(const std::string& path, const nlohmann::json& doc);
 

@@ -1,10 +1,12 @@
 // braid: move files between two machines over every path between them at once.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/did_you_mean.hpp"
+#include "cli/generate.hpp"
 #include "engine/transfer/exit_codes.hpp"
 
 namespace {
@@ -40,15 +42,7 @@ int main(int argc, char** argv) {
   CLI::App app{"braid: fast, verified, encrypted multi-lane file transfer"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("braid ") + BRAID_VERSION);
-  app.footer(
-      "Examples:\n"
-      "  braid recv --dir ~/in                    # prints its pairing code and addresses\n"
-      "  braid send --code CODE big.iso photos/ 192.168.1.20\n"
-      "  braid sim --scenario scenarios/seed-5ghz.scn\n"
-      "Exit codes: 0 done and verified, 1 other failure, 2 bad command line, 3 unreachable,\n"
-      "  4 pairing failed, 5 a pinned peer's key changed, 6 refused, 7 not writable, 8 disk full,\n"
-      "  9 verification failed, 10 lanes lost, 11 partial (sources skipped), 130/143 interrupted\n"
-      "Config: $XDG_CONFIG_HOME/braid (else ~/.config/braid): identity.key, identity.crt, known_peers");
+  braid::cli::describe_app(app);
   braid::cli::add_all_commands(app);
   const auto commands = command_names(app);
   if (argc < 2) {  // bare `braid`: what it can do, on stderr, and exit 2
@@ -56,6 +50,12 @@ int main(int argc, char** argv) {
     return braid::transfer::kExitUsage;
   }
   const std::string first = argv[1];
+  // Hidden: the man page and completions, from these same definitions (CMake runs it at build time).
+  if (first == "--generate") {
+    if (argc == 3 && braid::cli::generate(app, argv[2], BRAID_VERSION, std::cout)) return 0;
+    std::cerr << "braid: --generate man|bash|zsh" << std::endl;
+    return braid::transfer::kExitUsage;
+  }
   if (!first.empty() && first[0] != '-' && std::find(commands.begin(), commands.end(), first) == commands.end()) {
     std::string line = "braid: unknown command '" + first + "'";
     if (auto near = braid::cli::nearest_name(first, commands)) line += " (did you mean '" + *near + "'?)";
@@ -67,13 +67,31 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // CLI11 prints the message (or the help); a bad command line is exit 2
-    // (docs/engine.md), whatever CLI11's own code for the kind of error.
+    // Help and --version print and exit 0; every mistake is one line on
+    // stderr and exit 2 (docs/engine.md), whatever CLI11's own code for it.
+    if (e.get_exit_code() == 0) return app.exit(e);
     if (dynamic_cast<const CLI::ExtrasError*>(&e))
       if (auto typed = unexpected_flag(e.what()))
-        if (auto near = braid::cli::nearest_name(*typed, flag_names(app)))
+        if (auto near = braid::cli::nearest_name(*typed, flag_names(app))) {
           std::cerr << "braid: unknown flag '" << *typed << "' (did you mean '" << *near << "'?)" << std::endl;
-    return app.exit(e) == 0 ? 0 : braid::transfer::kExitUsage;
+          return braid::transfer::kExitUsage;
+        }
+    std::string cmd = "braid";
+    CLI::App* parsed = &app;
+    for (auto* sub : app.get_subcommands({}))
+      if (sub->parsed()) {
+        cmd += " " + sub->get_name();
+        parsed = sub;
+      }
+    std::string what = e.what();
+    // "operands is required": say what is missing as the help writes it.
+    if (dynamic_cast<const CLI::RequiredError*>(&e))
+      for (const auto* opt : parsed->get_options())
+        if (!opt->nonpositional() && what.rfind(opt->get_name() + " is required", 0) == 0)
+          what = "missing " + braid::cli::value_name(*opt);
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    std::cerr << cmd << ": " << what << " (" << cmd << " --help)" << std::endl;
+    return braid::transfer::kExitUsage;
   }
   return 0;
 }

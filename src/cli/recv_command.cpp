@@ -13,13 +13,16 @@
 #include "cli/clean_command.hpp"
 #include "cli/code_option.hpp"
 #include "cli/engine_report.hpp"
+#include "cli/recv_live.hpp"
 #include "cli/signal_watch.hpp"
+#include "core/units_parse.hpp"
 #include "engine/discovery/discovery.hpp"
 #include "engine/files/debris.hpp"
 #include "engine/files/link_policy.hpp"
 #include "engine/security/safe_path.h"
 #include "engine/security/unique_fd.h"
 #include "engine/transfer/exit_codes.hpp"
+#include "engine/transfer/live_display.hpp"
 #include "engine/transfer/receiver.hpp"
 
 namespace braid::cli {
@@ -39,6 +42,8 @@ struct RecvArgs {
   std::string links = "safe";
   std::string clean_after = "7d";
   bool no_announce = false;
+  bool quiet = false;    // -q: no live display, no summary tables
+  bool verbose = false;  // -v: not on a terminal, a line per 10 %
 };
 
 [[noreturn]] void finish(int code, const std::string& msg) {
@@ -107,7 +112,7 @@ void clean_target(const std::string& dir, std::chrono::seconds age, transfer::Ev
     std::cerr << "braid recv: cannot remove the leftover '" << security::printable_path(e.path) << "': " << e.why
               << "\n";
   if (!r.removed.empty())
-    std::cerr << "braid recv: removed " << r.removed.size() << " leftover files (" << r.removed_bytes << " bytes) of "
+    std::cerr << "braid recv: removed " << r.removed.size() << " leftover files (" << format_size(Bytes(r.removed_bytes)) << ") of "
               << r.removed_transfers << " interrupted transfers not resumed for " << files::format_age(age)
               << " (--clean-after)" << std::endl;
 }
@@ -119,10 +124,16 @@ void run_recv(const RecvArgs& a) {
   SignalWatch::start([](int) {
     if (auto* r = g_receiver.load()) r->interrupt("interrupted");
   });
+  // Output files before anything else: a report that cannot be written is a bad command line.
+  for (const auto& [flag, file] : {std::pair{"--json", a.json_file}, std::pair{"--log", a.log_file}})
+    if (!file.empty())
+      if (auto why = check_writable(file); !why.empty()) finish(kExitUsage, std::string(flag) + ": " + why);
   if (auto why = check_new_label(a.name); !why.empty()) finish(kExitUsage, why);
   EventLog log;
   std::string error;
-  if (!a.log_file.empty() && !log.open(a.log_file, error)) finish(kExitFailure, error);
+  if (!a.log_file.empty() && !log.open(a.log_file, error)) finish(kExitUsage, "--log: " + error);
+  LiveDisplay display(LiveDisplay::mode_for(STDERR_FILENO, a.quiet, a.verbose));
+  std::unique_ptr<RecvLive> live;  // set before run(): the first report comes after
   ReceiveOptions o;
   o.dir = a.dir;
   o.listen = a.listen;
@@ -137,6 +148,11 @@ void run_recv(const RecvArgs& a) {
     std::lock_guard lock(g_announce_mu);
     if (g_announcer) g_announcer->set_rendezvous(discovery::rendezvous_of(code));
   };
+  // Each transfer's summary the moment it is verified, below its last frame.
+  o.on_report = [&live, quiet = a.quiet](const TransferReport& r) {
+    if (live) live->poll();
+    if (!quiet && !r.lanes.empty()) std::cout << lane_table(r) << std::flush;
+  };
   auto started = Receiver::start(o, log);
   if (auto* f = std::get_if<Failure>(&started)) finish(f->exit_code, f->message);
   auto receiver = std::move(std::get<0>(started));
@@ -148,17 +164,17 @@ void run_recv(const RecvArgs& a) {
     std::lock_guard lock(g_announce_mu);
     g_announcer = announcer.get();
   }
+  live = std::make_unique<RecvLive>(display, *receiver);
   g_receiver = receiver.get();
   if (SignalWatch::received()) receiver->interrupt("interrupted");  // came before the receiver existed
   int code = receiver->run();
+  live->stop();
   const int sig = SignalWatch::received();
   if (sig) {
     code = SignalWatch::exit_code();
     log.write("status", {{"status", "interrupted"}, {"signal", SignalWatch::name(sig)}});
   }
-  const auto reports = receiver->reports();
-  for (const auto& r : reports)
-    if (!r.lanes.empty()) std::cout << lane_table(r) << std::flush;
+  const auto reports = receiver->reports();  // the verified ones' tables are out already (on_report)
   if (!a.json_file.empty()) {
     nlohmann::json doc;
     doc["role"] = "recv";
@@ -213,8 +229,8 @@ void run_recv(const RecvArgs& a) {
         held += r.held_bytes;
       }
     finish(code, std::string("interrupted (") + SignalWatch::name(sig) + ")" +
-                     (cut ? ": run the same send again to resume (" + std::to_string(held) +
-                                " bytes verified here are kept)"
+                     (cut ? ": run the same send again to resume (" + format_size(Bytes(held)) +
+                                " verified here are kept)"
                           : ""));
   }
   finish(code, "");
@@ -225,13 +241,13 @@ void run_recv(const RecvArgs& a) {
 void add_recv_command(CLI::App& app) {
   auto args = std::make_shared<RecvArgs>();
   CLI::App* cmd = app.add_subcommand("recv", "Receive files from `braid send` into a directory");
-  cmd->add_option("--dir,-d", args->dir, "Target directory (created if missing; default: the current directory)");
+  cmd->add_option("-d,-o,--dir", args->dir, "Target directory (created if missing; default: the current directory)");
   cmd->add_option("--listen", args->listen, "ADDR:PORT to listen on, or unix:PATH for lanes over a Unix socket (repeatable; port 0 picks one; default [::]:7878)")
       ->allow_extra_args(false);
   add_code_options(cmd, args->code, "Use this pairing code instead of a fresh one (for scripts; a weak one is refused)");
   cmd->add_option("--name", args->name,
                   "Pin a sender that pairs under this label (default: the name it claims, made unique: vm, vm-2)");
-  cmd->add_flag("--yes", args->yes, "Accept every offer without asking");
+  cmd->add_flag("-y,--yes", args->yes, "Accept every offer without asking");
   cmd->add_flag("--once", args->once, "Exit after one session");
   cmd->add_flag("--no-announce", args->no_announce,
                 "Do not announce this receiver on the local network (DNS-SD over mDNS: its name, port, addresses, "
@@ -251,6 +267,9 @@ void add_recv_command(CLI::App& app) {
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--json", args->json_file, "Write the final report as JSON to FILE");
   cmd->add_option("--log", args->log_file, "Write the activity log as JSON lines to FILE");
+  cmd->add_flag("-q,--quiet", args->quiet, "No live display and no summary tables (errors still go to stderr)");
+  cmd->add_flag("-v,--verbose", args->verbose,
+                "When stderr is not a terminal, a progress line per 10 % (on a terminal the display is live)");
   cmd->callback([args] { run_recv(*args); });
 }
 

@@ -17,6 +17,7 @@
 #include "core/transport/cc_registry.hpp"
 #include "core/units_parse.hpp"
 #include "engine/files/source_tree.hpp"
+#include "engine/lanes/endpoint.hpp"
 #include "engine/lanes/tcp.hpp"
 #include "engine/security/safe_path.h"
 #include "engine/transfer/exit_codes.hpp"
@@ -45,6 +46,8 @@ struct SendArgs {
   bool background = false;
   std::string rate_limit;
   std::string packet_size = "auto";
+  bool quiet = false;    // -q: no live display, no summary table
+  bool verbose = false;  // -v: not on a terminal, a line per 10 %
   std::vector<std::string> operands;  // PATH... HOST[:PORT]|CODE|PEER
 };
 
@@ -80,6 +83,17 @@ std::variant<std::unique_ptr<transfer::SenderSession>, transfer::Failure> connec
   if (!msg.empty()) std::cerr << "braid send: " << msg << "\n";
   std::cout.flush();
   std::exit(code);
+}
+
+// The shape of a --lane spec (what lane_paths.cpp reads once connected;
+// whether LOCAL is this host's is its business): a command or socket path
+// after exec:, pty:, unix:, or [tcp:|udp:]LOCAL=REMOTE:PORT with a numeric REMOTE.
+bool lane_spec_shape(std::string spec) {
+  for (const char* prefix : {"exec:", "pty:", "unix:"})
+    if (spec.rfind(prefix, 0) == 0) return spec.size() > std::string(prefix).size();
+  if (spec.rfind("tcp:", 0) == 0 || spec.rfind("udp:", 0) == 0) spec = spec.substr(4);
+  const auto eq = spec.find('=');
+  return eq != std::string::npos && eq > 0 && lanes::parse_numeric_endpoint(spec.substr(eq + 1), 1).has_value();
 }
 
 const char kResumeHint[] = "interrupted: run the same command again to resume";
@@ -126,6 +140,16 @@ void run_send(const SendArgs& a) {
   const std::optional<std::string> code = code_or_exit(a.code, "send");
   std::vector<std::string> paths(a.operands.begin(), a.operands.end() - 1);
   const std::string host = a.operands.back();
+  if (!lanes::is_host_port(host))
+    finish(kExitUsage, "'" + host + "' is not HOST[:PORT] (a port is a number from 1 to 65535), a pairing code or a paired peer's label");
+  // Output files before any data moves: a report that cannot be written is a bad command line.
+  for (const auto& [flag, file] : {std::pair{"--json", a.json_file}, std::pair{"--log", a.log_file}})
+    if (!file.empty())
+      if (auto why = check_writable(file); !why.empty()) finish(kExitUsage, std::string(flag) + ": " + why);
+  // Lane specs before anything else happens (they are used only once connected).
+  for (const auto& spec : a.lanes)
+    if (!lane_spec_shape(spec))
+      finish(kExitUsage, "bad --lane '" + spec + "' ([tcp:|udp:]LOCAL=REMOTE:PORT, exec:COMMAND, pty:COMMAND or unix:PATH)");
   auto chunk = parse_size(a.chunk);
   if (!chunk || *chunk < core::ChunkPlan::kMinChunk || *chunk > core::ChunkPlan::kMaxChunk)
     finish(kExitUsage, "bad --chunk '" + a.chunk + "' (64KiB to 64MiB)");
@@ -180,7 +204,7 @@ void run_send(const SendArgs& a) {
 
   EventLog log;
   std::string error;
-  if (!a.log_file.empty() && !log.open(a.log_file, error)) finish(kExitFailure, error);
+  if (!a.log_file.empty() && !log.open(a.log_file, error)) finish(kExitUsage, "--log: " + error);
   {
     std::lock_guard lock(g_run.mu);
     g_run.log = &log;
@@ -219,7 +243,8 @@ void run_send(const SendArgs& a) {
   to.policy = a.policy;
   to.hash = a.hash == "sha256" ? wire::HashAlgo::sha256 : wire::HashAlgo::xxh3_128;
   to.chunk_size = chunk->count();
-  to.progress = ::isatty(STDERR_FILENO) == 1;
+  LiveDisplay display(LiveDisplay::mode_for(STDERR_FILENO, a.quiet, a.verbose));
+  to.display = &display;
   TransferOutcome out = session->send(scan.tree, to);
   const int sig = SignalWatch::received();
   if (sig && !(out.exit_code == 0 && out.report.verified)) {  // a signal after the end changes nothing
@@ -228,13 +253,14 @@ void run_send(const SendArgs& a) {
     out.report.status = "interrupted";
     log.write("status", {{"status", "interrupted"}, {"signal", SignalWatch::name(sig)}});
   }
+  // The summary the moment the result is known, not after the lanes' goodbyes.
+  if (!a.quiet && !out.report.lanes.empty()) std::cout << lane_table(out.report) << std::flush;
   {
     std::lock_guard lock(g_run.mu);
     g_run.session = nullptr;
   }
   session->close();
 
-  if (!out.report.lanes.empty()) std::cout << lane_table(out.report) << std::flush;
   // Everything sent verified, but not everything given could be sent: say so in the status.
   if (out.exit_code == 0 && !scan.skipped.empty()) {
     out.exit_code = kExitPartial;
@@ -300,18 +326,20 @@ void add_send_command(CLI::App& app) {
           if (used == v.size() && n >= udp::kMinPacketSize && n <= udp::kMaxPacketSize) return {};
         } catch (const std::exception&) {
         }
-        return "--packet-size: expected auto or a number from " + std::to_string(udp::kMinPacketSize) + " to " +
+        return "expected auto or a number from " + std::to_string(udp::kMinPacketSize) + " to " +
                std::to_string(udp::kMaxPacketSize) + ", got '" + v + "'";
       });
-  cmd->add_flag("--follow-symlinks", args->follow_symlinks,
+  cmd->add_flag("-q,--quiet", args->quiet, "No live display and no summary table (errors still go to stderr)");
+  cmd->add_flag("-v,--verbose", args->verbose,
+                "When stderr is not a terminal, a progress line per 10 % (on a terminal the display is live)");
+  cmd->add_flag("-L,--follow-symlinks", args->follow_symlinks,
                 "Send what symlinks point to instead of the links (a link loop or a broken link is skipped)");
   cmd->add_flag("--strict-sources", args->strict_sources,
                 "A source braid cannot send (FIFO, socket, device, unreadable file, link loop) is an error, "
                 "not skipped with a warning (exit 11)");
-  cmd->add_option("operands", args->operands,
-                  "PATH... and then the receiver: the code `braid recv` printed (found on the local network), "
-                  "a paired peer's name (found by its key), or HOST[:PORT]")
-      ->required();
+  // The receiver is the code `braid recv` printed (found on the local
+  // network), a paired peer's label (found by its key), or HOST[:PORT].
+  cmd->add_option("operands", args->operands, "PATH... CODE|LABEL|HOST[:PORT]")->required();
   cmd->callback([args] { run_send(*args); });
 }
 

@@ -1,5 +1,6 @@
 #include "core/units_parse.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -109,13 +110,15 @@ std::optional<Duration> parse_duration(std::string_view text) {
 
 std::string format_rate(Rate r) {
   char buf[64];
-  const double mbit = r.bits_per_second() / 1e6;
-  if (mbit >= 1000) {
-    std::snprintf(buf, sizeof buf, "%.2f Gbit/s", mbit / 1000);
-  } else if (mbit >= 1) {
-    std::snprintf(buf, sizeof buf, "%.1f Mbit/s", mbit);
+  const double bits = r.bits_per_second();
+  if (bits >= 1e9) {
+    std::snprintf(buf, sizeof buf, "%.2f Gbit/s", bits / 1e9);
+  } else if (bits >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.1f Mbit/s", bits / 1e6);
+  } else if (bits >= 1e3) {
+    std::snprintf(buf, sizeof buf, "%.1f kbit/s", bits / 1e3);
   } else {
-    std::snprintf(buf, sizeof buf, "%.1f kbit/s", mbit * 1000);
+    std::snprintf(buf, sizeof buf, "%.0f bit/s", bits);
   }
   return buf;
 }
@@ -123,14 +126,36 @@ std::string format_rate(Rate r) {
 std::string format_size(Bytes b) {
   char buf[64];
   const double v = b.as_double();
-  if (v >= 1024.0 * 1024 * 1024) {
-    std::snprintf(buf, sizeof buf, "%.2f GiB", v / (1024.0 * 1024 * 1024));
-  } else if (v >= 1024.0 * 1024) {
-    std::snprintf(buf, sizeof buf, "%.1f MiB", v / (1024.0 * 1024));
-  } else if (v >= 1024.0) {
-    std::snprintf(buf, sizeof buf, "%.1f KiB", v / 1024.0);
+  constexpr double kKiB = 1024.0, kMiB = kKiB * 1024, kGiB = kMiB * 1024, kTiB = kGiB * 1024;
+  if (v >= kTiB) {
+    std::snprintf(buf, sizeof buf, "%.2f TiB", v / kTiB);
+  } else if (v >= kGiB) {
+    std::snprintf(buf, sizeof buf, "%.2f GiB", v / kGiB);
+  } else if (v >= kMiB) {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", v / kMiB);
+  } else if (v >= kKiB) {
+    std::snprintf(buf, sizeof buf, "%.1f KiB", v / kKiB);
   } else {
     std::snprintf(buf, sizeof buf, "%.0f B", v);
+  }
+  return buf;
+}
+
+std::string format_duration(Duration d) {
+  char buf[64];
+  const double s = std::max(0.0, d.to_seconds());
+  if (s < 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.0f us", s * 1e6);
+  } else if (s < 1) {
+    std::snprintf(buf, sizeof buf, "%.0f ms", s * 1e3);
+  } else if (s < 60) {
+    std::snprintf(buf, sizeof buf, "%.2f s", s);
+  } else if (s < 3600) {
+    const auto whole = static_cast<long>(s);
+    std::snprintf(buf, sizeof buf, "%ld min %02ld s", whole / 60, whole % 60);
+  } else {
+    const auto minutes = static_cast<long>(s / 60);
+    std::snprintf(buf, sizeof buf, "%ld h %02ld min", minutes / 60, minutes % 60);
   }
   return buf;
 }

@@ -58,4 +58,24 @@ TEST(Units, RateTransferTimeIsNeverInfiniteByDivisionByZero) {
 
 TEST(Units, BytesSubtractionSaturatesAtZero) { EXPECT_EQ((Bytes(5) - Bytes(9)).count(), 0u); }
 
+// Figures for people: the unit follows the magnitude (issue "Pairing": the
+// accept prompt said "65933315 bytes", a small transfer "0.0 MiB in 0.00 s").
+TEST(Units, FormatsForPeopleByMagnitude) {
+  EXPECT_EQ(format_size(Bytes(0)), "0 B");
+  EXPECT_EQ(format_size(Bytes(512)), "512 B");
+  EXPECT_EQ(format_size(Bytes(4096)), "4.0 KiB");
+  EXPECT_EQ(format_size(Bytes(65933315)), "62.9 MiB");
+  EXPECT_EQ(format_size(Bytes(1342177280)), "1.25 GiB");
+  EXPECT_EQ(format_size(Bytes(2ull << 40)), "2.00 TiB");
+  EXPECT_EQ(format_rate(*parse_rate("800bit/s")), "800 bit/s");
+  EXPECT_EQ(format_rate(*parse_rate("12.5kbit/s")), "12.5 kbit/s");
+  EXPECT_EQ(format_rate(*parse_rate("152.8Mbit/s")), "152.8 Mbit/s");
+  EXPECT_EQ(format_rate(*parse_rate("1.21Gbit/s")), "1.21 Gbit/s");
+  EXPECT_EQ(format_duration(Duration::micros(850)), "850 us");
+  EXPECT_EQ(format_duration(Duration::millis(12)), "12 ms");
+  EXPECT_EQ(format_duration(Duration::millis(4520)), "4.52 s");
+  EXPECT_EQ(format_duration(Duration::seconds(65)), "1 min 05 s");
+  EXPECT_EQ(format_duration(Duration::seconds(2 * 3600 + 3 * 60 + 9)), "2 h 03 min");
+}
+
 }  // namespace braid

@@ -12,6 +12,8 @@
 #include <set>
 #include <variant>
 
+#include "core/units_parse.hpp"
+
 namespace braid::files {
 namespace {
 
@@ -115,10 +117,10 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
     const uint64_t needed = offer.total_bytes() - std::min(opts.bytes_present, offer.total_bytes());
     if (avail < needed)
       return PrepareError{wire::RefuseReason::no_space,
-                          "not enough space in the target directory: " + std::to_string(offer.total_bytes()) +
-                              " bytes offered" +
-                              (opts.bytes_present ? " (" + std::to_string(opts.bytes_present) + " already here)" : "") +
-                              ", " + std::to_string(avail) + " available"};
+                          "not enough space in the target directory: " + format_size(Bytes(offer.total_bytes())) +
+                              " offered" +
+                              (opts.bytes_present ? " (" + format_size(Bytes(opts.bytes_present)) + " already here)" : "") +
+                              ", " + format_size(Bytes(avail)) + " available"};
   }
   if (auto err = t->create_all(opts.keep_parts)) return *err;
   return t;

@@ -121,6 +121,13 @@ std::optional<Endpoint> parse_numeric_endpoint(const std::string& text, uint16_t
   return e;
 }
 
+bool is_host_port(const std::string& text) {
+  std::string host, port_text;
+  uint16_t port = 0;
+  if (!split_host_port(text, host, port_text) || host.empty()) return false;
+  return port_text.empty() || (parse_port(port_text, port) && port != 0);
+}
+
 std::vector<Endpoint> resolve_endpoint(const std::string& text, uint16_t default_port, std::string& error) {
   if (auto e = parse_numeric_endpoint(text, default_port)) return {*e};
   std::string host, port_text;

@@ -31,6 +31,10 @@ struct Endpoint {
 /// Parses a numeric "ADDR:PORT" / "[V6]:PORT" / "ADDR" (then `default_port`).
 std::optional<Endpoint> parse_numeric_endpoint(const std::string& text, uint16_t default_port);
 
+/// The text has the shape HOST[:PORT] or [V6][:PORT], a port (if any) a
+/// number from 1 to 65535: what the command line checks before any connect.
+bool is_host_port(const std::string& text);
+
 /// Resolves "HOST[:PORT]" (names via getaddrinfo); all addresses, IPv4 and
 /// IPv6, in resolver order. Empty with `error` set on failure.
 std::vector<Endpoint> resolve_endpoint(const std::string& text, uint16_t default_port, std::string& error);

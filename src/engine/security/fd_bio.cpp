@@ -55,6 +55,7 @@ int bio_read(BIO* b, char* data, size_t len, size_t* read) {
     if (n < 0 && errno == ENOTSOCK) n = ::read(st->fd, data, len);
     if (n > 0) {
       *read = static_cast<size_t>(n);
+      for (size_t i = 0; i < *read && st->first_len < sizeof st->first; ++i) st->first[st->first_len++] = static_cast<unsigned char>(data[i]);
       return 1;
     }
     if (n == 0) {

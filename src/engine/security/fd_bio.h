@@ -9,6 +9,8 @@
 
 #include <openssl/bio.h>
 
+#include <cstddef>
+
 namespace braid::security {
 
 struct FdBioState {
@@ -16,6 +18,10 @@ struct FdBioState {
   int timeout_ms = -1;     // per read or write wait; -1 waits forever
   bool timed_out = false;  // set when a wait ran out
   int last_errno = 0;      // errno of the last failed call, 0 for end of stream
+  // The first bytes the peer sent: when a handshake fails, they tell what
+  // answered instead of a TLS peer (an HTTP or SSH server, say).
+  unsigned char first[16] = {};
+  std::size_t first_len = 0;
 };
 
 // A new BIO reading and writing state->fd. `state` must outlive the BIO.

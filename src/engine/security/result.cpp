@@ -24,6 +24,7 @@ std::string_view errc_name(Errc code) {
     case Errc::protocol_error: return "protocol_error";
     case Errc::connection_closed: return "connection_closed";
     case Errc::timed_out: return "timed_out";
+    case Errc::not_braid: return "not_braid";
     case Errc::path_invalid: return "path_invalid";
     case Errc::path_symlink: return "path_symlink";
     case Errc::path_escapes: return "path_escapes";

@@ -33,6 +33,7 @@ enum class Errc {
   protocol_error,         // the peer sent something braid does not expect
   connection_closed,      // the peer closed the connection during the exchange
   timed_out,              // the peer did not answer within the I/O timeout
+  not_braid,              // what answered the handshake is not a braid peer (not TLS, or TLS without a braid key)
   path_invalid,           // a peer-supplied relative path is not acceptable
   path_symlink,           // a destination path component is a symlink
   path_escapes,           // resolution would leave the destination directory

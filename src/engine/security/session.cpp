@@ -2,9 +2,12 @@
 
 #include <openssl/err.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <array>
 #include <ctime>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "files.h"
@@ -91,8 +94,43 @@ class SessionEstablisher {
     if (bio == nullptr) return ossl::crypto_error("cannot create a TLS connection");
     SSL_set_bio(s_.ssl_.get(), bio, bio);  // the SSL owns the BIO now
     int rc = opt_.role == Role::client ? SSL_connect(s_.ssl_.get()) : SSL_accept(s_.ssl_.get());
-    if (rc != 1) return s_.io_failure("the TLS 1.3 handshake", rc);
+    if (rc != 1) {
+      if (auto other = not_tls(*s_.bio_state_)) {
+        ERR_clear_error();
+        return make_error(Errc::not_braid, *other);
+      }
+      return s_.io_failure("the TLS 1.3 handshake", rc);
+    }
     return {};
+  }
+
+  // What answered, if its first bytes are not a TLS record (a handshake or
+  // an alert, version 3.x): "it answered like HTTP". Nothing if they are,
+  // or if nothing came.
+  static std::optional<std::string> not_tls(const FdBioState& st) {
+    const std::string_view got(reinterpret_cast<const char*>(st.first), st.first_len);
+    if (got.empty()) return std::nullopt;
+    if ((got[0] == 0x16 || got[0] == 0x15) && (got.size() < 2 || got[1] == 0x03)) return std::nullopt;
+    const auto starts = [&](std::string_view p) { return got.substr(0, p.size()) == p; };
+    if (starts("HTTP/")) return "it answered like HTTP";
+    if (starts("SSH-")) return "it answered like SSH";
+    if (starts("220")) return "it answered like FTP or SMTP";
+    if (starts("+OK") || starts("* OK")) return "it answered like POP3 or IMAP";
+    std::string line;
+    for (char c : got) {
+      if (c == '\r' || c == '\n') break;
+      if (c < 0x20 || c > 0x7e) {
+        line.clear();
+        break;
+      }
+      line += c;
+    }
+    if (!line.empty()) return "it answered '" + line + "...', not TLS";
+    static const char kHex[] = "0123456789abcdef";
+    std::string hex;
+    for (size_t i = 0; i < std::min<size_t>(got.size(), 4); ++i)
+      hex += std::string(i ? " " : "") + kHex[static_cast<unsigned char>(got[i]) >> 4] + kHex[got[i] & 0xf];
+    return "it answered with bytes that are not TLS: " + hex + " ...";
   }
 
   Status inspect_peer() {
@@ -100,7 +138,9 @@ class SessionEstablisher {
     if (cert == nullptr) return make_error(Errc::bad_peer_certificate, "the peer presented no certificate");
     EVP_PKEY* key = X509_get0_pubkey(cert);
     if (key == nullptr || EVP_PKEY_get_id(key) != EVP_PKEY_ED25519)
-      return make_error(Errc::bad_peer_certificate, "the peer's key is not an Ed25519 key; it is not a braid host");
+      return opt_.role == Role::client
+                 ? make_error(Errc::not_braid, "it answered like a TLS server, but its key is not an Ed25519 key")
+                 : make_error(Errc::bad_peer_certificate, "the peer's key is not an Ed25519 key; it is not a braid host");
     auto name = certificate_peer_name(cert);
     if (!name) return name.error();
     auto fp = Fingerprint::of_key(key);
@@ -423,7 +463,12 @@ Error Session::io_failure(std::string_view during, int ssl_ret) {
   if (bio_state_ && bio_state_->timed_out)
     return make_error(Errc::timed_out, std::string(during) + " timed out: " + peer + " did not answer within " +
                                            std::to_string(bio_state_->timeout_ms) + " ms");
-  if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && bio_state_ && bio_state_->last_errno == 0))
+  // A reset during the handshake is a close too: a peer that closes without
+  // reading our ClientHello makes the kernel answer it with a reset.
+  const bool reset_in_handshake = ssl_ && !SSL_is_init_finished(ssl_.get()) && bio_state_ &&
+                                  (bio_state_->last_errno == ECONNRESET || bio_state_->last_errno == EPIPE);
+  if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && bio_state_ && bio_state_->last_errno == 0) ||
+      (err == SSL_ERROR_SYSCALL && reset_in_handshake))
     return make_error(Errc::connection_closed, peer + " closed the connection during " + std::string(during));
   if (err == SSL_ERROR_SYSCALL && bio_state_ && bio_state_->last_errno != 0)
     return make_error(Errc::io_error, std::string(during) + " failed: " + errno_text(bio_state_->last_errno));

@@ -8,8 +8,9 @@ namespace braid::transfer {
 enum ExitCode : int {
   kExitOk = 0,
   kExitFailure = 1,        // anything not listed below
-  kExitUsage = 2,          // bad command line
-  kExitUnreachable = 3,    // the peer could not be reached (connect failed, timed out)
+  kExitUsage = 2,          // bad command line (also: a --json/--log file that cannot be written), before any connect
+  kExitUnreachable = 3,    // the peer could not be reached (connect failed, timed out), or what answered
+                           // is not a braid receiver (Errc::not_braid: "it answered like HTTP")
   kExitAuthFailed = 4,     // wrong pairing code, or a code was needed and none given
   kExitKeyChanged = 5,     // a pinned peer presented another key (or refused ours)
   kExitRefused = 6,        // the receiver refused the offer

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "core/chunk_plan.hpp"
+#include "core/units_parse.hpp"
 #include "engine/files/held_verify.hpp"
 #include "engine/files/transfer_key.hpp"
 #include "engine/security/safe_path.h"
@@ -66,8 +67,9 @@ void IncomingTransfer::abandon(std::optional<wire::ResultStatus> status) {
 
 bool ask_on_terminal(const std::string& peer, const wire::Offer& offer) {
   if (!::isatty(STDIN_FILENO)) return false;
-  std::cerr << "braid: '" << peer << "' offers " << offer.entries.size() << " entries, " << offer.total_bytes()
-            << " bytes:";
+  std::cerr << "braid: '" << peer << "' offers " << offer.entries.size()
+            << (offer.entries.size() == 1 ? " entry, " : " entries, ")
+            << format_size(Bytes(offer.total_bytes())) << ":";
   size_t shown = 0;
   for (const auto& e : offer.entries) {
     if (e.path.find('/') != std::string::npos) continue;

@@ -44,6 +44,7 @@ int exit_code_for(security::Errc code) {
       return kExitKeyChanged;
     case security::Errc::timed_out:
     case security::Errc::connection_closed:
+    case security::Errc::not_braid:
       return kExitUnreachable;
     default:
       return kExitFailure;

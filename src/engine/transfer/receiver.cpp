@@ -220,6 +220,15 @@ std::vector<TransferReport> Receiver::reports() const {
   return out;
 }
 
+std::vector<LiveTransfer> Receiver::live() const {
+  std::lock_guard lock(mu_);
+  std::vector<LiveTransfer> out;
+  for (const auto& r : running_)
+    if (r.session)
+      for (auto& t : r.session->live()) out.push_back(std::move(t));
+  return out;
+}
+
 uint64_t Receiver::refused_connections() const {
   std::lock_guard lock(mu_);
   return stats_.refused;
@@ -707,6 +716,7 @@ void Receiver::start_session(security::UniqueFd fd, security::Session session) {
   cfg.max_lanes = opts_.max_lanes;
   cfg.links = opts_.links;
   cfg.disk_faults = opts_.disk_faults;
+  cfg.on_report = opts_.on_report;
   const auto& fp = session.peer().fingerprint.bytes();
   const std::vector<uint8_t> peer_key(fp.begin(), fp.end());
   // The same sender again: an earlier session of it that lost every lane

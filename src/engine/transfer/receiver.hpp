@@ -118,6 +118,8 @@ struct ReceiveOptions {
   /// when the code is spent or retired, e.g. to announce its number. Runs
   /// on a handshake worker under the code keeper's lock: keep it short.
   std::function<void(const std::string& code)> on_code_change;
+  /// Each transfer's report the moment it is verified (ReceiverConfig::on_report).
+  std::function<void(const TransferReport&)> on_report;
 };
 
 /// What happened to connections that never became a session or a lane
@@ -160,6 +162,8 @@ class Receiver {
 
   /// The reports of finished sessions (the latest 1000: receiver.cpp, kMaxKeptReports) and of running ones.
   std::vector<TransferReport> reports() const;
+  /// The running sessions' accepted transfers, for the live display.
+  std::vector<LiveTransfer> live() const;
   /// Connections refused before reaching a session (unknown session id, bad first bytes).
   uint64_t refused_connections() const;
   ConnectionStats connection_stats() const;

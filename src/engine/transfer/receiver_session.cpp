@@ -5,6 +5,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "core/units_parse.hpp"
 #include "engine/files/piece_hasher.hpp"
 #include "engine/lanes/endpoint.hpp"
 #include "engine/transfer/exit_codes.hpp"
@@ -65,7 +66,7 @@ Time ReceiverSession::now() const {
 }
 
 void ReceiverSession::note(const std::string& line) const {
-  if (!cfg_.quiet) std::cerr << "braid: " << line << std::endl;
+  if (!cfg_.quiet) LiveDisplay::say("braid: " + line);  // above the live display, if one is drawn
 }
 
 int ReceiverSession::outcome() const {
@@ -259,8 +260,8 @@ void ReceiverSession::run_job(session::PrepareOffer& a) {
   const size_t entries = p.transfer->offer.entries.size();
   const uint64_t bytes = p.transfer->offer.total_bytes();
   log_.write("status", {{"status", "receiving"}, {"transfer", id}});
-  note("receiving " + std::to_string(entries) + " entries, " + std::to_string(bytes) + " bytes from '" + peer_ + "'" +
-       (held ? ", " + std::to_string(held) + " of them here already (resume)" : ""));
+  note("receiving " + std::to_string(entries) + (entries == 1 ? " entry, " : " entries, ") + format_size(Bytes(bytes)) + " from '" + peer_ + "'" +
+       (held ? ", " + format_size(Bytes(held)) + " of it here already (resume)" : ""));
   drive([&](session::Receiver& m) {
     transfers_[id] = p.transfer;
     m.handle_offer_prepared(id, p.accept, now());
@@ -287,12 +288,13 @@ void ReceiverSession::run_job(session::FinalizeTransfer& a) {
     rep = report_locked(*t, true);
     reports_.push_back(rep);
   }
+  if (cfg_.on_report) cfg_.on_report(rep);
   drop_udp_pieces(a.transfer);
   log_.write("status", {{"status", "verified"}, {"transfer", a.transfer}, {"bytes", rep.bytes},
                         {"resumed_bytes", rep.resumed_bytes}, {"seconds", rep.seconds}});
-  note("transfer " + std::to_string(a.transfer) + ": " + std::to_string(rep.files) + " files, " +
-       std::to_string(rep.bytes) + " bytes from '" + peer_ + "' arrived and verified" +
-       (rep.resumed_bytes ? " (" + std::to_string(rep.resumed_bytes) + " bytes resumed from an earlier run)" : ""));
+  note("transfer " + std::to_string(a.transfer) + ": " + std::to_string(rep.files) + (rep.files == 1 ? " file, " : " files, ") +
+       format_size(Bytes(rep.bytes)) + " from '" + peer_ + "' arrived and verified" +
+       (rep.resumed_bytes ? " (" + format_size(Bytes(rep.resumed_bytes)) + " resumed from an earlier run)" : ""));
   drive([&](session::Receiver& m) { m.handle_finalized(a.transfer, wire::ResultStatus::verified, "verified", now()); });
 }
 
@@ -375,6 +377,32 @@ TransferReport ReceiverSession::report_locked(const IncomingTransfer& t, bool fi
     rep.lanes.push_back(lr);
   }
   return rep;
+}
+
+std::vector<LiveTransfer> ReceiverSession::live() const {
+  std::lock_guard lock(mu_);
+  std::vector<LiveTransfer> out;
+  if (!machine_) return out;
+  for (const auto& [id, t] : transfers_) {
+    const auto view = machine_->transfer(id);
+    if (!view || !t) continue;
+    LiveTransfer lt;
+    lt.label = "recv '" + peer_ + "'";
+    lt.id = std::to_string(session_id_) + "/" + std::to_string(id);
+    lt.total = view->total;
+    lt.done = std::min(view->total, view->verified_bytes + view->held_bytes);
+    lt.resumed = view->held_bytes;
+    lt.elapsed = std::chrono::duration<double>(Clock::now() - t->start).count();
+    lt.ended = view->finished || view->result.has_value() || t->over;
+    auto bytes_on = [&](uint32_t lane) {
+      const auto b = view->lane_bytes.find(lane);
+      return b == view->lane_bytes.end() ? uint64_t{0} : b->second;
+    };
+    for (const auto& l : lanes_) lt.lanes.push_back({l->id, l->local, l->remote, bytes_on(l->id), l->open});
+    for (const auto& u : udp_lanes_) lt.lanes.push_back({u->id, u->local, "udp", bytes_on(u->id), u->alive});
+    out.push_back(std::move(lt));
+  }
+  return out;
 }
 
 std::vector<TransferReport> ReceiverSession::reports() const {

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,7 @@
 #include "engine/security/session.h"
 #include "engine/transfer/event_log.hpp"
 #include "engine/transfer/incoming_transfer.hpp"
+#include "engine/transfer/live_display.hpp"
 #include "engine/transfer/report.hpp"
 #include "engine/transfer/serial_worker.hpp"
 #include "engine/udp/udp_recv_port.hpp"
@@ -51,6 +53,9 @@ struct ReceiverConfig {
   files::LinkPolicy links = files::LinkPolicy::safe;
   /// In-process tests only: what the disk does to each piece's write.
   std::shared_ptr<DiskFaults> disk_faults;
+  /// Called with a transfer's report the moment it is verified (the
+  /// command line prints its summary then, not when the receiver exits).
+  std::function<void(const TransferReport&)> on_report;
 };
 
 class ReceiverSession {
@@ -87,6 +92,9 @@ class ReceiverSession {
   /// are being read back stops and is refused.
   void interrupt(const std::string& reason);
   uint64_t rejected_frames() const;
+  /// The accepted transfers as the live display shows them: progress from
+  /// the machine's transfer view, lanes with their addresses.
+  std::vector<LiveTransfer> live() const;
 
  private:
   struct Lane;

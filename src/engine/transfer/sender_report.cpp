@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "engine/transfer/exit_codes.hpp"
-#include "engine/transfer/progress_line.hpp"
+#include "engine/transfer/live_display.hpp"
 #include "engine/transfer/sender_session.hpp"
 #include "engine/transfer/sender_session_active.hpp"
 
@@ -42,7 +42,7 @@ TransferOutcome SenderSession::outcome_locked(const files::SourceTree& tree, con
     out = {exit_code_for_refusal(o.refusal), "the receiver refused the transfer: " + o.message, {}};
     return out;
   }
-  if (t.progress && machine_->scheduler()) draw_progress_locked(true);
+  if (t.display && machine_->scheduler()) draw_progress_locked(true);
   if (machine_->scheduler()) {
     out.report = build_report_locked(tree);
     out.report.policy = opts.policy;
@@ -137,20 +137,31 @@ void SenderSession::log_sample_locked() {
   log_.write("sample", {{"transfer", t.id}, {"delivered", s->plan().delivered_bytes().count()}, {"lanes", lanes}});
 }
 
+// The live display's view of the transfer: per lane its acked useful bytes
+// and where it runs (the display groups lanes per path and measures rates).
 void SenderSession::draw_progress_locked(bool final) {
   const core::Scheduler* s = machine_->scheduler();
   Active& t = *active_;
-  ProgressLine::Snapshot snap;
+  LiveTransfer snap;
+  snap.label = "send '" + peer_name_ + "'";
   snap.total = s->plan().total().count();
   snap.done = s->plan().delivered_bytes().count();
   snap.resumed = machine_->resumed_bytes();
   snap.elapsed = (now() - t.start).to_seconds();
+  std::map<LaneNo, session::Sender::LaneView> views;
+  for (const auto& v : machine_->lanes()) views[v.id] = v;
   for (size_t i = 0; i < s->lane_count(); ++i) {
     const auto id = static_cast<core::LaneId>(i);
-    snap.lanes.push_back({machine_->sched_lane(id).value_or(0), s->estimator(id).rate().bytes_per_second(),
-                          s->stats(id).useful_bytes.count(), s->lane_alive(id)});
+    const LaneNo no = machine_->sched_lane(id).value_or(0);
+    LiveLane l{no, views[no].path.local, views[no].path.remote, s->stats(id).useful_bytes.count(), s->lane_alive(id)};
+    if (DataLane* lane = lane_locked(no)) {
+      l.local = lane->local();
+      l.remote = lane->remote();
+    }
+    snap.lanes.push_back(std::move(l));
   }
-  t.progress->draw(snap, final);
+  if (final) t.display->finish(snap);
+  else t.display->update({snap});
 }
 
 TransferReport SenderSession::build_report_locked(const files::SourceTree& tree) {

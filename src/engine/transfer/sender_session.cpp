@@ -20,7 +20,6 @@
 #include "engine/lanes/unix_socket.hpp"
 #include "engine/transfer/code_text.hpp"
 #include "engine/transfer/exit_codes.hpp"
-#include "engine/transfer/progress_line.hpp"
 #include "engine/transfer/resume_check.hpp"
 #include "engine/transfer/stream_lane.hpp"
 #include "engine/transfer/udp_data_lane.hpp"
@@ -82,6 +81,13 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   if (!session) {
     log.write("status", {{"status", "refused"}, {"reason", session.error().message}});
     std::string msg = session.error().message;
+    // Named as such: "127.0.0.1:8080 is not a braid receiver (it answered like HTTP)".
+    if (session.error().code == security::Errc::not_braid)
+      msg = remote.str() + " is not a braid receiver (" + msg + ")";
+    else if (session.error().code == security::Errc::connection_closed &&
+             msg.find("during the TLS 1.3 handshake") != std::string::npos)
+      msg = remote.str() + " closed the connection without answering braid's handshake (not a braid receiver, or one "
+            "too busy to answer)";
     if (code_looked_mistyped && session.error().code == security::Errc::pairing_failed)
       msg += " (the code given looks mistyped: its check symbol does not match)";
     return Failure{exit_code_for(session.error().code), msg};
@@ -551,7 +557,7 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
   t.id = *id;
   t.source = std::make_shared<SourceReader>(t.id, tree, opts.hash);
   t.start = now();
-  if (opts.progress) t.progress = std::make_unique<ProgressLine>();
+  if (opts.display && opts.display->mode() != LiveDisplay::Mode::off) t.display = opts.display;
   // What each lane carried before this transfer (a lane that opens later starts from zero).
   for (const auto& [lid, l] : lanes_) t.at_start[lid] = l->counters();
   log_.write("status", {{"status", "offering"}, {"transfer", t.id}, {"files", tree.file_count},
@@ -599,7 +605,7 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
       sending_logged = true;
     }
     log_sample_locked();
-    if (t.progress && machine_->scheduler() && std::chrono::steady_clock::now() - last_draw > std::chrono::milliseconds(200)) {
+    if (t.display && machine_->scheduler() && std::chrono::steady_clock::now() - last_draw > std::chrono::milliseconds(200)) {
       draw_progress_locked(false);
       last_draw = std::chrono::steady_clock::now();
     }

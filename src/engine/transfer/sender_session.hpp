@@ -33,6 +33,7 @@
 #include "engine/transfer/data_lane.hpp"
 #include "engine/transfer/event_log.hpp"
 #include "engine/transfer/lane_paths.hpp"
+#include "engine/transfer/live_display.hpp"
 #include "engine/transfer/local_host.hpp"
 #include "engine/transfer/report.hpp"
 #include "engine/udp/udp_lane_types.hpp"
@@ -97,7 +98,8 @@ struct TransferOptions {
   std::string policy = "braid";
   wire::HashAlgo hash = wire::HashAlgo::xxh3_128;
   uint64_t chunk_size = 1 << 20;
-  bool progress = false;  // draw a progress line on stderr
+  /// The live display (the caller's, outliving send()); null: none.
+  LiveDisplay* display = nullptr;
 };
 
 struct Failure {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <optional>
 
-#include "engine/transfer/progress_line.hpp"
+#include "engine/transfer/live_display.hpp"
 #include "engine/transfer/sender_session.hpp"
 #include "engine/transfer/source_reader.hpp"
 
@@ -21,7 +21,7 @@ struct SenderActive {
   Time ended_at;
   int next_decile = 1;
   Time next_sample;
-  std::unique_ptr<ProgressLine> progress;
+  LiveDisplay* display = nullptr;  // TransferOptions::display
   // Per lane: its counters when the transfer began, and its first piece's start.
   std::map<LaneNo, DataLaneCounters> at_start;
   std::map<LaneNo, Time> first_send;
