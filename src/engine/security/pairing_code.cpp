@@ -129,8 +129,12 @@ Result<PairingCode> PairingCode::parse(std::string_view typed) {
     if (!index) {
       if (auto legacy = parse_legacy(typed)) return legacy;
       std::string msg = "unknown word '" + typed_word + "' in the pairing code";
-      if (auto near = nearest_code_word(typed_word)) msg += " (did you mean '" + std::string(*near) + "'?)";
-      else if (typed_word.size() < kCodeWordPrefix) msg += " (type whole words, or at least their first 4 letters)";
+      if (const auto near = nearest_code_words(typed_word); !near.empty()) {
+        msg += " (did you mean ";
+        for (std::size_t k = 0; k < near.size(); ++k)
+          msg += (k == 0 ? "'" : k + 1 == near.size() ? " or '" : ", '") + std::string(near[k]) + "'";
+        msg += "?)";
+      } else if (typed_word.size() < kCodeWordPrefix) msg += " (type whole words, or at least their first 4 letters)";
       else msg += "; check the code the receiver shows";
       OPENSSL_cleanse(code.data(), code.size());
       return make_error(Errc::pairing_code_mistyped, msg);

@@ -37,23 +37,22 @@ std::optional<std::size_t> find_code_word(std::string_view typed) {
   return index;
 }
 
-std::optional<std::string_view> nearest_code_word(std::string_view typed) {
+std::vector<std::string_view> nearest_code_words(std::string_view typed) {
   constexpr std::size_t kMaxDistance = 2;
-  std::optional<std::string_view> best;
+  constexpr std::size_t kMaxShown = 3;
+  std::vector<std::string_view> best;
   std::size_t best_distance = kMaxDistance + 1;
-  bool tied = false;
   for (std::string_view w : kCodeWords) {
     if (w.size() > typed.size() + kMaxDistance || typed.size() > w.size() + kMaxDistance) continue;
     const std::size_t d = edit_distance(typed, w);
     if (d < best_distance) {
-      best = w;
+      best.assign(1, w);
       best_distance = d;
-      tied = false;
     } else if (d == best_distance) {
-      tied = true;
+      best.push_back(w);
     }
   }
-  if (!best || tied) return std::nullopt;
+  if (best.size() > kMaxShown) best.clear();
   return best;
 }
 

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace braid::security {
 
@@ -28,9 +29,10 @@ extern const std::array<std::string_view, kCodeWordCount> kCodeWords;
 // prefix of at least kCodeWordPrefix letters that starts exactly one word.
 std::optional<std::size_t> find_code_word(std::string_view typed);
 
-// The one word nearest to `typed` (lower case) within 2 edits (insert,
-// delete, replace, swap of neighbours), for "did you mean"; nullopt when
-// none is that near or two are equally near.
-std::optional<std::string_view> nearest_code_word(std::string_view typed);
+// The words nearest to `typed` (lower case) within 2 edits (insert,
+// delete, replace, swap of neighbours), for "did you mean": the nearest
+// ones in list order, at most 3; empty when none is that near, or when
+// more than 3 are equally near (no help then).
+std::vector<std::string_view> nearest_code_words(std::string_view typed);
 
 }  // namespace braid::security

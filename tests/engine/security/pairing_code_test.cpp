@@ -154,6 +154,10 @@ TEST(PairingCode, ATypoIsNamedWithASuggestion) {
   auto missing_letter = PairingCode::parse("4821-chalk-lagoon-tiara-wharff");
   ASSERT_FALSE(missing_letter);
   EXPECT_NE(missing_letter.error().message.find("did you mean 'wharf'?"), std::string::npos);
+  // A short word one swap from two words: both are offered ("ham" typed "ahm").
+  const auto near = nearest_code_words("ahm");
+  EXPECT_GE(near.size(), 2u);
+  EXPECT_NE(std::find(near.begin(), near.end(), "ham"), near.end());
 
   auto nonsense = PairingCode::parse("4821-chalk-lagoon-tiara-qqqqqqqq");
   ASSERT_FALSE(nonsense);
