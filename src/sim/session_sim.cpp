@@ -536,6 +536,13 @@ class Run {
     transfers_.push_back(r);
   }
 
+  bool lane0_open() const {
+    if (!sender_) return true;
+    for (const auto& v : sender_->lanes())
+      if (v.id == 0) return v.open;
+    return true;
+  }
+
   /// What the engine's planner would list: every present path's lanes
   /// (the bootstrap lane counts for the first path).
   std::vector<session::PathSpec> wanted_paths() const {
@@ -544,7 +551,7 @@ class Run {
       if (!paths_[i].present) continue;
       const auto& p = paths_[i].spec;
       int n = p.lanes;
-      if (i == 0 && p.kind != LaneKind::udp) n -= 1;
+      if (i == 0 && p.kind != LaneKind::udp && lane0_open()) n -= 1;
       for (int k = 0; k < n; ++k) specs.push_back({p.kind, p.name, p.name, p.backup});
     }
     return specs;

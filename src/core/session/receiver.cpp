@@ -72,7 +72,10 @@ std::optional<LaneNo> Receiver::reply_lane(LaneNo preferred) const {
 void Receiver::advertise(std::vector<std::string> addresses, Time) {
   if (ended_ || addresses == cfg_.advertised) return;
   cfg_.advertised = std::move(addresses);
-  reply(UINT32_MAX, wire::Addresses{cfg_.advertised});
+  // On every lane that carries messages: the one lane 0 would pick may be
+  // on the very address that just went away (the sender ignores repeats).
+  for (const auto& l : lanes_)
+    if (l.open && l.joined && l.traits.carries_messages) push(RecvSendMessage{l.id, wire::Addresses{cfg_.advertised}});
 }
 
 void Receiver::reply(LaneNo preferred, ToSender msg) {

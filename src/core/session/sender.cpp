@@ -1,6 +1,7 @@
 #include "core/session/sender.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "core/policy_registry.hpp"
 
@@ -47,7 +48,7 @@ void Sender::start(const LaneTraits& lane0, const PathSpec& path0, Time now) {
   l.opened = now;
   l.heard = true;
   l.slot = 0;
-  slots_.push_back(Slot{path0, LaneNo{0}, true, 0, Time::never(), false, false});
+  slots_.push_back(Slot{path0, LaneNo{0}, true, 0, Time::never(), false, false, false});
   lanes_.push_back(std::move(l));
 }
 
@@ -58,7 +59,7 @@ void Sender::add_paths(const std::vector<PathSpec>& paths, Time now) {
       break;
     }
     any_udp_ = any_udp_ || p.kind == LaneKind::udp;
-    slots_.push_back(Slot{p, std::nullopt, false, 0, Time::never(), false, false});
+    slots_.push_back(Slot{p, std::nullopt, false, 0, Time::never(), false, false, false});
     open_slot(slots_.size() - 1, now);
   }
   update_data_lanes(now);
@@ -78,7 +79,7 @@ void Sender::set_paths(const std::vector<PathSpec>& wanted, Time now, bool boots
       if (matched[i] || slots_[i].removed || !same(slots_[i].path, p)) continue;
       matched[i] = found = true;
       Slot& s = slots_[i];
-      if (!s.lane && (s.given_up || s.retry_at != Time::never())) {
+      if (!s.lane && !s.refused && (s.given_up || s.retry_at != Time::never())) {
         // The network changed: a path that failed may answer now.
         s.given_up = false;
         s.failures = 0;
@@ -88,9 +89,51 @@ void Sender::set_paths(const std::vector<PathSpec>& wanted, Time now, bool boots
     }
     if (!found) added.push_back(p);
   }
+  // New paths first (a path that returns takes its old slot again), so that
+  // what goes below never leaves the transfer without a lane to wait for.
+  size_t live = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) live += slots_[i].removed || !matched[i] ? 0 : 1;
+  for (const auto& p : added) {
+    if (live + 1 > cfg_.max_lanes) {
+      push(Note{"lane_skipped", 0, "more lanes than --max-lanes (" + std::to_string(cfg_.max_lanes) + ")"});
+      break;
+    }
+    ++live;
+    any_udp_ = any_udp_ || p.kind == LaneKind::udp;
+    size_t at = slots_.size();
+    for (size_t i = 1; i < slots_.size() && at == slots_.size(); ++i)
+      if (slots_[i].removed && !slots_[i].refused && same(slots_[i].path, p)) at = i;
+    if (at == slots_.size()) {
+      slots_.push_back(Slot{p, std::nullopt, false, 0, Time::never(), false, false, false});
+      matched.push_back(true);
+    } else {
+      slots_[at] = Slot{p, std::nullopt, slots_[at].worked, 0, Time::never(), false, false, false};
+      matched[at] = true;
+    }
+    push(Note{"path_added", 0, p.local + " -> " + p.remote});
+    open_slot(at, now);
+  }
+  // Paths that went away close their lanes at once — unless that would
+  // leave no lane for messages at all: then the last ones stay (a blip of
+  // the only link must not end the transfer; TCP may ride it out).
+  std::vector<size_t> going;
+  std::set<LaneNo> leaving;
   for (size_t i = 0; i < slots_.size(); ++i) {
+    if (matched[i] || slots_[i].removed) continue;
+    going.push_back(i);
+    if (slots_[i].lane) leaving.insert(*slots_[i].lane);
+  }
+  bool other_message_lane = false;
+  for (const auto& l : lanes_)
+    other_message_lane = other_message_lane ||
+                         (l.state == LaneState::open && l.traits.carries_messages && !leaving.count(l.id));
+  for (size_t i : going) {
     Slot& s = slots_[i];
-    if (matched[i] || s.removed) continue;
+    const bool open_lane = s.lane && find(*s.lane) && find(*s.lane)->state != LaneState::closed;
+    if (open_lane && !other_message_lane) {
+      push(Note{"path_gone_kept", *s.lane, "its path went away, but no other lane is left: kept while it lives"});
+      continue;
+    }
     s.removed = true;
     s.given_up = true;
     s.retry_at = Time::never();
@@ -101,19 +144,6 @@ void Sender::set_paths(const std::vector<PathSpec>& wanted, Time now, bool boots
       if (Lane* l = find(lane); l && l->state != LaneState::closed)
         lane_gone(*l, "its path went away (the interface or address is gone or down)", true, now);
     }
-  }
-  size_t live = 0;
-  for (const auto& s : slots_) live += s.removed ? 0 : 1;
-  for (const auto& p : added) {
-    if (live + 1 > cfg_.max_lanes) {
-      push(Note{"lane_skipped", 0, "more lanes than --max-lanes (" + std::to_string(cfg_.max_lanes) + ")"});
-      break;
-    }
-    ++live;
-    any_udp_ = any_udp_ || p.kind == LaneKind::udp;
-    slots_.push_back(Slot{p, std::nullopt, false, 0, Time::never(), false, false});
-    push(Note{"path_added", 0, p.local + " -> " + p.remote});
-    open_slot(slots_.size() - 1, now);
   }
   update_data_lanes(now);
   split_rate();
@@ -289,6 +319,7 @@ void Sender::lane_gone(Lane& l, const std::string& reason, bool announce, Time n
       push(Note{"udp_fallback", id, "no answer over UDP: a TCP lane takes the path"});
     } else if (refused || !s.worked) {
       s.given_up = true;
+      s.refused = refused;
     } else if (++s.failures > cfg_.reopen_attempts) {
       s.given_up = true;
       push(Note{"path_given_up", id, "after " + std::to_string(cfg_.reopen_attempts) + " attempts"});

@@ -304,7 +304,8 @@ class Sender {
     uint32_t failures = 0;
     Time retry_at = Time::never();
     bool given_up = false;
-    bool removed = false;  // its path went away (set_paths): never opened again
+    bool removed = false;  // its path went away (set_paths): opened again only if it returns
+    bool refused = false;  // the receiver refused its lane: never opened again
   };
   struct Request {
     enum class Kind { offer, done, udp_open } kind;

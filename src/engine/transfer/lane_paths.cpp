@@ -132,13 +132,14 @@ std::vector<LanePath> plan_lane_paths(const LanePlan& plan, std::vector<std::pai
   const int streams = std::max(1, plan.streams);
   for (int round = 0; round < streams; ++round)
     for (const auto& p : pairs) {
-      if (round == 0 && is_first(p) && !plan.udp_default) continue;  // lane 0 is its first
+      if (round == 0 && is_first(p) && plan.lane0_alive && !plan.udp_default) continue;  // lane 0 is its first
       add(p.l, p.r, plan.udp_default);
       out.back().interface = p.interface;
       out.back().spec.backup = p.backup;
     }
   if (pairs.empty())  // nothing usable advertised: more streams on the bootstrap path
-    for (int k = plan.udp_default ? 0 : 1; k < streams; ++k) add(std::nullopt, plan.first_remote, plan.udp_default);
+    for (int k = plan.udp_default || !plan.lane0_alive ? 0 : 1; k < streams; ++k)
+      add(std::nullopt, plan.first_remote, plan.udp_default);
   return out;
 }
 

@@ -42,6 +42,9 @@ struct LanePlan {
   std::vector<paths::Route> routes;
   /// --backup / --avoid: interfaces by name.
   std::vector<std::string> backup, avoid;
+  /// Lane 0 is open (it counts as its path's first lane); once it closed
+  /// with its path, that path gets all its streams when it returns.
+  bool lane0_alive = true;
 };
 
 /// The paths for further lanes (the bootstrap lane is not among them), in

@@ -189,7 +189,9 @@ void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vect
   lane0->joined = true;  // it came with the session
   {
     std::lock_guard lock(mu_);
-    advertised_ = advertised;
+    // The host's addresses may have changed between the accept and here.
+    if (advertised_early_) mc.advertised = advertised_;
+    else advertised_ = advertised;
     machine_ = std::make_unique<session::Receiver>(std::move(mc));
     if (interrupted_) machine_->close(interrupt_reason_, now());  // interrupted before it ran
   }
@@ -446,8 +448,11 @@ void ReceiverSession::interrupt(const std::string& reason) {
 void ReceiverSession::advertise(const std::vector<std::string>& addresses) {
   {
     std::lock_guard lock(mu_);
-    if (!machine_) return;
     advertised_ = addresses;  // UDP lanes may open on the new ones
+    if (!machine_) {
+      advertised_early_ = true;  // run() starts the machine with these
+      return;
+    }
   }
   drive([&](session::Receiver& m) { m.advertise(addresses, now()); });
 }

@@ -175,6 +175,7 @@ class ReceiverSession {
   std::deque<Job> jobs_;  // for the control thread
   std::deque<session::ReceiverAction> acting_;  // being carried out (under act_mu_)
   std::vector<std::string> advertised_;
+  bool advertised_early_ = false;  // advertise() came before run() started the machine
   std::string end_reason_;
   std::string interrupt_reason_;
   uint64_t udp_buffered_peak_ = 0;  // the most UDP piece bytes held in memory at once

@@ -141,6 +141,12 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
                                                                         : std::nullopt);
   LanePlan plan{opts.lanes, opts.streams, udp_default, local, remote, addrs.endpoints, kDefaultPort, {}, {},
                 opts.backup, opts.avoid};
+  // Watch before the first look, so that no change falls between the two.
+  if (opts.lanes.empty()) {
+    std::string watch_error;
+    s->watch_fd_ = lanes::open_network_watch(watch_error);
+    if (!s->watch_fd_.valid()) log.write("network_watch_failed", {{"reason", watch_error}});
+  }
   plan.interfaces = lanes::read_interfaces();
   if (opts.lanes.empty()) {
     std::string route_error;
@@ -162,7 +168,13 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
     s->alive_.insert(0);
     log.write("lane_open", lane0);
     // Should lane 0 die, a lane opens again on its path (any local address).
-    const session::PathSpec path0{session::LaneKind::tcp, "", remote.str()};
+    // It is a backup path if it left through a --backup interface.
+    session::PathSpec path0{session::LaneKind::tcp, "", remote.str()};
+    for (const auto& i : plan.interfaces)
+      for (const auto& a : i.addresses)
+        if (a.text == local.host() && std::find(opts.backup.begin(), opts.backup.end(), i.name) != opts.backup.end())
+          path0.backup = true;
+    s->plan_ = plan;  // under mu_: a peer's addresses may come as soon as lane 0 reads
     LanePath p0;
     p0.spec = path0;
     p0.remote = remote;
@@ -184,10 +196,7 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
     s->cv_.wait_for(lock, grace, [&] { return s->machine_->opening_lanes() == 0; });
   }
   if (s->background_) s->pacer_ = std::thread([p = s.get()] { p->tcp_pacing_loop(); });
-  if (opts.lanes.empty()) {
-    s->plan_ = plan;
-    s->watcher_ = std::thread([p = s.get()] { p->watch_network(); });
-  }
+  if (s->watch_fd_.valid()) s->watcher_ = std::thread([p = s.get()] { p->watch_network(); });
   return s;
 }
 
@@ -202,13 +211,8 @@ constexpr int kWatchPollMs = 100;
 }  // namespace
 
 void SenderSession::watch_network() {
-  std::string error;
-  security::UniqueFd fd = lanes::open_network_watch(error);
-  if (!fd.valid()) {
-    log_.write("network_watch_failed", {{"reason", error}});
-    return;
-  }
-  std::optional<std::chrono::steady_clock::time_point> due;
+  const int fd = watch_fd_.get();
+  std::optional<std::chrono::steady_clock::time_point> due, burst_start;
   for (;;) {
     bool asked = false;
     {
@@ -217,16 +221,21 @@ void SenderSession::watch_network() {
       asked = std::exchange(replan_requested_, false);
     }
     if (asked) replan_paths();
-    pollfd p{fd.get(), POLLIN, 0};
+    pollfd p{fd, POLLIN, 0};
     int wait = kWatchPollMs;
     if (due) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*due - std::chrono::steady_clock::now());
       wait = static_cast<int>(std::clamp<int64_t>(left.count(), 0, kWatchPollMs));
     }
-    if (::poll(&p, 1, wait) > 0 && lanes::drain_network_watch(fd.get()) && !due)
-      due = std::chrono::steady_clock::now() + kNetworkSettle;
+    if (::poll(&p, 1, wait) > 0 && lanes::drain_network_watch(fd)) {
+      // Plan once the burst is quiet for kNetworkSettle, but within 0.5 s of its start.
+      const auto t = std::chrono::steady_clock::now();
+      if (!burst_start) burst_start = t;
+      due = std::min(t + kNetworkSettle, *burst_start + std::chrono::milliseconds(500));
+    }
     if (due && std::chrono::steady_clock::now() >= *due) {
       due.reset();
+      burst_start.reset();
       replan_paths();
     }
   }
@@ -236,11 +245,20 @@ void SenderSession::replan_paths() {
   LanePlan plan;
   {
     std::lock_guard lock(mu_);
+    if (closing_ || !machine_) return;
     plan = plan_;
+    plan.lane0_alive = false;
+    for (const auto& v : machine_->lanes()) plan.lane0_alive = plan.lane0_alive || (v.id == 0 && v.open);
   }
   plan.interfaces = lanes::read_interfaces();
   std::string route_error;
   plan.routes = lanes::read_routes(route_error);
+  if (plan.interfaces.empty() || !route_error.empty()) {
+    // A host we could not read (out of fds, say) is not a host without
+    // paths: nothing is closed on its word.
+    log_.write("network_unread", {{"reason", plan.interfaces.empty() ? "no interfaces read" : route_error}});
+    return;
+  }
   std::vector<std::pair<std::string, std::string>> skipped;
   std::vector<LanePath> planned = plan_lane_paths(plan, skipped);
   std::vector<session::PathSpec> specs;
@@ -256,6 +274,12 @@ void SenderSession::replan_paths() {
     for (const auto& a : i.addresses) lane0_present = lane0_present || (i.up && a.text == plan.first_local.host());
   std::lock_guard lock(mu_);
   if (closing_ || !machine_) return;
+  // The same plan as last time (netlink is chatty: Wi-Fi scans, address
+  // lifetimes, other programs' veths): nothing to tell the machine.
+  std::string key = lane0_present ? "1" : "0";
+  for (const auto& p : specs) key += "|" + p.local + ">" + p.remote + (p.backup ? "b" : "");
+  if (key == last_plan_) return;
+  last_plan_ = key;
   for (auto& p : planned) paths_[path_key(p.spec)] = std::move(p);
   log_.write("network_changed", {{"paths", shown}, {"lane0_path", lane0_present}});
   machine_->set_paths(specs, now(), lane0_present);

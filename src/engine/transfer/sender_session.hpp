@@ -220,6 +220,8 @@ class SenderSession : private DataLaneEvents {
   void replan_paths();
   LanePlan plan_;  // what the paths were planned from (the host's network read again each time); under mu_
   bool replan_requested_ = false;  // the receiver's addresses changed; under mu_
+  std::string last_plan_;          // the last plan handed to the machine; under mu_
+  security::UniqueFd watch_fd_;    // rtnetlink, opened before the host is first read
   std::thread watcher_;
 };
 

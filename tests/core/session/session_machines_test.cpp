@@ -374,5 +374,55 @@ TEST(SenderMachine, NewPathsStayWithinMaxLanes) {
   EXPECT_EQ(drain<OpenLane>(s).size(), 1u);
 }
 
+TEST(SenderMachine, TheSamePathsAgainOpenNothing) {
+  Sender s(sender_config());
+  s.start(LaneTraits::tcp(), {LaneKind::tcp, "boot", "boot"}, t0);
+  s.add_paths({{LaneKind::tcp, "a", "r"}, {LaneKind::tcp, "b", "r"}}, t0);
+  drain<OpenLane>(s);
+  s.handle_lane_connected(1, LaneTraits::tcp(), t0);
+  s.handle_message(1, wire::LaneWelcome{1}, t0);
+  s.handle_lane_failed(2, "refused by the receiver: the receiver takes at most 2 lanes", false, t0);
+  drain<OpenLane>(s);
+  for (int k = 1; k <= 3; ++k) {
+    s.set_paths({{LaneKind::tcp, "a", "r"}, {LaneKind::tcp, "b", "r"}}, t0 + Duration::seconds(k));
+    s.handle_timeout(t0 + Duration::seconds(k));
+  }
+  // a is open; b was refused by the receiver: neither opens again.
+  EXPECT_TRUE(drain<OpenLane>(s).empty());
+}
+
+TEST(SenderMachine, WhenEveryPathGoesAwayTheLastLanesStay) {
+  // A single link's blip (carrier lost for a second): closing its lanes
+  // would end the transfer; they stay and TCP may ride it out.
+  Sender s(sender_config());
+  s.start(LaneTraits::tcp(), {LaneKind::tcp, "", "r"}, t0);
+  s.add_paths({{LaneKind::tcp, "eth0", "r"}}, t0);
+  s.handle_lane_connected(1, LaneTraits::tcp(), t0);
+  s.handle_message(1, wire::LaneWelcome{1}, t0);
+  drain<CloseLane>(s);
+  s.set_paths({}, t0 + Duration::seconds(1), false);
+  EXPECT_TRUE(drain<CloseLane>(s).empty());
+  EXPECT_EQ(s.open_lanes(), 2u);
+  // It returns: nothing is opened twice, nothing closed.
+  s.set_paths({{LaneKind::tcp, "eth0", "r"}}, t0 + Duration::seconds(2), true);
+  EXPECT_EQ(s.open_lanes(), 2u);
+}
+
+TEST(SenderMachine, AFlappingPathOpensOneLanePerReturn) {
+  Sender s(sender_config());
+  s.start(LaneTraits::tcp(), {LaneKind::tcp, "boot", "boot"}, t0);
+  s.add_paths({{LaneKind::tcp, "a", "r"}}, t0);
+  s.handle_lane_connected(1, LaneTraits::tcp(), t0);
+  s.handle_message(1, wire::LaneWelcome{1}, t0);
+  drain<OpenLane>(s);
+  for (int k = 0; k < 50; ++k) {  // a link that flaps all day
+    s.set_paths({}, t0 + Duration::seconds(2 * k + 1));
+    s.set_paths({{LaneKind::tcp, "a", "r"}}, t0 + Duration::seconds(2 * k + 2));
+  }
+  // One lane per return (its old slot is taken again), none piling up.
+  EXPECT_EQ(drain<OpenLane>(s).size(), 50u);
+  EXPECT_EQ(s.lanes().size(), 52u);
+}
+
 }  // namespace
 }  // namespace braid::session
