@@ -93,7 +93,12 @@ std::vector<LanePath> plan_lane_paths(const LanePlan& plan, std::vector<std::pai
   // kind (loopback or not), through every interface that routes to them.
   std::vector<paths::RemoteAddress> remotes;
   std::vector<lanes::Endpoint> endpoints;
-  for (const auto& text : plan.advertised) {
+  // The address lane 0 reached first: of two behind one next hop it is the
+  // one known to answer (another may be a container bridge's, or NATed).
+  std::vector<std::string> advertised = plan.advertised;
+  std::stable_partition(advertised.begin(), advertised.end(),
+                        [&](const std::string& a) { return a == plan.first_remote.str(); });
+  for (const auto& text : advertised) {
     auto r = lanes::parse_numeric_endpoint(text, plan.default_port);
     if (!r || r->is_link_local() || r->is_loopback() != plan.first_remote.is_loopback()) continue;
     remotes.push_back({lanes::ip_bytes_of(*r), 0, r->str()});

@@ -298,6 +298,7 @@ std::vector<std::string> Receiver::addresses_to_advertise() const {
       out.push_back(a.str());
     }
   }
+  if (out.size() > wire::kMaxAddresses) out.resize(wire::kMaxAddresses);  // what one addresses message holds
   return out;
 }
 
