@@ -31,13 +31,15 @@ LISTEN=(--listen 127.0.0.1:0)
 if python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0))' 2>/dev/null; then
   LISTEN+=(--listen '[::1]:0')
 fi
-CODE=braid-demo-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")  # strong enough for --code (a weak one is refused)
-XDG_CONFIG_HOME=$WORK/recv-config "$BRAID" recv --dir "$DST" "${LISTEN[@]}" --code "$CODE" --yes --once \
+# The receiver makes its one-time code (a number and four words); the sender
+# gets it through BRAID_CODE, as a script should (--code shows in ps).
+XDG_CONFIG_HOME=$WORK/recv-config "$BRAID" recv --dir "$DST" "${LISTEN[@]}" --yes --once \
   --json "$WORK/recv.json" > "$WORK/recv.out" 2> "$WORK/recv.err" &
 RECV_PID=$!
 for _ in $(seq 100); do grep -q listening "$WORK/recv.out" 2>/dev/null && break; sleep 0.05; done
 grep listening "$WORK/recv.out" || { cat "$WORK/recv.err" >&2; exit 1; }
 PORT=$(grep -o '127\.0\.0\.1:[0-9]*' "$WORK/recv.out" | head -1 | cut -d: -f2)
+CODE=$(sed -n 's/^braid: code \([^ ]*\) listening.*/\1/p' "$WORK/recv.out" | head -1)
 
 # Lanes by hand: two TCP lanes on 127.0.0.1, one on ::1 when IPv6 is up, and
 # one UDP lane (lane 0 then only carries control: docs/engine.md, "UDP lanes").
@@ -46,7 +48,7 @@ LANES=(--lane "tcp:127.0.0.1=127.0.0.1:$PORT" --lane "tcp:127.0.0.1=127.0.0.1:$P
 [ -n "$PORT6" ] && LANES+=(--lane "tcp:[::1]=[::1]:$PORT6")
 LANES+=(--lane "udp:127.0.0.1=127.0.0.1:$PORT")
 echo "demo: braid send ${LANES[*]} big.bin tree 127.0.0.1:$PORT"
-XDG_CONFIG_HOME=$WORK/send-config "$BRAID" send --code "$CODE" "${LANES[@]}" --json "$WORK/send.json" \
+BRAID_CODE=$CODE XDG_CONFIG_HOME=$WORK/send-config "$BRAID" send "${LANES[@]}" --json "$WORK/send.json" \
   --log "$WORK/send.log" "$SRC/big.bin" "$SRC/tree" "127.0.0.1:$PORT"
 wait "$RECV_PID"; RECV_PID=
 
