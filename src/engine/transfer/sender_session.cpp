@@ -703,7 +703,14 @@ void SenderSession::close() {
       if (auto* m = std::get_if<session::SendMessage>(&*a)) act(*m);
       if (auto* c = std::get_if<session::CloseLane>(&*a)) closes.push_back(*c);
     }
-    cv_.wait_for(lock, std::chrono::milliseconds(500), [&] { return alive_.empty(); });
+    // Only lanes that carry messages hear the bye and close from the far
+    // end; a UDP lane has nobody to close it but us: waiting for it would
+    // only hold the exit (it was the whole 500 ms with --transport udp).
+    cv_.wait_for(lock, std::chrono::milliseconds(500), [&] {
+      for (LaneNo id : alive_)
+        if (auto it = lanes_.find(id); it != lanes_.end() && it->second->traits().carries_messages) return false;
+      return true;
+    });
     for (auto& c : closes) act(c);
     for (auto& [id, l] : lanes_) {
       l->close("session closed");
