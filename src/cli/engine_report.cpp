@@ -44,8 +44,12 @@ std::string lane_table(const transfer::TransferReport& r) {
       r.resumed_bytes ? fmt::format(" ({} resumed from an earlier run, {} sent)", size(r.resumed_bytes),
                                     size(r.bytes - std::min(r.bytes, r.resumed_bytes)))
                       : "";
-  out += fmt::format("total {}{} in {} = {}, {} {}, {} stalls, {} duplicates, {} abandoned, policy {}, hash {}: {}\n",
-                     size(r.bytes), resumed, format_duration(Duration::seconds_f(r.seconds)),
+  const std::string first = r.first_byte_seconds >= 0
+                                ? " (first byte acked " + format_duration(Duration::seconds_f(r.first_byte_seconds)) +
+                                      " after the command)"
+                                : "";
+  out += fmt::format("total {}{} in {}{} = {}, {} {}, {} stalls, {} duplicates, {} abandoned, policy {}, hash {}: {}\n",
+                     size(r.bytes), resumed, format_duration(Duration::seconds_f(r.seconds)), first,
                      rate(r.rate_bytes_per_sec), r.files, r.files == 1 ? "file" : "files", r.stalls, r.duplicates, r.abandoned,
                      r.policy.empty() ? "-" : r.policy, r.hash, r.verified ? "every file verified" : r.status);
   return out;

@@ -186,6 +186,9 @@ for l in lanes:
         assert k in l, k
 assert sum(l['bytes'] for l in lanes) == d['bytes']
 assert abs(sum(l['share'] for l in lanes) - 1) < 1e-9
+# Command to first acked byte: after the connect began, within the whole run.
+t = d['transfers'][0] if 'transfers' in d else d
+assert 0 < t['first_byte_seconds'] < 30, t['first_byte_seconds']
 PY
     grep -q '"progress"' "$W/send.log" || fail "no progress lines in the log"
     [ "$(grep -c '"progress"' "$W/send.log")" -ge 10 ] || fail "fewer than 10 progress lines"

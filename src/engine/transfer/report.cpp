@@ -81,6 +81,7 @@ nlohmann::json to_json(const TransferReport& r) {
           {"seconds", r.seconds},
           {"rate_bytes_per_sec", r.rate_bytes_per_sec},
           {"rate_mbit_per_sec", r.rate_bytes_per_sec * 8 / 1e6},
+          {"first_byte_seconds", r.first_byte_seconds},
           {"verified", r.verified},
           {"status", r.status},
           {"root_hash", r.root_hash},

@@ -98,6 +98,9 @@ struct TransferReport {
   std::vector<SkippedEntry> skipped;  // recv: links not created (--links)
   double seconds = 0;
   double rate_bytes_per_sec = 0;  // (bytes - resumed_bytes) / seconds: what crossed the network
+  /// send: from the start of the connect (the command, less process start)
+  /// to the first piece the receiver acked; -1: none was.
+  double first_byte_seconds = -1;
   bool verified = false;
   std::string status;  // "verified" or what went wrong
   std::string root_hash;

@@ -48,6 +48,8 @@ TransferOutcome SenderSession::outcome_locked(const files::SourceTree& tree, con
     out.report.policy = opts.policy;
     const Time end = machine_->all_acked_at() != Time::never() ? machine_->all_acked_at() : t.ended_at;
     out.report.seconds = (end - t.start).to_seconds();
+    // The session's clock starts with the connect: this is command to first byte, less process start.
+    if (t.first_ack != Time::never()) out.report.first_byte_seconds = t.first_ack.to_seconds();
     out.report.rate_bytes_per_sec =
         out.report.seconds > 0
             ? static_cast<double>(out.report.bytes - std::min(out.report.bytes, out.report.resumed_bytes)) / out.report.seconds

@@ -481,8 +481,10 @@ void SenderSession::act(session::Note& n) {
 void SenderSession::on_message(LaneNo lane, const session::ToSender& msg) {
   std::lock_guard lock(mu_);
   if (!machine_) return;
-  machine_->handle_message(lane, msg, now());
+  const Time at = now();
+  machine_->handle_message(lane, msg, at);
   if (std::holds_alternative<wire::Ack>(msg) || std::holds_alternative<wire::LaneAck>(msg)) {
+    if (active_ && active_->first_ack == Time::never()) active_->first_ack = at;
     log_progress_locked();
   }
   drain_locked();
