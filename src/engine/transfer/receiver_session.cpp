@@ -446,15 +446,25 @@ void ReceiverSession::interrupt(const std::string& reason) {
 }
 
 void ReceiverSession::advertise(const std::vector<std::string>& addresses) {
-  {
-    std::lock_guard lock(mu_);
-    advertised_ = addresses;  // UDP lanes may open on the new ones
-    if (!machine_) {
-      advertised_early_ = true;  // run() starts the machine with these
+  std::lock_guard lock(mu_);
+  advertised_ = addresses;  // UDP lanes may open on the new ones
+  if (!machine_) {
+    advertised_early_ = true;  // run() starts the machine with these
+    return;
+  }
+  if (ended_) return;
+  // One pending change at most: a newer list replaces one not sent yet.
+  for (auto& j : jobs_)
+    if (auto* pending = std::get_if<Advertise>(&j)) {
+      pending->addresses = addresses;
       return;
     }
-  }
-  drive([&](session::Receiver& m) { m.advertise(addresses, now()); });
+  jobs_.push_back(Advertise{addresses});
+  cv_.notify_all();
+}
+
+void ReceiverSession::run_job(Advertise& a) {
+  drive([&](session::Receiver& m) { m.advertise(a.addresses, now()); });
 }
 
 void ReceiverSession::peer_returned() {

@@ -100,7 +100,12 @@ class ReceiverSession {
   struct Lane;
   struct UdpLane;
   class UdpEvents;
-  using Job = std::variant<session::PrepareOffer, session::FinalizeTransfer, session::AbandonTransfer>;
+  /// This host's addresses changed: tell the sender (on the control thread,
+  /// not the accept loop's: a send may wait on a stuck lane).
+  struct Advertise {
+    std::vector<std::string> addresses;
+  };
+  using Job = std::variant<session::PrepareOffer, session::FinalizeTransfer, session::AbandonTransfer, Advertise>;
 
   Time now() const;
   /// Feeds the machine (`f`, under mu_), then carries out its actions in order.
@@ -122,6 +127,7 @@ class ReceiverSession {
   void run_job(session::PrepareOffer& a);
   void run_job(session::FinalizeTransfer& a);
   void run_job(session::AbandonTransfer& a);
+  void run_job(Advertise& a);
 
   // TCP and stream lanes (receiver_session_lanes.cpp).
   /// Lists a lane (not read yet).
