@@ -365,5 +365,26 @@ TEST(SessionSim, AnInterfaceThatGoesAwayClosesItsLanesAtOnceAndItsReturnOpensNew
   EXPECT_LT(seconds(r.transfers[0]), bound * 1.10 + 0.1) << dump(r);
 }
 
+TEST(SessionSim, ABackupPathStopsAtOnceWhenTheMainPathReturns) {
+  SessionScenario sc;
+  SimPath cell = path("cell", 40, 60);
+  cell.backup = true;
+  sc.paths = {path("eth", 100, 4, 2), cell};
+  sc.size = Bytes::mib(96);
+  sc.events = {event(PathEvent::Kind::gone, 1.0, "eth"), event(PathEvent::Kind::back, 2.0, "eth")};
+  const auto r = run_session(sc);
+  expect_verified(r);
+  double parked = -1;
+  for (const auto& n : r.notes)
+    if (n.find("the backup path waits") != std::string::npos) parked = std::stod(n.substr(2));
+  ASSERT_GE(parked, 2.0) << dump(r);
+  EXPECT_LE(parked, 2.5) << dump(r);
+  // What the backup carried: its second or so alone, plus at most the piece
+  // it was in the middle of — its queue went back to Ethernet's lanes.
+  uint64_t cell_bytes = 0;
+  for (const auto& l : r.lanes) cell_bytes += l.path == "cell" ? l.delivered : 0;
+  EXPECT_LE(static_cast<double>(cell_bytes), (parked - 1.0) * 40e6 / 8 + 2.0 * (1 << 20)) << dump(r);
+}
+
 }  // namespace
 }  // namespace braid::sim

@@ -347,8 +347,13 @@ void Sender::update_data_lanes(Time now) {
     if (!l.path.backup || l.state == LaneState::closed || l.data == !main_alive) continue;
     l.data = !main_alive;
     if (!l.data && transfer_ && l.sched) {
+      // Its queued and unfinished pieces go to the other lanes: the lane
+      // stops sending them now, or the metered link would carry them anyway.
+      for (const auto& f : sched().flights(*l.sched))
+        if (f.active()) push(CancelPiece{l.id, transfer_->id, f.piece});
       sched().on_lane_closed(*l.sched, now);
       l.sched.reset();
+      l.awaiting_hash.clear();
     }
     push(Note{"lane_data", l.id,
               l.data ? "no other path carries data: the backup path does" : "another path carries data: the backup path waits"});
