@@ -19,9 +19,7 @@
 #   backup          two links (100 and 50 Mbit/s), `--backup s2`: while s1
 #                   lives s2 carries < 1 % of the bytes; s1 is deleted
 #                   mid-transfer and s2 takes over within 2 s
-#   rate-limit      (not in make test yet: measured 56-61 Mbit/s per second,
-#                   the per-lane split leaves an idle lane's share unused)
-#                   two links (100 Mbit/s each), --rate-limit 60Mbit/s while
+#   rate-limit      two links (100 Mbit/s each), --rate-limit 60Mbit/s while
 #                   the second goes down and comes back: every 1 s window
 #                   after the first 2 s (the links' byte counters, in file
 #                   bytes) but the last within 5 % of 60 Mbit/s

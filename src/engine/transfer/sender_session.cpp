@@ -204,8 +204,10 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
 
 namespace {
 /// Changes come in bursts (a link going down drops its addresses and
-/// routes one message at a time): plan once the burst is over.
-constexpr auto kNetworkSettle = std::chrono::milliseconds(50);
+/// routes one message at a time): plan once the burst is quiet this long.
+/// Short: until then the lanes of a dead link hold their share of a
+/// --rate-limit (50 ms cost 1-2 % of the second in which a link died).
+constexpr auto kNetworkSettle = std::chrono::milliseconds(15);
 /// How often the watcher looks whether the session is closing.
 constexpr int kWatchPollMs = 100;
 }  // namespace
