@@ -93,6 +93,7 @@ in_ns() { local ns=$1 cfg=$2; shift 2; ip netns exec "$ns" env XDG_CONFIG_HOME="
 # start_recv ARGS...: `braid recv` in the receiver's namespace, no address flags.
 start_recv() {
   # Not through in_ns: a function in the background is a subshell, and $! must be braid itself.
+  rm -f "$W/recv.out"  # a wait for "listening" must not read the last run's file
   ip netns exec "$NR" env XDG_CONFIG_HOME="$W/rcfg" "$BRAID" recv --dir "$W/dst" --yes "$@" \
     > "$W/recv.out" 2> "$W/recv.err" &
   RECV_PID=$!

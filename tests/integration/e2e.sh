@@ -18,6 +18,7 @@ start_recv() {
   rm -f "$W/recv.out"  # a second receiver must not be mistaken for the first
   local listen=(--listen 127.0.0.1:0)
   ipv6_ok && listen+=(--listen '[::1]:0')
+  rm -f "$W/recv.out"  # a wait for "listening" must not read the last run's file
   XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" "${listen[@]}" --once --json "$W/recv.json" \
     --log "$W/recv.log" "$@" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
   RECV_PID=$!

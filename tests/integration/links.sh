@@ -36,6 +36,7 @@ touch "$W/marker"
 
 mode=()
 [ "$CASE" = safe ] || mode=(--links "$CASE")
+rm -f "$W/recv.out"  # a wait for "listening" must not read the last run's file
 XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst/in" --listen 127.0.0.1:0 --code links-test$CODE_SUFFIX --yes --once \
   "${mode[@]}" --json "$W/recv.json" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
 RECV_PID=$!

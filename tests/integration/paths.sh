@@ -69,7 +69,18 @@ veth() {
 
 tx_bytes() { SS cat "/sys/class/net/$1/statistics/tx_bytes"; }
 
+# two_subnets RATE1 RATE2: link 1 is 10.77.0.0/24 (receiver .1, sender .2), link 2 10.77.2.0/24.
+two_subnets() {
+  veth 1 "$1"
+  veth 2 "$2"
+  RS ip addr add 10.77.0.1/24 dev r1
+  RS ip addr add 10.77.2.1/24 dev r2
+  SS ip addr add 10.77.0.2/24 dev s1
+  SS ip addr add 10.77.2.2/24 dev s2
+}
+
 start_recv() {
+  rm -f "$W/recv.out"  # a wait for "listening" must not read the last run's file
   RS env XDG_CONFIG_HOME="$W/rcfg" "$BRAID" recv --dir "$W/dst" --listen 0.0.0.0:7878 --code "paths-test-code-1$CODE_SUFFIX" \
     --yes --once --json "$W/recv.json" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
   RECV_PID=$!
@@ -131,12 +142,7 @@ sys.exit(0 if ok else 1)
 PY
   ;;
 no-false-paths)
-  veth 1 100mbit
-  veth 2 100mbit
-  RS ip addr add 10.77.0.1/24 dev r1
-  RS ip addr add 10.77.2.1/24 dev r2
-  SS ip addr add 10.77.0.2/24 dev s1
-  SS ip addr add 10.77.2.2/24 dev s2
+  two_subnets 100mbit 100mbit
   random_file "$W/src/data.bin" $((16 << 20)) paths
   before1=$(tx_bytes s1); before2=$(tx_bytes s2)
   start_recv
@@ -162,12 +168,7 @@ sys.exit(0 if ok and crossed else 1)
 PY
   ;;
 down-up)
-  veth 1 50mbit
-  veth 2 50mbit
-  RS ip addr add 10.77.0.1/24 dev r1
-  RS ip addr add 10.77.2.1/24 dev r2
-  SS ip addr add 10.77.0.2/24 dev s1
-  SS ip addr add 10.77.2.2/24 dev s2
+  two_subnets 50mbit 50mbit
   random_file "$W/src/data.bin" $((64 << 20)) paths
   start_recv
   ( sleep 2.5; ip -n "$NS_S" link set s2 down; sleep 2; ip -n "$NS_S" link set s2 up ) &
@@ -201,12 +202,7 @@ PY
   grep -q 'closed by the sender: its path went away' "$W/recv.err" || fail "the receiver was not told why the lanes closed"
   ;;
 backup)
-  veth 1 100mbit
-  veth 2 50mbit
-  RS ip addr add 10.77.0.1/24 dev r1
-  RS ip addr add 10.77.2.1/24 dev r2
-  SS ip addr add 10.77.0.2/24 dev s1
-  SS ip addr add 10.77.2.2/24 dev s2
+  two_subnets 100mbit 50mbit
   random_file "$W/src/data.bin" $((48 << 20)) paths
   start_recv
   # s1 goes 1 s after the sender says 10 % arrived (whatever the start cost on a busy host).
@@ -231,12 +227,7 @@ sys.exit(0 if gone is not None and took is not None and gone <= took <= gone + 2
 PY
   ;;
 rate-limit)
-  veth 1 100mbit
-  veth 2 100mbit
-  RS ip addr add 10.77.0.1/24 dev r1
-  RS ip addr add 10.77.2.1/24 dev r2
-  SS ip addr add 10.77.0.2/24 dev s1
-  SS ip addr add 10.77.2.2/24 dev s2
+  two_subnets 100mbit 100mbit
   random_file "$W/src/data.bin" $((72 << 20)) paths
   start_recv
   ( sleep 3; ip -n "$NS_S" link set s2 down; sleep 2; ip -n "$NS_S" link set s2 up ) &

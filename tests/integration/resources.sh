@@ -35,6 +35,7 @@ start_recv() {
   shift
   local limit="true"
   [ "$nofile" -gt 0 ] && limit="ulimit -n $nofile"
+  rm -f "$W/recv.out"  # a wait for "listening" must not read the last run's file
   XDG_CONFIG_HOME=$W/rcfg bash -c "$limit && exec \"\$0\" \"\$@\"" "$BRAID" recv --dir "$W/dst" \
     --listen 127.0.0.1:0 --log "$W/recv.log" "$@" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
   RECV_PID=$!

@@ -28,6 +28,7 @@ sigint_default() { exec python3 -c 'import os, signal, sys; signal.signal(signal
 
 # start_recv [--once]: a receiver in the background (RECV_PID, PORT).
 start_recv() {
+  rm -f "$W/recv.out"  # a wait for "listening" must not read the last run's file
   sigint_default env XDG_CONFIG_HOME="$W/rcfg" "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 --code sig-test$CODE_SUFFIX --yes "$@" \
     --json "$W/recv.json" --log "$W/recv.log" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
   RECV_PID=$!

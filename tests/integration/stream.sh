@@ -13,6 +13,7 @@ workspace stream
 EXTRA_LISTEN=()
 
 start_recv() {
+  rm -f "$W/recv.out"  # a wait for "listening" must not read the last run's file
   XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 "${EXTRA_LISTEN[@]}" --code stream-test$CODE_SUFFIX --yes --once \
     --json "$W/recv.json" --log "$W/recv.log" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
   RECV_PID=$!

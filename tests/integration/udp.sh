@@ -17,6 +17,7 @@ ipv6_ok() { python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(
 start_recv() {
   local listen=(--listen 127.0.0.1:0)
   ipv6_ok && listen+=(--listen '[::1]:0')
+  rm -f "$W/recv.out"  # a wait for "listening" must not read the last run's file
   XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" "${listen[@]}" --code udp-test$CODE_SUFFIX --yes ${ONCE---once} \
     --json "$W/recv.json" --log "$W/recv.log" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
   RECV_PID=$!

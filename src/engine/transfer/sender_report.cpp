@@ -212,8 +212,12 @@ TransferReport SenderSession::build_report_locked(const files::SourceTree& tree)
     l.chunks = st.pieces;
     l.share = static_cast<double>(l.bytes) / total;
     const auto fs = t.first_send.find(no);
-    if (fs != t.first_send.end() && st.acked_bytes.count() > 0 && st.last_ack > fs->second) {
-      l.active_seconds = (st.last_ack - fs->second).to_seconds();
+    // A duplicate's ack may come after every piece was acked: the lane was
+    // not working for the transfer then (and the transfer's own time ends there).
+    const Time all_acked = machine_->all_acked_at();
+    const Time last_ack = all_acked != Time::never() ? std::min(st.last_ack, all_acked) : st.last_ack;
+    if (fs != t.first_send.end() && st.acked_bytes.count() > 0 && last_ack > fs->second) {
+      l.active_seconds = (last_ack - fs->second).to_seconds();
       l.rate_bytes_per_sec = st.acked_bytes.as_double() / l.active_seconds;
     }
     l.estimate_bytes_per_sec = s.estimator(id).rate().bytes_per_second();
