@@ -120,6 +120,21 @@ Result<UniqueFd> open_locked(const fs::path& file) {
   }
 }
 
+// Under the file's lock: its text now, with `entries` replaced by what it
+// holds (another braid may have changed it since load()).
+Result<std::string> reread(int fd, const fs::path& file, std::vector<KnownPeers::Entry>& entries) {
+  auto text = read_fd(fd, file);
+  if (!text) return text.error();
+  auto parsed = parse(text.value(), file);
+  if (!parsed) return parsed.error();
+  entries = std::move(parsed.value());
+  return text;
+}
+
+Error not_a_label(std::string_view label) {
+  return Error{Errc::invalid_argument, in_quotes(label) + " is not a valid label (1 to 64 of A-Z a-z 0-9 . _ @ : + -)"};
+}
+
 Status append(int fd, const std::string& text, const fs::path& file) {
   const char* p = text.data();
   std::size_t left = text.size();
@@ -228,15 +243,11 @@ Result<KnownPeers::Entry> KnownPeers::pin(const Fingerprint& fp, std::string_vie
                                           std::string_view paired_at) {
   const std::string_view base = wanted.empty() ? host : wanted;
   if (!is_valid_peer_name(base))
-    return make_error(Errc::invalid_argument, in_quotes(base) + " is not a valid label (1 to 64 of A-Z a-z 0-9 . _ @ : + -)");
+    return not_a_label(base);
   auto fd = open_locked(file_);
   if (!fd) return fd.error();
-  // Re-read under the lock: another braid may have added entries since load().
-  auto text = read_fd(fd.value().get(), file_);
+  auto text = reread(fd.value().get(), file_, entries_);
   if (!text) return text.error();
-  auto entries = parse(text.value(), file_);
-  if (!entries) return entries.error();
-  entries_ = std::move(entries.value());
 
   if (const Entry* e = find_key(fp)) return *e;
   Entry e{unique_label(entries_, base), fp, std::string(paired_at), is_valid_peer_name(host) ? std::string(host) : "", 0};
@@ -255,14 +266,11 @@ Result<KnownPeers::Entry> KnownPeers::pin(const Fingerprint& fp, std::string_vie
 
 Result<KnownPeers::Entry> KnownPeers::relabel(std::string_view which, std::string_view to) {
   if (!is_valid_peer_name(to))
-    return make_error(Errc::invalid_argument, in_quotes(to) + " is not a valid label (1 to 64 of A-Z a-z 0-9 . _ @ : + -)");
+    return not_a_label(to);
   auto fd = open_locked(file_);
   if (!fd) return fd.error();
-  auto text = read_fd(fd.value().get(), file_);
+  auto text = reread(fd.value().get(), file_, entries_);
   if (!text) return text.error();
-  auto entries = parse(text.value(), file_);
-  if (!entries) return entries.error();
-  entries_ = std::move(entries.value());
   auto found = find_in(entries_, which, file_);
   if (!found) return found.error();
   Entry e = found.value();
@@ -285,11 +293,8 @@ Result<KnownPeers::Entry> KnownPeers::relabel(std::string_view which, std::strin
 Result<KnownPeers::Entry> KnownPeers::forget(std::string_view which) {
   auto fd = open_locked(file_);
   if (!fd) return fd.error();
-  auto text = read_fd(fd.value().get(), file_);
+  auto text = reread(fd.value().get(), file_, entries_);
   if (!text) return text.error();
-  auto entries = parse(text.value(), file_);
-  if (!entries) return entries.error();
-  entries_ = std::move(entries.value());
   auto found = find_in(entries_, which, file_);
   if (!found) return found.error();
   const Entry e = found.value();
