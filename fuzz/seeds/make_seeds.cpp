@@ -112,6 +112,7 @@ void wire_seeds() {
   message("result", TransferResult{42, ResultStatus::root_mismatch, "root hash differs"});
   message("error", ErrorMessage{7, "protocol error"});
   message("bye", Bye{});
+  message("cancel", Cancel{42, "probe phase over"});
   message("udp_open", UdpOpen{5, "192.168.1.10:0"});
   message("udp_ready", UdpReady{5, "192.168.1.10:40000", ""});
   message("udp_ready_error", UdpReady{5, "", "cannot bind"});

@@ -76,8 +76,8 @@ void limits(std::span<const uint8_t> payload, FrameType type) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  // Any byte picks a decoder (19 choices: the 18 types and the piece header).
-  const auto type = static_cast<FrameType>(data[0] % 19 + 1);
+  // Any byte picks a decoder (20 choices: the 19 types and the piece header).
+  const auto type = static_cast<FrameType>(data[0] % 20 + 1);
   const std::span<const uint8_t> payload(data + 1, size - 1);
   switch (type) {
     case FrameType::lane_join: check<LaneJoin>(payload); break;
@@ -103,8 +103,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case FrameType::udp_ready: check<UdpReady>(payload); break;
     case FrameType::udp_piece: check<UdpPiece>(payload); break;
     case FrameType::lane_ack: check<LaneAck>(payload); break;
+    case FrameType::cancel: check<Cancel>(payload); break;
     default: {
-      // 19: the piece header's second overload, data elsewhere.
+      // 20: the piece header's second overload, data elsewhere.
       PieceHeader h;
       (void)decode_piece_header(payload, payload.size() > PieceHeader::kSize ? payload.size() - PieceHeader::kSize : 0, h);
       break;

@@ -2,6 +2,7 @@
 
 #include "cli/clean_command.hpp"
 #include "cli/peers_command.hpp"
+#include "cli/probe_command.hpp"
 #include "cli/recv_command.hpp"
 #include "cli/relay_command.hpp"
 #include "cli/send_command.hpp"
@@ -16,6 +17,7 @@ void add_all_commands(CLI::App& app) {
   add_relay_command(app);
   add_clean_command(app);
   add_peers_command(app);
+  add_probe_command(app);
 }
 
 }  // namespace braid::cli

@@ -97,4 +97,25 @@ std::variant<SendTarget, transfer::Failure> find_receiver(const std::string& ope
   return out;
 }
 
+std::variant<std::unique_ptr<transfer::SenderSession>, transfer::Failure> connect_any(const SendTarget& target,
+                                                                                     transfer::ConnectOptions co,
+                                                                                     transfer::EventLog& log,
+                                                                                     const std::string& command) {
+  std::optional<transfer::Failure> last;
+  for (size_t c = 0; c < target.candidates.size(); ++c) {
+    const auto& cand = target.candidates[c];
+    for (size_t i = 0; i < cand.remotes.size(); ++i) {
+      co.remote = cand.remotes[i];
+      auto connected = transfer::SenderSession::connect(co, log);
+      if (std::holds_alternative<std::unique_ptr<transfer::SenderSession>>(connected)) return connected;
+      last = std::get<transfer::Failure>(connected);
+      if (last->exit_code != transfer::kExitUnreachable) break;  // it answered: its other addresses would too
+    }
+    if (c + 1 < target.candidates.size())
+      std::cerr << "braid " << command << ": " << cand.name << ": " << last->message << "; trying the next receiver" << std::endl;
+  }
+  if (!last) return transfer::Failure{transfer::kExitUnreachable, "no receiver to connect to"};
+  return *last;
+}
+
 }  // namespace braid::cli

@@ -51,34 +51,6 @@ struct SendArgs {
   std::vector<std::string> operands;  // PATH... HOST[:PORT]|CODE|PEER
 };
 
-// How long `send PATH… CODE|PEER` looks for the receiver on the local
-// network: the browser's first query goes out within 120 ms and the second
-// at ~1.1 s (RFC 6762 5.2), and a receiver answers in 20-120 ms; 3 s covers
-// a lost first exchange. It returns as soon as the receiver is seen.
-constexpr double kBrowseSeconds = 3.0;
-
-// Connects to the first candidate that answers: each address of a candidate
-// in turn while they are unreachable; a candidate that answers but fails
-// (a wrong code, a refusal) is reported and the next one tried.
-std::variant<std::unique_ptr<transfer::SenderSession>, transfer::Failure> connect_any(
-    const SendTarget& target, transfer::ConnectOptions co, transfer::EventLog& log) {
-  std::optional<transfer::Failure> last;
-  for (size_t c = 0; c < target.candidates.size(); ++c) {
-    const auto& cand = target.candidates[c];
-    for (size_t i = 0; i < cand.remotes.size(); ++i) {
-      co.remote = cand.remotes[i];
-      auto connected = transfer::SenderSession::connect(co, log);
-      if (std::holds_alternative<std::unique_ptr<transfer::SenderSession>>(connected)) return connected;
-      last = std::get<transfer::Failure>(connected);
-      if (last->exit_code != transfer::kExitUnreachable) break;  // it answered: its other addresses would too
-    }
-    if (c + 1 < target.candidates.size())
-      std::cerr << "braid send: " << cand.name << ": " << last->message << "; trying the next receiver" << std::endl;
-  }
-  if (!last) return transfer::Failure{transfer::kExitUnreachable, "no receiver to connect to"};
-  return *last;
-}
-
 [[noreturn]] void finish(int code, const std::string& msg) {
   if (!msg.empty()) std::cerr << "braid send: " << msg << "\n";
   std::cout.flush();
@@ -226,7 +198,7 @@ void run_send(const SendArgs& a) {
   co.tcp_cc = tcp_cc;
   co.packet_size = a.packet_size == "auto" ? udp::kPathMtuPacketSize : std::stoul(a.packet_size);
   co.rate_limit = rate_limit;
-  auto connected = connect_any(std::get<SendTarget>(target), co, log);
+  auto connected = connect_any(std::get<SendTarget>(target), co, log, "send");
   if (auto* f = std::get_if<Failure>(&connected)) finish(f->exit_code, f->message);
   auto session = std::move(std::get<0>(connected));
   {

@@ -261,6 +261,8 @@ class Run {
     if (!l || l->broken || !l->rx_open || l->blackhole) return;
     l->delivered += it.length;
     delivered_total_ += it.length;
+    for (auto& t : transfers_)
+      if (t.id == it.transfer && !t.ended) t.path_bytes[paths_[l->path].spec.name] += it.length;
     deliveries_.emplace_back(now_, delivered_total_);
     const session::PieceRecord rec{it.offset, it.length, sim_piece_digest(it.offset, it.length)};
     if (l->kind == LaneKind::udp) {
@@ -509,7 +511,8 @@ class Run {
   void do_receiver(session::RecvNote& n) { note(n.lane, "recv " + n.event, n.detail); }
 
   void start_next_transfer() {
-    if (started_ >= sc_.transfers) {
+    const int wanted = sc_.probe.empty() ? sc_.transfers : static_cast<int>(sc_.probe.size());
+    if (started_ >= wanted) {
       bool all = true;
       for (const auto& t : transfers_) all = all && t.ended;
       if (all && !closing_) {
@@ -527,9 +530,22 @@ class Run {
     spec.entries = {e};
     spec.chunk_size = sc_.chunk.count();
     spec.policy = core::make_policy(sc_.policy);
+    const ProbePhase* phase = sc_.probe.empty() ? nullptr : &sc_.probe[static_cast<size_t>(started_)];
+    if (phase) {
+      spec.discard = true;
+      if (!phase->paths.empty()) {
+        std::vector<session::PathSpec> only;
+        for (const auto& name : phase->paths) only.push_back({paths_[path_named(name)].spec.kind, name, name});
+        spec.only_paths = only;
+      }
+    }
     const auto id = sender_->start_transfer(std::move(spec), now_);
     ++started_;
     if (!id) return;
+    if (phase)
+      at(now_ + phase->length, [this, id = *id] {
+        if (sender_->transfer_running() && transfers_.back().id == id) sender_->cancel_transfer("probe phase over", now_);
+      });
     SimTransferResult r;
     r.id = *id;
     r.offered_at = now_;

@@ -17,6 +17,7 @@
 
 #include <functional>
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,14 @@ struct PathEvent {
   Duration detect = Duration::seconds(1);
 };
 
+/// A phase of `braid probe` in virtual time: a discard transfer carried by
+/// the lanes of the named paths (every path if none is named), cancelled
+/// `length` after it was offered (Sender::cancel_transfer).
+struct ProbePhase {
+  std::vector<std::string> paths;
+  Duration length = Duration::seconds(3);
+};
+
 struct SessionScenario {
   std::vector<SimPath> paths;
   std::vector<PathEvent> events;
@@ -62,6 +71,8 @@ struct SessionScenario {
   std::optional<Rate> rate_limit;
   /// Transfers offered one after another on the one session.
   int transfers = 1;
+  /// Non-empty: these probe phases, one after another, instead of `transfers`.
+  std::vector<ProbePhase> probe;
   /// The receiver already holds these ranges from an earlier, interrupted
   /// run of the same offer (re-verified): resume.
   std::vector<wire::HeldRange> held;
@@ -81,6 +92,8 @@ struct SimTransferResult {
   uint64_t resumed_bytes = 0;
   uint64_t sent_bytes = 0;  // piece bytes put on lanes (duplicates and cancelled ones too)
   std::vector<session::LaneNo> open_lanes;  // the sender's open lanes when the outcome came
+  /// Piece bytes of this transfer that reached the receiver, by path, until it ended.
+  std::map<std::string, uint64_t> path_bytes;
 };
 
 struct SimLaneResult {

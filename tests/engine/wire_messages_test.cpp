@@ -83,11 +83,34 @@ TEST(WireMessages, OfferRefusesSizesThatAddUpPast2To64) {
   EXPECT_EQ(back.total_bytes(), UINT64_MAX);
 }
 
+TEST(WireMessages, AnOffersDiscardFlagRoundTripsAndUnknownFlagsAreRefused) {
+  Offer o;
+  o.transfer_id = 7;
+  o.chunk_size = 1 << 18;
+  o.entries = {ManifestEntry{EntryKind::file, "probe", 1 << 30, 0600, 0, 0, {}}};
+  o.discard = true;
+  std::vector<uint8_t> bytes;
+  encode(o, bytes);
+  Offer back;
+  ASSERT_TRUE(decode(bytes, back));
+  EXPECT_TRUE(back.discard);
+  bytes.back() = 0;  // the flags byte comes last
+  ASSERT_TRUE(decode(bytes, back));
+  EXPECT_FALSE(back.discard);
+  bytes.back() = 2;  // a flag this version does not know: refused, not ignored
+  EXPECT_FALSE(decode(bytes, back));
+  bytes.pop_back();  // an offer of version 3 (no flags) does not parse as 4
+  EXPECT_FALSE(decode(bytes, back));
+}
+
 TEST(WireMessages, SmallMessagesRoundTrip) {
+  Cancel c = round_trip(Cancel{12, "probe phase over"});
+  EXPECT_EQ(c.transfer_id, 12u);
+  EXPECT_EQ(c.reason, "probe phase over");
   EXPECT_EQ(round_trip(LaneJoin{kProtocolVersion, 9}).lane_id, 9u);
   EXPECT_EQ(round_trip(LaneWelcome{4}).lane_id, 4u);
   EXPECT_EQ(round_trip(Addresses{{"127.0.0.1:7878", "[::1]:7878"}}).endpoints.size(), 2u);
-  EXPECT_EQ(round_trip(Accept{3}).transfer_id, 3u);
+  EXPECT_EQ(round_trip(Accept{3, {}}).transfer_id, 3u);
   Refuse r = round_trip(Refuse{3, RefuseReason::no_space, "disk full"});
   EXPECT_EQ(r.reason, RefuseReason::no_space);
   EXPECT_EQ(r.message, "disk full");

@@ -386,5 +386,41 @@ TEST(SessionSim, ABackupPathStopsAtOnceWhenTheMainPathReturns) {
   EXPECT_LE(static_cast<double>(cell_bytes), (parked - 1.0) * 40e6 / 8 + 2.0 * (1 << 20)) << dump(r);
 }
 
+
+// `braid probe` in virtual time: each path alone, then both, on one session
+// whose lanes stay open from phase to phase. A path alone carries all of
+// its phase and the other nothing; each moves about its rate (less its
+// start-up: at least 85 % of rate x length); both together move about the
+// sum; every phase ends cancelled and no lane closes until the session does.
+TEST(SessionSim, ProbePhasesMeasureEachPathAloneThenBothOnOneSession) {
+  SessionScenario sc;
+  sc.paths = {path("a", 100, 10, 2), path("b", 40, 30, 2)};
+  sc.chunk = Bytes::kib(256);
+  sc.size = Bytes::gib(8);
+  sc.probe = {{{"a"}, Duration::seconds(3)}, {{"b"}, Duration::seconds(3)}, {{}, Duration::seconds(3)}};
+  const auto r = run_session(sc);
+  ASSERT_EQ(r.transfers.size(), 3u) << dump(r);
+  const double rate_a = 100e6 / 8, rate_b = 40e6 / 8;
+  auto bytes = [&](size_t phase, const std::string& p) {
+    const auto& m = r.transfers[phase].path_bytes;
+    const auto it = m.find(p);
+    return it == m.end() ? 0.0 : static_cast<double>(it->second);
+  };
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(r.transfers[i].ended);
+    EXPECT_EQ(r.transfers[i].outcome.end, session::TransferOutcome::End::cancelled) << r.transfers[i].outcome.message;
+    std::printf("  phase %zu: a %.1f MB, b %.1f MB\n", i, bytes(i, "a") / 1e6, bytes(i, "b") / 1e6);
+  }
+  EXPECT_GE(bytes(0, "a"), 0.85 * rate_a * 3);
+  EXPECT_LE(bytes(0, "a"), 1.0 * rate_a * 3);
+  EXPECT_EQ(bytes(0, "b"), 0);
+  EXPECT_EQ(bytes(1, "a"), 0);
+  EXPECT_GE(bytes(1, "b"), 0.85 * rate_b * 3);
+  EXPECT_LE(bytes(1, "b"), 1.0 * rate_b * 3);
+  EXPECT_GE(bytes(2, "a") + bytes(2, "b"), 0.85 * (rate_a + rate_b) * 3);
+  EXPECT_GT(bytes(2, "b"), 0.5 * rate_b * 3);
+  for (const auto& l : r.lanes) EXPECT_TRUE(l.close_reason.empty() || l.close_reason == "session closed") << l.lane << ": " << l.close_reason;
+}
+
 }  // namespace
 }  // namespace braid::sim

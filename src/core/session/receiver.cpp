@@ -166,6 +166,21 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
           t.view.root = m.root;
           t.done_deadline = now + cfg_.done_wait;
           try_finish(t, now);
+        } else if constexpr (std::is_same_v<M, wire::Cancel>) {
+          // The sender stopped it: abandoned as if the session had ended
+          // (what is verified stays for a later run); no verdict is owed.
+          auto it = transfers_.find(m.transfer_id);
+          if (it == transfers_.end()) return;
+          Transfer& t = it->second;
+          if (!t.answer) {
+            t.cancelled = true;  // still being prepared: abandoned once it is
+            return;
+          }
+          if (!accepted(m.transfer_id) || t.result || t.failed || t.finalizing) return;
+          t.failed = true;
+          t.view.cancelled = true;
+          push(RecvNote{"transfer_cancelled", on, m.reason});
+          push(AbandonTransfer{m.transfer_id, "cancelled by the sender: " + m.reason, std::nullopt, true});
         } else if constexpr (std::is_same_v<M, wire::LaneClosed>) {
           if (Lane* other = find(m.lane_id)) close_lane(*other, "closed by the sender: " + m.reason, false, now);
         } else if constexpr (std::is_same_v<M, wire::Bye>) {
@@ -235,6 +250,12 @@ void Receiver::handle_offer_prepared(uint32_t id, std::variant<wire::Accept, wir
     std::get<wire::Refuse>(answer).transfer_id = id;
   }
   t.answer = answer;
+  if (t.cancelled && std::holds_alternative<wire::Accept>(answer)) {
+    t.failed = true;
+    t.view.cancelled = true;
+    push(AbandonTransfer{id, "cancelled by the sender", std::nullopt, true});
+    return;
+  }
   if (ended_) {
     // Prepared after the session ended (the user answered late, a resume
     // read-back ran long): nothing will arrive; what the engine made for it
@@ -355,7 +376,7 @@ void Receiver::end_session(const std::string& reason) {
   ended_ = true;
   end_reason_ = reason;
   for (auto& [id, t] : transfers_) {
-    if (t.result || !accepted(id)) continue;
+    if (t.result || t.failed || !accepted(id)) continue;  // ended already (a verdict, a cancel)
     // Accepted but never finished: the temporary files and the journal of
     // what in them is verified stay for a later run. Nothing counts from
     // now on (a piece still being written is not news), and a transfer

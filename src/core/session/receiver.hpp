@@ -78,6 +78,8 @@ struct AbandonTransfer {
   std::string reason;
   /// The verdict sent to the sender; none when the session ended first.
   std::optional<wire::ResultStatus> status;
+  /// The sender cancelled it (wire::Cancel): nothing failed here.
+  bool cancelled = false;
 };
 /// Open UDP lane `lane` on `address` (one this receiver advertised: the
 /// engine checks); answer with handle_udp_lane_opened.
@@ -162,6 +164,7 @@ class Receiver {
     std::optional<wire::ResultStatus> result;
     std::optional<wire::Digest> root;  // the sender's, from its done
     bool finished = false;
+    bool cancelled = false;  // by the sender (wire::Cancel)
     Time accepted_at = Time::never();
     Time done_at = Time::never();
   };
@@ -187,6 +190,7 @@ class Receiver {
     Time done_deadline = Time::never();
     bool finalizing = false;
     bool failed = false;
+    bool cancelled = false;  // wire::Cancel came before the answer
     std::optional<wire::TransferResult> result;
   };
 

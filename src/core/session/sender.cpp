@@ -158,6 +158,8 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   t->offer.hash = spec.hash;
   t->offer.chunk_size = spec.chunk_size;
   t->offer.entries = std::move(spec.entries);
+  t->offer.discard = spec.discard;
+  t->only_paths = std::move(spec.only_paths);
   t->policy = spec.policy ? std::move(spec.policy) : core::make_policy("braid");
   t->answer_only = spec.answer_only;
   transfer_ = std::move(t);
@@ -186,6 +188,15 @@ void Sender::interrupt(const std::string& reason, Time) {
   for (const auto& l : lanes_)
     if (l.state == LaneState::open && l.traits.carries_messages) push(SendMessage{l.id, wire::ErrorMessage{0, reason}});
   end_transfer(make_outcome(TransferOutcome::End::interrupted, reason));
+}
+
+void Sender::cancel_transfer(const std::string& reason, Time now) {
+  if (!transfer_running()) return;
+  // TransferEnded drops the transfer's pieces on every lane (a lane in the
+  // middle of one aborts it), so no CancelPiece is needed per piece.
+  const uint32_t id = transfer_->id;
+  end_transfer(make_outcome(TransferOutcome::End::cancelled, reason));
+  send_control(wire::Cancel{id, reason}, now);
 }
 
 // ---- lanes ----------------------------------------------------------------------
@@ -666,7 +677,7 @@ void Sender::handle_held_checked(uint32_t id, const std::vector<wire::HeldRange>
 
 void Sender::attach(Lane& l, Time now) {
   if (!transfer_ || transfer_->ended || transfer_->phase != Transfer::Phase::sending) return;
-  if (l.state != LaneState::open || !l.data || l.sched) return;
+  if (l.state != LaneState::open || !l.data || l.sched || !path_allowed(l)) return;
   core::LaneConfig cfg;
   cfg.name = "lane" + std::to_string(l.id);
   cfg.in_order = l.traits.in_order;
@@ -675,6 +686,13 @@ void Sender::attach(Lane& l, Time now) {
   l.sched = sid;
   if (transfer_->sched_lanes.size() <= sid) transfer_->sched_lanes.resize(sid + 1);
   transfer_->sched_lanes[sid] = l.id;
+}
+
+bool Sender::path_allowed(const Lane& l) const {
+  if (!transfer_ || !transfer_->only_paths) return true;
+  for (const auto& p : *transfer_->only_paths)
+    if (p.kind == l.path.kind && p.local == l.path.local && p.remote == l.path.remote) return true;
+  return false;
 }
 
 std::optional<core::LaneId> Sender::sched_id(LaneNo lane) const {

@@ -92,6 +92,11 @@ struct TransferSpec {
   /// Only ask: the transfer ends with the receiver's answer (End::answered)
   /// and sends nothing (tests of the receiver's checks).
   bool answer_only = false;
+  /// The receiver verifies and acks the pieces and writes nothing (wire::Offer::discard).
+  bool discard = false;
+  /// Only lanes on these paths (kind, local and remote alike) carry this
+  /// transfer's pieces: a probe measures one path alone. None: every lane.
+  std::optional<std::vector<PathSpec>> only_paths;
 };
 
 struct TransferOutcome {
@@ -106,6 +111,7 @@ struct TransferOutcome {
     stuck,        // internal error: the scheduler stopped handing out work
     answered,     // answer_only: the receiver accepted (`accepted`, `held`)
     interrupted,  // interrupt(): the user stopped it
+    cancelled,    // cancel_transfer(): the session goes on
   };
   End end = End::lanes_lost;
   wire::ResultStatus result = wire::ResultStatus::verified;
@@ -218,6 +224,11 @@ class Sender {
   /// The user stopped the sender (a signal): the receiver hears `reason` (it
   /// commits what it verified) and the running transfer ends with it.
   void interrupt(const std::string& reason, Time now);
+  /// Stops the running transfer and keeps the session: its pieces are
+  /// cancelled on their lanes, the receiver hears `reason` (wire::Cancel)
+  /// and abandons it, and it ends with End::cancelled. The next transfer
+  /// may start at once, on the same lanes.
+  void cancel_transfer(const std::string& reason, Time now);
 
   // ---- events ---------------------------------------------------------------
   void handle_lane_connected(LaneNo lane, const LaneTraits& traits, Time now);
@@ -321,6 +332,7 @@ class Sender {
     uint32_t id = 0;
     wire::Offer offer;
     bool answer_only = false;
+    std::optional<std::vector<PathSpec>> only_paths;
     std::unique_ptr<core::Policy> policy;  // until the answer
     std::unique_ptr<core::Scheduler> sched;
     std::vector<LaneNo> sched_lanes;  // scheduler lane id -> lane
@@ -352,6 +364,8 @@ class Sender {
   bool suspect(const Lane& l) const;
   std::optional<LaneNo> control_lane_except(std::optional<LaneNo> avoid) const;
   void attach(Lane& lane, Time now);
+  /// The running transfer's pieces may go down this lane's path.
+  bool path_allowed(const Lane& lane) const;
   void drain_scheduler(Time now);
   void split_rate();
   /// Which lanes carry data: lane 0 (not while UDP lanes do), backup paths

@@ -22,6 +22,9 @@ void get_digest(ByteReader& r, Digest& d) {
 
 bool finish(const ByteReader& r) { return r.ok() && r.at_end(); }
 
+/// Offer flags (one byte after the entries); unknown bits are refused.
+constexpr uint8_t kOfferDiscard = 1;
+
 }  // namespace
 
 const char* hash_algo_name(HashAlgo a) { return a == HashAlgo::sha256 ? "sha256" : "xxh3"; }
@@ -97,6 +100,7 @@ void encode(const Offer& m, std::vector<uint8_t>& out) {
     w.u32(e.mtime_nsec);
     w.bytes(e.link_target);
   }
+  w.u8(m.discard ? kOfferDiscard : 0);
 }
 
 void encode(const Accept& m, std::vector<uint8_t>& out) {
@@ -158,6 +162,12 @@ void encode(const ErrorMessage& m, std::vector<uint8_t>& out) {
 }
 
 void encode(const Bye&, std::vector<uint8_t>&) {}
+
+void encode(const Cancel& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(m.transfer_id);
+  w.bytes(m.reason.substr(0, kMaxReasonLength));
+}
 
 void encode_piece_header(const PieceHeader& h, std::span<uint8_t, PieceHeader::kSize> out) {
   // Written into a small vector first would cost an allocation per frame on
@@ -232,6 +242,9 @@ bool decode(std::span<const uint8_t> in, Offer& m) {
     total += e.size;
     m.entries.push_back(std::move(e));
   }
+  const uint8_t flags = r.u8();
+  if (flags & ~kOfferDiscard) return false;
+  m.discard = flags & kOfferDiscard;
   return finish(r);
 }
 
@@ -314,6 +327,13 @@ bool decode(std::span<const uint8_t> in, ErrorMessage& m) {
 }
 
 bool decode(std::span<const uint8_t> in, Bye&) { return in.empty(); }
+
+bool decode(std::span<const uint8_t> in, Cancel& m) {
+  ByteReader r(in);
+  m.transfer_id = r.u32();
+  m.reason = r.bytes(kMaxReasonLength);
+  return finish(r);
+}
 
 bool decode_piece_header(std::span<const uint8_t> payload, PieceHeader& h, size_t& data_length) {
   if (payload.size() < PieceHeader::kSize) return false;

@@ -25,6 +25,7 @@
 //   udp_ready     s→c  the receiver's UDP socket for that lane (or why not)
 //   udp_piece     c→s  a piece sent on a UDP lane: where it goes and its hash
 //   lane_ack      s→c  an ack for a piece that came on another lane (UDP lanes)
+//   cancel        c→s  the sender stops a transfer; the session goes on
 // The udp_* messages and lane_ack travel over a TCP lane (docs/engine.md).
 #pragma once
 
@@ -56,11 +57,13 @@ enum class FrameType : uint8_t {
   udp_ready = 16,
   udp_piece = 17,
   lane_ack = 18,
+  cancel = 19,
 };
 
 /// 2: UDP lanes (udp_open, udp_ready, udp_piece, lane_ack).
 /// 3: resume (accept lists the ranges the receiver holds; refuse reason busy).
-constexpr uint32_t kProtocolVersion = 3;
+/// 4: offer flags (discard: `braid probe`), cancel.
+constexpr uint32_t kProtocolVersion = 4;
 constexpr size_t kMaxReasonLength = 1024;
 constexpr size_t kMaxPathBytes = 4095;     // PATH_MAX - 1
 constexpr size_t kMaxAddresses = 64;
@@ -121,6 +124,9 @@ struct Offer {
   HashAlgo hash = HashAlgo::xxh3_128;
   uint64_t chunk_size = 0;
   std::vector<ManifestEntry> entries;
+  /// The receiver verifies and acks every piece and writes nothing: the
+  /// bytes only measure the paths (`braid probe`). Its entries name no file.
+  bool discard = false;
   uint64_t total_bytes() const;
 };
 
@@ -226,6 +232,15 @@ struct Bye {
   static constexpr FrameType kType = FrameType::bye;
 };
 
+/// The sender stops transfer `transfer_id` (a probe phase is over, the user
+/// dropped it): the receiver abandons it as if its session had ended —
+/// what it verified stays for a later run — and the session goes on.
+struct Cancel {
+  static constexpr FrameType kType = FrameType::cancel;
+  uint32_t transfer_id = 0;
+  std::string reason;
+};
+
 /// A UDP lane wanted: the receiver binds a UDP socket on `address`'s IP
 /// (one it advertised; the port is ignored) and answers udp_ready.
 struct UdpOpen {
@@ -277,6 +292,7 @@ void encode(const Done& m, std::vector<uint8_t>& out);
 void encode(const TransferResult& m, std::vector<uint8_t>& out);
 void encode(const ErrorMessage& m, std::vector<uint8_t>& out);
 void encode(const Bye& m, std::vector<uint8_t>& out);
+void encode(const Cancel& m, std::vector<uint8_t>& out);
 void encode(const UdpOpen& m, std::vector<uint8_t>& out);
 void encode(const UdpReady& m, std::vector<uint8_t>& out);
 void encode(const UdpPiece& m, std::vector<uint8_t>& out);
@@ -298,6 +314,7 @@ bool decode(std::span<const uint8_t> in, Done& m);
 bool decode(std::span<const uint8_t> in, TransferResult& m);
 bool decode(std::span<const uint8_t> in, ErrorMessage& m);
 bool decode(std::span<const uint8_t> in, Bye& m);
+bool decode(std::span<const uint8_t> in, Cancel& m);
 bool decode(std::span<const uint8_t> in, UdpOpen& m);
 bool decode(std::span<const uint8_t> in, UdpReady& m);
 bool decode(std::span<const uint8_t> in, UdpPiece& m);

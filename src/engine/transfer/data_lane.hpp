@@ -23,6 +23,7 @@
 #include "core/session/lane_traits.hpp"
 #include "core/session/messages.hpp"
 #include "core/units.hpp"
+#include "engine/lanes/tcp.hpp"
 #include "engine/transfer/report.hpp"
 
 namespace braid::transfer {
@@ -91,6 +92,8 @@ class DataLane {
   virtual void pace(Time now) { (void)now; }
   /// The lane's state for the `--log` samples.
   virtual nlohmann::json sample() const { return nlohmann::json::object(); }
+  /// A TCP lane's kernel state (TCP_INFO) now; false for other kinds.
+  virtual bool tcp_info(lanes::TcpKernelInfo& out) const { (void)out; return false; }
 };
 
 }  // namespace braid::transfer

@@ -43,6 +43,7 @@ std::string IncomingTransfer::may_write(uint64_t offset, uint64_t length) {
 }
 
 int IncomingTransfer::write(uint64_t offset, std::span<const uint8_t> bytes) {
+  if (!tree) return 0;  // discard: verified is all a probe's bytes need
   if (faults)
     if (const int err = faults->before_write(offset, bytes.size()); err != 0) return err;
   return tree->write(offset, bytes);
@@ -52,7 +53,7 @@ std::string IncomingTransfer::finalize(int& err) {
   // A last commit first: should putting the files in place fail, the next
   // run resumes everything that arrived.
   if (resume) resume->halt();
-  const std::string failure = tree->finalize(err);
+  const std::string failure = tree ? tree->finalize(err) : std::string();
   if (failure.empty() && resume) resume->complete();  // every file is in place: nothing left to resume
   if (failure.empty()) over = true;
   return failure;
@@ -98,7 +99,15 @@ std::variant<PreparedOffer, wire::Refuse> prepare_offer(const OfferContext& ctx,
                       std::to_string(core::ChunkPlan::kMinChunk.count()) + ".." +
                       std::to_string(core::ChunkPlan::kMaxChunk.count()) + " bytes");
   log.write("offer", {{"transfer", id}, {"entries", offer.entries.size()}, {"bytes", offer.total_bytes()},
-                      {"peer", ctx.peer}});
+                      {"peer", ctx.peer}, {"discard", offer.discard}});
+  if (offer.discard) {
+    // `braid probe` from a peer that authenticated: its bytes are hashed and
+    // dropped, so it costs this host bandwidth and CPU only, never disk; no
+    // question asked, as a ping is not.
+    auto t = std::make_shared<IncomingTransfer>();
+    t->offer = offer;
+    return PreparedOffer{std::move(t), wire::Accept{id, {}}};
+  }
   if (!ctx.ask(offer))
     return refuse(wire::RefuseReason::declined,
                   ::isatty(STDIN_FILENO) ? "declined"

@@ -38,6 +38,8 @@ class DiskFaults {
 
 struct IncomingTransfer {
   wire::Offer offer;
+  /// Null for a discard offer (`braid probe`): pieces are verified and
+  /// acked, nothing is written and no file is made.
   std::unique_ptr<files::ReceiveTree> tree;
   /// What an earlier run left (held ranges) and what this run adds, kept
   /// true on disk. Null for an empty transfer or when resume is off.
@@ -51,7 +53,7 @@ struct IncomingTransfer {
   /// Ended (put in place, failed or abandoned): bytes still arriving are dropped.
   std::atomic<bool> over{false};
 
-  uint64_t total() const { return tree->layout().total(); }
+  uint64_t total() const { return tree ? tree->layout().total() : offer.total_bytes(); }
   /// Before bytes are written over [offset, offset+length): a range held
   /// from an earlier run there loses its claim durably first. Empty: write;
   /// else why not.

@@ -279,7 +279,7 @@ constexpr uint64_t kFirstPendingId = 1ull << 32;
 void Receiver::watch_listeners(bool on) {
   for (size_t i = 0; i < listeners_.size(); ++i) {
     epoll_event ev{};
-    ev.events = on ? EPOLLIN : 0;
+    ev.events = on ? static_cast<uint32_t>(EPOLLIN) : 0u;
     ev.data.u64 = i;
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, listeners_[i].get(), &ev);
   }

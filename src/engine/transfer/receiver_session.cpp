@@ -133,7 +133,7 @@ void ReceiverSession::act(session::FinalizeTransfer& a) {
 void ReceiverSession::act(session::AbandonTransfer& a) {
   {
     std::lock_guard lock(mu_);
-    set_outcome_locked(exit_code_for_result(a.status));
+    if (!a.cancelled) set_outcome_locked(exit_code_for_result(a.status));  // the sender's choice is no failure here
     if (auto t = transfer_locked(a.transfer)) t->over = true;  // bytes still arriving are dropped from now on
     jobs_.push_back(a);  // the journal's last commit may take a while: the control thread's
     cv_.notify_all();
@@ -262,7 +262,10 @@ void ReceiverSession::run_job(session::PrepareOffer& a) {
   const size_t entries = p.transfer->offer.entries.size();
   const uint64_t bytes = p.transfer->offer.total_bytes();
   log_.write("status", {{"status", "receiving"}, {"transfer", id}});
-  note("receiving " + std::to_string(entries) + (entries == 1 ? " entry, " : " entries, ") + format_size(Bytes(bytes)) + " from '" + peer_ + "'" +
+  if (p.transfer->offer.discard)
+    note("probe from '" + peer_ + "': measuring the paths, nothing is written");
+  else
+    note("receiving " + std::to_string(entries) + (entries == 1 ? " entry, " : " entries, ") + format_size(Bytes(bytes)) + " from '" + peer_ + "'" +
        (held ? ", " + format_size(Bytes(held)) + " of it here already (resume)" : ""));
   drive([&](session::Receiver& m) {
     transfers_[id] = p.transfer;
@@ -330,14 +333,15 @@ TransferReport ReceiverSession::report_locked(const IncomingTransfer& t, bool fi
   if (!finished) {
     rep.resumed_bytes = t.resume ? t.resume->held_bytes() : 0;
     rep.held_bytes = t.resume ? t.resume->claimed_bytes() : 0;  // the journal's claim: what the next run resumes
-    rep.status = view.result ? "failed" : interrupted_ ? "interrupted" : "incomplete";
+    rep.status = view.result ? "failed" : view.cancelled ? "cancelled" : interrupted_ ? "interrupted" : "incomplete";
     return rep;
   }
   const uint64_t resumed = view.held_bytes;
   const uint64_t crossed = total > resumed ? total - resumed : 0;
   rep.resumed_bytes = resumed;
   rep.held_bytes = total;
-  for (const auto& l : t.tree->skipped_links()) rep.skipped.push_back(SkippedEntry{l.path, l.reason, l.target});
+  if (t.tree)
+    for (const auto& l : t.tree->skipped_links()) rep.skipped.push_back(SkippedEntry{l.path, l.reason, l.target});
   rep.rate_bytes_per_sec = rep.seconds > 0 ? static_cast<double>(crossed) / rep.seconds : 0;  // what crossed the network
   rep.verified = true;
   rep.status = "verified";
@@ -387,7 +391,7 @@ std::vector<LiveTransfer> ReceiverSession::live() const {
   if (!machine_) return out;
   for (const auto& [id, t] : transfers_) {
     const auto view = machine_->transfer(id);
-    if (!view || !t) continue;
+    if (!view || !t || t->offer.discard || view->cancelled) continue;  // a probe has no end to show progress to
     LiveTransfer lt;
     lt.label = "recv '" + peer_ + "'";
     lt.id = std::to_string(session_id_) + "/" + std::to_string(id);
@@ -414,6 +418,7 @@ std::vector<TransferReport> ReceiverSession::reports() const {
   for (const auto& [id, t] : transfers_) {
     const auto view = machine_->transfer(id);
     if (view && view->finished) continue;
+    if (t->offer.discard) continue;  // a probe's measurement, not a transfer of files
     out.push_back(report_locked(*t, false));
   }
   return out;

@@ -26,6 +26,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/paths/probe.hpp"
 #include "core/session/sender.hpp"
 #include "engine/files/source_tree.hpp"
 #include "engine/lanes/endpoint.hpp"
@@ -102,6 +103,24 @@ struct TransferOptions {
   LiveDisplay* display = nullptr;
 };
 
+/// One path as `braid probe` measures it: the lanes that leave through one
+/// interface towards one address of the receiver.
+struct ProbePath {
+  std::string name;       // "eth1 -> 10.0.0.2"
+  std::string interface;  // "?" when unknown
+  std::string remote;     // the receiver's address (no port)
+  std::vector<session::PathSpec> specs;  // its lanes' paths, for TransferSpec::only_paths
+  size_t lanes = 0;
+  /// The least of its lanes' handshake RTTs: the path's round trip with no queue.
+  std::optional<double> idle_rtt_ms;
+};
+
+/// A probe phase's samples (kSampleEvery apart), or why it could not run.
+struct ProbePhaseResult {
+  std::vector<paths::ProbeTick> ticks;
+  std::string error;
+};
+
 struct Failure {
   int exit_code = 1;
   std::string message;
@@ -131,6 +150,12 @@ class SenderSession : private DataLaneEvents {
   /// Offers `offer` as given and returns the answer; sends no data (an
   /// accepted offer is then abandoned). For tests of the receiver's checks.
   OfferAnswer offer_only(wire::Offer offer);
+  /// `braid probe`: the TCP paths whose lanes are open now.
+  std::vector<ProbePath> probe_paths() const;
+  /// Sends a discard transfer over the lanes of paths `use` (indices into
+  /// `all`) for `length` from its first piece, sampling every path's kernel
+  /// counters, then cancels it; the session and its lanes stay.
+  ProbePhaseResult probe_phase(const std::vector<ProbePath>& all, const std::vector<size_t>& use, Duration length);
   /// Says bye and closes every lane.
   void close();
   /// From any thread (SIGINT/SIGTERM): tells the receiver `reason` (an error
@@ -174,6 +199,8 @@ class SenderSession : private DataLaneEvents {
   TransferReport build_report_locked(const files::SourceTree& tree);
   TransferOutcome outcome_locked(const files::SourceTree& tree, const TransferOptions& opts);
   DataLane* lane_locked(session::LaneNo id);
+  /// The probe path a lane on `spec` belongs to ("IFACE -> HOST").
+  std::string probe_group_locked(const session::PathSpec& spec) const;
 
   // DataLaneEvents: from the lanes' threads.
   void on_message(LaneNo lane, const session::ToSender& msg) override;

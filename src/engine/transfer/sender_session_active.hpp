@@ -15,7 +15,7 @@ namespace braid::transfer {
 // One transfer in progress (engine side: the machine holds the protocol state).
 struct SenderActive {
   uint32_t id = 0;
-  std::shared_ptr<SourceReader> source;
+  std::shared_ptr<PieceSource> source;
   std::optional<session::TransferOutcome> outcome;
   Time start;
   Time ended_at;

@@ -300,6 +300,8 @@ void StreamLane::add_to_report(LaneReport& r) const {
   r.tcp_pacing = tp;
 }
 
+bool StreamLane::tcp_info(lanes::TcpKernelInfo& out) const { return opts_.tcp && lanes::tcp_kernel_info(link_->fd(), out); }
+
 nlohmann::json StreamLane::sample() const {
   nlohmann::json j = nlohmann::json::object();
   if (!opts_.tcp) return j;

@@ -60,6 +60,7 @@ class StreamLane final : public DataLane {
   void add_to_report(LaneReport& r) const override;
   void pace(Time now) override;
   nlohmann::json sample() const override;
+  bool tcp_info(lanes::TcpKernelInfo& out) const override;
   int fd() const { return link_->fd(); }
 
  private:

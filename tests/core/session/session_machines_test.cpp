@@ -2,6 +2,8 @@
 // time are in tests/sim/session_sim_test.cpp).
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "core/session/receiver.hpp"
 #include "core/session/sender.hpp"
 
@@ -422,6 +424,122 @@ TEST(SenderMachine, AFlappingPathOpensOneLanePerReturn) {
   // One lane per return (its old slot is taken again), none piling up.
   EXPECT_EQ(drain<OpenLane>(s).size(), 50u);
   EXPECT_EQ(s.lanes().size(), 52u);
+}
+
+
+// ---- probes: discard transfers on some paths, cancelled mid-way ---------------
+
+// The sender cancels (a probe phase is over): the receiver abandons the
+// transfer as the sender's choice — no verdict, no failure — and a second
+// one is accepted on the same session.
+TEST(ReceiverMachine, ACancelledTransferIsAbandonedWithoutAFailure) {
+  Receiver r = started_receiver();
+  (void)r.poll_action();
+  wire::Offer o = offer(1, 64 << 20);
+  o.discard = true;
+  r.handle_message(0, o, t0);
+  ASSERT_EQ(drain<PrepareOffer>(r).size(), 1u);
+  r.handle_offer_prepared(1, wire::Accept{1, {}}, t0);
+  drain<RecvSendMessage>(r);
+  r.handle_piece_verified(0, 1, 0, {0, 1 << 20, {}}, Duration::millis(5), t0);
+  r.handle_message(0, wire::Cancel{1, "probe phase over"}, t0 + Duration::seconds(2));
+  const auto gone = drain<AbandonTransfer>(r);
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_TRUE(gone[0].cancelled);
+  EXPECT_FALSE(gone[0].status.has_value());
+  ASSERT_TRUE(r.transfer(1).has_value());
+  EXPECT_TRUE(r.transfer(1)->cancelled);
+  // A piece of it still arriving counts for nothing and is not acked.
+  r.handle_piece_verified(0, 1, 1, {1 << 20, 1 << 20, {}}, Duration::millis(5), t0 + Duration::seconds(2));
+  EXPECT_TRUE(drain<RecvSendMessage>(r).empty());
+  EXPECT_FALSE(r.piece_verified(1, 1));
+  // The next transfer on the same session.
+  r.handle_message(0, offer(2, 100), t0 + Duration::seconds(3));
+  EXPECT_EQ(drain<PrepareOffer>(r).size(), 1u);
+  // The session ends: the cancelled transfer is not abandoned again, not a failure.
+  r.handle_message(0, wire::Bye{}, t0 + Duration::seconds(4));
+  std::vector<AbandonTransfer> again;
+  std::vector<SessionEnded> ended;
+  while (auto a = r.poll_action()) {
+    if (auto* x = std::get_if<AbandonTransfer>(&*a)) again.push_back(*x);
+    if (auto* x = std::get_if<SessionEnded>(&*a)) ended.push_back(*x);
+  }
+  EXPECT_TRUE(again.empty());
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].failures, 0);
+}
+
+// A cancel that overtakes the engine's preparation: the transfer is
+// abandoned the moment it is prepared instead of waiting accepted forever.
+TEST(ReceiverMachine, ACancelBeforeTheAnswerAbandonsTheTransferOnceItIsPrepared) {
+  Receiver r = started_receiver();
+  (void)r.poll_action();
+  r.handle_message(0, offer(1, 100), t0);
+  drain<PrepareOffer>(r);
+  r.handle_message(0, wire::Cancel{1, "changed my mind"}, t0);
+  r.handle_offer_prepared(1, wire::Accept{1, {}}, t0);
+  const auto gone = drain<AbandonTransfer>(r);
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_TRUE(gone[0].cancelled);
+}
+
+TEST(SenderMachine, OnlyTheNamedPathsCarryATransferAndACancelKeepsTheLanes) {
+  SenderConfig cfg = sender_config();
+  cfg.rate_limit.reset();
+  Sender s(cfg);
+  const PathSpec boot{LaneKind::tcp, "", "boot"}, a{LaneKind::tcp, "a", "r"}, b{LaneKind::tcp, "b", "r"};
+  s.start(LaneTraits::tcp(), boot, t0);
+  s.add_paths({a, b}, t0);
+  for (LaneNo id : {1u, 2u}) {
+    s.handle_lane_connected(id, LaneTraits::tcp(), t0);
+    s.handle_message(id, wire::LaneWelcome{id}, t0);
+  }
+  drain<SendMessage>(s);
+  TransferSpec spec;
+  wire::ManifestEntry e;
+  e.path = "probe";
+  e.size = 64 << 20;
+  spec.entries = {e};
+  spec.discard = true;
+  spec.only_paths = std::vector<PathSpec>{b};
+  const auto id = s.start_transfer(std::move(spec), t0);
+  ASSERT_TRUE(id.has_value());
+  auto sent = drain<SendMessage>(s);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_TRUE(std::get<wire::Offer>(sent[0].msg).discard);
+  s.handle_message(sent[0].lane, wire::Accept{*id, {}}, t0 + Duration::millis(1));
+  std::set<LaneNo> carried;
+  for (const auto& p : drain<SendPiece>(s)) carried.insert(p.lane);
+  EXPECT_EQ(carried, std::set<LaneNo>{2});  // lane 2 is path b's; lane 0 and path a's lane 1 carry none
+  s.cancel_transfer("probe phase over", t0 + Duration::seconds(2));
+  std::vector<TransferEnded> ends;
+  std::vector<SendMessage> msgs;
+  std::vector<CloseLane> closed;
+  while (auto x = s.poll_action()) {
+    if (auto* v = std::get_if<TransferEnded>(&*x)) ends.push_back(*v);
+    if (auto* v = std::get_if<SendMessage>(&*x)) msgs.push_back(*v);
+    if (auto* v = std::get_if<CloseLane>(&*x)) closed.push_back(*v);
+  }
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0].outcome.end, TransferOutcome::End::cancelled);
+  ASSERT_EQ(msgs.size(), 1u);
+  EXPECT_EQ(std::get<wire::Cancel>(msgs[0].msg).transfer_id, *id);
+  EXPECT_TRUE(closed.empty());
+  EXPECT_EQ(s.open_lanes(), 3u);
+  // An ack of the cancelled transfer changes nothing; the next transfer
+  // (every path) starts at once and lane 1 carries it too.
+  s.handle_message(2, wire::Ack{*id, 0, 1000, wire::AckStatus::ok}, t0 + Duration::seconds(2));
+  TransferSpec all;
+  all.entries = {e};
+  all.discard = true;
+  const auto next = s.start_transfer(std::move(all), t0 + Duration::seconds(3));
+  ASSERT_TRUE(next.has_value());
+  sent = drain<SendMessage>(s);
+  ASSERT_EQ(sent.size(), 1u);
+  s.handle_message(sent[0].lane, wire::Accept{*next, {}}, t0 + Duration::seconds(3));
+  carried.clear();
+  for (const auto& p : drain<SendPiece>(s)) carried.insert(p.lane);
+  EXPECT_EQ(carried, (std::set<LaneNo>{0, 1, 2}));
 }
 
 }  // namespace
