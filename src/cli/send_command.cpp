@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -32,7 +33,7 @@ struct SendArgs {
   std::string name;  // --name: the label to pin the receiver under if this run pairs it
   int streams = 2;
   std::vector<std::string> lanes;
-  std::vector<std::string> backup, avoid;
+  std::vector<std::string> backup, avoid, metered;
   std::string json_file;
   std::string log_file;
   std::string policy = "braid";
@@ -162,6 +163,14 @@ void run_send(const SendArgs& a) {
       finish(kExitUsage, "unknown --cc '" + cc + "' (braid's: " + names + "; the kernel's, TCP lanes only: " + k + ")");
     }
   }
+  std::map<std::string, Rate> metered;
+  for (const auto& m : a.metered) {
+    const auto eq = m.find('=');
+    const auto r = eq == std::string::npos ? std::nullopt : parse_rate(m.substr(eq + 1));
+    if (eq == 0 || !r || r->bytes_per_second() <= 0)
+      finish(kExitUsage, "bad --metered '" + m + "' (IFACE=RATE, e.g. wwan0=5Mbit/s)");
+    metered[m.substr(0, eq)] = *r;
+  }
   std::optional<Rate> rate_limit;
   if (!a.rate_limit.empty()) {
     rate_limit = parse_rate(a.rate_limit);
@@ -198,6 +207,7 @@ void run_send(const SendArgs& a) {
   co.tcp_cc = tcp_cc;
   co.packet_size = a.packet_size == "auto" ? udp::kPathMtuPacketSize : std::stoul(a.packet_size);
   co.rate_limit = rate_limit;
+  co.metered = metered;
   auto connected = connect_any(std::get<SendTarget>(target), co, log, "send");
   if (auto* f = std::get_if<Failure>(&connected)) finish(f->exit_code, f->message);
   auto session = std::move(std::get<0>(connected));
@@ -277,6 +287,10 @@ void add_send_command(CLI::App& app) {
                   "cellular link (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--avoid", args->avoid, "An interface not to use while any other reaches the receiver (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--metered", args->metered,
+                  "IFACE=RATE: the lanes leaving through IFACE share at most RATE, e.g. wwan0=5Mbit/s (repeatable; "
+                  "within --rate-limit)")
       ->allow_extra_args(false);
   cmd->add_option("--max-lanes", args->max_lanes, "Most lanes to open (default 16)")->check(CLI::Range(1, 256));
   cmd->add_option("--transport", args->transport,

@@ -71,7 +71,7 @@ class Run {
     // Lane 0: the bootstrap lane on the first path, already authenticated.
     add_lane(0, 0, LaneKind::tcp);
     const Duration rtt0 = paths_[0].spec.rtt;
-    sender_->start(LaneTraits::tcp(rtt0), {LaneKind::tcp, paths_[0].spec.name, paths_[0].spec.name}, now_);
+    sender_->start(LaneTraits::tcp(rtt0), {LaneKind::tcp, paths_[0].spec.name, paths_[0].spec.name, paths_[0].spec.backup, paths_[0].spec.name}, now_);
     receiver_->start(LaneTraits::tcp(rtt0), now_);
     lanes_[0].tx_open = lanes_[0].rx_open = true;
     sender_->add_paths(wanted_paths(), now_);
@@ -568,7 +568,7 @@ class Run {
       const auto& p = paths_[i].spec;
       int n = p.lanes;
       if (i == 0 && p.kind != LaneKind::udp && lane0_open()) n -= 1;
-      for (int k = 0; k < n; ++k) specs.push_back({p.kind, p.name, p.name, p.backup});
+      for (int k = 0; k < n; ++k) specs.push_back({p.kind, p.name, p.name, p.backup, p.name});
     }
     return specs;
   }

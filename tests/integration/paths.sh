@@ -29,6 +29,13 @@
 #                   they carry data; 2 s later that link is deleted: its
 #                   lanes close within 1 s of the sender seeing it, and the
 #                   receiver is told
+#   metered         two links (100 Mbit/s each), `--metered s2=10Mbit/s`: s2
+#                   carries at most 10 Mbit/s (its counter, over the transfer)
+#                   and is used; s1 the rest
+#   rate-unequal    links of 100 and 10 Mbit/s under --rate-limit 60Mbit/s: after
+#                   the first second the transfer runs at >= 0.85 of the limit
+#                   (median of its seconds; an even split per lane would give
+#                   the slow link half of it: ~40)
 #   probe           two links (40 and 80 Mbit/s): `braid probe` measures each
 #                   alone within 5 % of iperf3 on that link alone (this run),
 #                   an idle RTT for each, both together; its prediction for
@@ -304,6 +311,56 @@ ok = ok and gone_at is not None and len(closed) == len(s2) and all(gone_at <= e[
 sys.exit(0 if ok else 1)
 PY
   grep -q 'closed by the sender: its path went away' "$W/recv.err" || fail "the receiver was not told why the lanes closed"
+  ;;
+metered)
+  two_subnets 100mbit 100mbit
+  random_file "$W/src/data.bin" $((48 << 20)) paths
+  start_recv
+  b1=$(tx_bytes s1); b2=$(tx_bytes s2)
+  send --metered s2=10Mbit/s
+  d1=$(( $(tx_bytes s1) - b1 )); d2=$(( $(tx_bytes s2) - b2 ))
+  py "$W" "$d1" "$d2" <<'PY' || fail "the metered interface was not held to its cap"
+import json, sys
+w, d1, d2 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rep = json.load(open(w + '/send.json'))
+secs = rep['seconds']
+m2 = d2 * 8 / secs / 1e6
+print(f's1 {d1 * 8 / secs / 1e6:.1f} Mbit/s, s2 (metered at 10) {m2:.2f} Mbit/s on the wire over {secs:.2f} s')
+# The wire carries ~3 % more than the file (headers, frames, acks).
+sys.exit(0 if 3 < m2 <= 10 * 1.08 and d1 > 4 * d2 else 1)
+PY
+  ;;
+rate-unequal)
+  two_subnets 100mbit 10mbit
+  random_file "$W/src/data.bin" $((48 << 20)) paths
+  start_recv
+  ( while :; do echo "$(date +%s.%N) $(tx_bytes s1) $(tx_bytes s2)"; sleep 0.25; done ) > "$W/tx.txt" 2>/dev/null &
+  SAMPLER=$!
+  send --rate-limit 60Mbit/s
+  kill "$SAMPLER"
+  py "$W" <<'PY' || fail "the rate limit was not used: an even split per lane?"
+import json, statistics, sys
+w = sys.argv[1]
+rep = json.load(open(w + '/send.json'))
+rows = [list(map(float, l.split())) for l in open(w + '/tx.txt') if len(l.split()) == 3]
+pts = [(r[0] - rows[0][0], r[1] + r[2]) for r in rows]
+moving = [p for i, p in enumerate(pts) if i and p[1] > pts[i - 1][1] + 50000]
+start, end = moving[0][0], moving[-1][0]
+per_file_byte = (pts[-1][1] - pts[0][1]) / (48 << 20)
+def at(t):
+    for (a, x), (b, y) in zip(pts, pts[1:]):
+        if a <= t <= b:
+            return x + (y - x) * (t - a) / (b - a)
+    return pts[-1][1]
+# Seconds after the first (the lanes' first measurements) and before the
+# last (the end game), in file bytes.
+rates, t = [], start + 1.0
+while t + 1.0 <= end - 1.0:
+    rates.append((at(t + 1.0) - at(t)) * 8 / per_file_byte / 1e6)
+    t += 1.0
+print(f"{rep['rate_mbit_per_sec']:.1f} Mbit/s overall; each second after the first:", [round(r, 1) for r in rates])
+sys.exit(0 if len(rates) >= 3 and statistics.median(rates) >= 51 and max(rates) <= 63 else 1)
+PY
   ;;
 probe)
   two_subnets 40mbit 80mbit

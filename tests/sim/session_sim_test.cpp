@@ -160,6 +160,40 @@ TEST(SessionSim, TheRateLimitHoldsWhileLanesComeAndGo) {
   }
 }
 
+// --rate-limit over lanes that differ: an even split would give the 10
+// Mbit/s path half of 60 and move 40 in all; shared by what each delivers,
+// the transfer runs at the limit (the first seconds measure the lanes).
+TEST(SessionSim, TheRateLimitIsSharedByWhatEachPathDelivers) {
+  SessionScenario sc;
+  sc.paths = {path("fast", 100, 10, 1), path("slow", 10, 10, 1)};
+  sc.size = Bytes::mib(64);
+  sc.rate_limit = Rate::mbit(60);
+  const auto r = run_session(sc);
+  expect_verified(r);
+  const double rate = sc.size.as_double() * 8 / seconds(r.transfers[0]) / 1e6;
+  std::printf("  %.1f Mbit/s under a 60 Mbit/s limit\n", rate);
+  EXPECT_GT(rate, 60 * 0.93) << dump(r);
+  EXPECT_LT(rate, 60 * 1.02) << dump(r);
+}
+
+// --metered: the lanes of one interface share its cap whatever the others do.
+TEST(SessionSim, AMeteredPathCarriesAtMostItsCap) {
+  SessionScenario sc;
+  sc.paths = {path("eth", 100, 10, 2), path("wwan", 50, 40, 2)};
+  sc.size = Bytes::mib(64);
+  sc.sender.metered["wwan"] = Rate::mbit(5);
+  const auto r = run_session(sc);
+  expect_verified(r);
+  const double secs = seconds(r.transfers[0]);
+  uint64_t wwan = 0;
+  for (const auto& l : r.lanes)
+    if (l.path == "wwan") wwan += l.delivered;
+  const double wwan_mbit = static_cast<double>(wwan) * 8 / secs / 1e6;
+  std::printf("  wwan %.2f Mbit/s over %.2f s (cap 5)\n", wwan_mbit, secs);
+  EXPECT_LT(wwan_mbit, 5 * 1.05 + 8.0 * 2 / secs);  // the cap, plus a piece per lane of slack
+  EXPECT_GT(wwan_mbit, 2.0);                        // and it is used, not parked
+}
+
 TEST(SessionSim, TheResultComesWithinOneRttOfTheLastAckWhileADeadLaneLooksOpen) {
   for (bool limited : {false, true}) {
     SessionScenario sc;

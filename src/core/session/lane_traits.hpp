@@ -53,6 +53,9 @@ struct PathSpec {
   /// A backup path (a phone's cellular link, say): its lanes carry data
   /// only while no other path's lane does.
   bool backup = false;
+  /// The interface its lanes leave through (empty: not known or not bound):
+  /// what a --metered cap groups lanes by.
+  std::string interface = {};
 };
 
 }  // namespace braid::session

@@ -1,9 +1,11 @@
 #include "core/session/sender.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "core/policy_registry.hpp"
+#include "core/session/rate_split.hpp"
 
 namespace braid::session {
 
@@ -63,7 +65,7 @@ void Sender::add_paths(const std::vector<PathSpec>& paths, Time now) {
     open_slot(slots_.size() - 1, now);
   }
   update_data_lanes(now);
-  split_rate();
+  split_rate(now);
 }
 
 void Sender::set_paths(const std::vector<PathSpec>& wanted, Time now, bool bootstrap_path_present) {
@@ -146,7 +148,7 @@ void Sender::set_paths(const std::vector<PathSpec>& wanted, Time now, bool boots
     }
   }
   update_data_lanes(now);
-  split_rate();
+  split_rate(now);
   drain_scheduler(now);
 }
 
@@ -268,7 +270,7 @@ void Sender::lane_open(Lane& l, Time now) {
       }
   update_data_lanes(now);
   attach(l, now);
-  split_rate();
+  split_rate(now);
   if (transfer_) transfer_->no_lane_since = Time::never();
   drain_scheduler(now);
 }
@@ -341,7 +343,7 @@ void Sender::lane_gone(Lane& l, const std::string& reason, bool announce, Time n
     }
   }
   update_data_lanes(now);
-  split_rate();
+  split_rate(now);
   drain_scheduler(now);
   check_lanes_left(now);
 }
@@ -387,33 +389,51 @@ void Sender::update_bootstrap_data(Time now) {
   }
   push(Note{"lane_data", 0, want ? "no UDP lane left: the bootstrap lane carries data" : "UDP lanes carry the data"});
   attach(*l0, now);
-  split_rate();
+  split_rate(now);
 }
 
-// --rate-limit caps the whole transfer: an even share per live data lane.
-// A lane that stalled and has delivered nothing since (its path may be
-// dead, and TCP takes up to its user timeout to say so) shares only an
-// eighth of the cap with the other such lanes, so the live ones are not
-// held at a fraction of it; the sum never exceeds the cap.
-void Sender::split_rate() {
-  if (!cfg_.rate_limit) return;
-  size_t healthy = 0, stalled = 0;
-  for (const auto& l : lanes_)
-    if (l.state == LaneState::open && l.data) (suspect(l) ? stalled : healthy) += 1;
-  const double limit = cfg_.rate_limit->bytes_per_second();
-  const double for_stalled = healthy > 0 && stalled > 0 ? limit / 8 : 0;
-  for (auto& l : lanes_) {
-    if (l.state != LaneState::open) continue;
-    std::optional<Rate> want;
-    if (l.data && healthy + stalled > 0) {
-      if (healthy == 0) want = Rate::bytes_per_sec(limit / static_cast<double>(stalled));
-      else if (suspect(l)) want = Rate::bytes_per_sec(for_stalled / static_cast<double>(stalled));
-      else want = Rate::bytes_per_sec((limit - for_stalled) / static_cast<double>(healthy));
-    }
-    if (want == l.rate_cap) continue;
-    l.rate_cap = want;
-    push(SetLaneRate{l.id, want});
+// --rate-limit caps the whole transfer and --metered caps an interface's
+// lanes: shared by what each lane delivers (core/session/rate_split.hpp).
+void Sender::split_rate(Time now) {
+  if (!cfg_.rate_limit && cfg_.metered.empty()) return;
+  std::vector<double> group_caps;
+  std::vector<std::string> groups;
+  for (const auto& [iface, cap] : cfg_.metered) {
+    groups.push_back(iface);
+    group_caps.push_back(cap.bytes_per_second());
   }
+  std::vector<size_t> data;
+  std::vector<RateClaim> claims;
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    const Lane& l = lanes_[i];
+    if (l.state != LaneState::open || !l.data) continue;
+    RateClaim c;
+    c.stalled = suspect(l);
+    if (l.rate_cap) c.cap = l.rate_cap->bytes_per_second();
+    if (transfer_running() && l.sched && sched().estimator(*l.sched).measured())
+      c.measured = sched().estimator(*l.sched).rate().bytes_per_second();
+    const auto g = std::find(groups.begin(), groups.end(), l.path.interface);
+    if (!l.path.interface.empty() && g != groups.end()) c.group = static_cast<int>(g - groups.begin());
+    data.push_back(i);
+    claims.push_back(c);
+  }
+  const auto caps = split_rates(cfg_.rate_limit ? std::optional(cfg_.rate_limit->bytes_per_second()) : std::nullopt,
+                                group_caps, claims);
+  std::vector<std::optional<Rate>> want(lanes_.size());
+  for (size_t k = 0; k < data.size(); ++k)
+    if (caps[k]) want[data[k]] = Rate::bytes_per_sec(*caps[k]);
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    Lane& l = lanes_[i];
+    if (l.state != LaneState::open) continue;
+    // Small moves are not worth a syscall per lane every split.
+    const bool same = want[i].has_value() == l.rate_cap.has_value() &&
+                      (!want[i] || std::abs(want[i]->bytes_per_second() - l.rate_cap->bytes_per_second()) <=
+                                       0.02 * l.rate_cap->bytes_per_second());
+    if (same) continue;
+    l.rate_cap = want[i];
+    push(SetLaneRate{l.id, want[i]});
+  }
+  next_split_ = transfer_running() ? now + kSplitEvery : Time::never();
 }
 
 bool Sender::suspect(const Lane& l) const {
@@ -718,7 +738,7 @@ void Sender::drain_scheduler(Time now) {
   }
   maybe_finish(now);
   if (t.ended || t.phase != Transfer::Phase::sending) return;
-  split_rate();
+  split_rate(now);
   // Safety net: nothing in flight, nothing queued, no timer, bytes left.
   bool busy = t.sched->poll_timeout().has_value();
   for (size_t i = 0; i < t.sched->lane_count() && !busy; ++i)
@@ -862,6 +882,7 @@ void Sender::handle_read_failed(const std::string& reason, Time) {
 }
 
 void Sender::handle_timeout(Time now) {
+  if (now >= next_split_) split_rate(now);
   for (size_t i = 0; i < lanes_.size(); ++i) {
     Lane& l = lanes_[i];
     if (l.state == LaneState::closed || l.deadline > now) continue;
@@ -942,6 +963,7 @@ std::optional<Time> Sender::poll_timeout() const {
   }
   if (transfer_running()) {
     const Transfer& tr = *transfer_;
+    take(next_split_);
     if (tr.sched && tr.phase == Transfer::Phase::sending)
       if (auto x = tr.sched->poll_timeout()) take(*x);
     if (tr.idle_since != Time::never()) take(tr.idle_since + cfg_.stuck_after);

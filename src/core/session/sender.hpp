@@ -52,10 +52,16 @@ namespace braid::session {
 /// engine; any deterministic function in simulations).
 using RootHashFn = std::function<wire::Digest(wire::HashAlgo, std::vector<PieceRecord>)>;
 
+/// How often the caps are shared again as the lanes' measured rates move.
+constexpr Duration kSplitEvery = Duration::millis(500);
+
 struct SenderConfig {
-  /// Caps the whole transfer: split evenly over the live data lanes, again
-  /// whenever one comes or goes.
+  /// Caps the whole transfer: shared over the live data lanes by what each
+  /// delivers (core/session/rate_split.hpp), again whenever one comes or
+  /// goes and every kSplitEvery while a transfer runs.
   std::optional<Rate> rate_limit;
+  /// --metered IFACE=RATE: the lanes leaving through IFACE share RATE.
+  std::map<std::string, Rate> metered;
   /// Most lanes open at once, the bootstrap lane included.
   size_t max_lanes = 16;
   /// A lane that has not joined (connected, welcomed) within this is given up.
@@ -367,7 +373,7 @@ class Sender {
   /// The running transfer's pieces may go down this lane's path.
   bool path_allowed(const Lane& lane) const;
   void drain_scheduler(Time now);
-  void split_rate();
+  void split_rate(Time now);
   /// Which lanes carry data: lane 0 (not while UDP lanes do), backup paths
   /// (only while no other path's lane does).
   void update_data_lanes(Time now);
@@ -387,6 +393,7 @@ class Sender {
   LaneNo next_lane_ = 1;
   bool any_udp_ = false;
   bool closing_ = false;
+  Time next_split_ = Time::never();  // the next re-split of the caps while a transfer runs
   uint32_t next_transfer_ = 1;
   std::unique_ptr<Transfer> transfer_;
   std::vector<std::pair<Request, ToReceiver>> requests_;  // waiting for their answer

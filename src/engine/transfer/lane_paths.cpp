@@ -86,6 +86,7 @@ std::vector<LanePath> plan_lane_paths(const LanePlan& plan, std::vector<std::pai
       }
       add(l, r, udp);
       out.back().interface = interface;
+      out.back().spec.interface = interface;
     }
     return out;
   }
@@ -140,6 +141,7 @@ std::vector<LanePath> plan_lane_paths(const LanePlan& plan, std::vector<std::pai
       if (round == 0 && is_first(p) && plan.lane0_alive && !plan.udp_default) continue;  // lane 0 is its first
       add(p.l, p.r, plan.udp_default);
       out.back().interface = p.interface;
+      out.back().spec.interface = p.interface;
       out.back().spec.backup = p.backup;
     }
   if (pairs.empty())  // nothing usable advertised: more streams on the bootstrap path

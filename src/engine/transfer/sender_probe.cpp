@@ -58,27 +58,23 @@ constexpr uint64_t kProbeChunk = 256 << 10;
 
 }  // namespace
 
-std::string SenderSession::probe_group_locked(const session::PathSpec& spec) const {
-  std::string iface;
-  if (auto it = paths_.find(path_key(spec)); it != paths_.end()) iface = it->second.interface;
+namespace {
+
+// The probe path a lane on `spec` belongs to: "IFACE -> HOST".
+std::string probe_group(const session::PathSpec& spec) {
   std::string remote_host = spec.remote;
   if (auto e = lanes::parse_numeric_endpoint(spec.remote, kDefaultPort)) remote_host = e->host();
-  if (iface.empty() && spec.local.empty()) {
-    // Lane 0 is not bound: it leaves through the interface holding its local address.
-    const std::string local = plan_.first_local.host();
-    for (const auto& i : plan_.interfaces)
-      for (const auto& a : i.addresses)
-        if (a.text == local) iface = i.name;
-  }
-  return (iface.empty() ? std::string("?") : iface) + " -> " + remote_host;
+  return (spec.interface.empty() ? std::string("?") : spec.interface) + " -> " + remote_host;
 }
+
+}  // namespace
 
 std::vector<ProbePath> SenderSession::probe_paths() const {
   std::lock_guard lock(mu_);
   std::vector<ProbePath> out;
   for (const auto& v : machine_->lanes()) {
     if (!v.open || v.path.kind != session::LaneKind::tcp) continue;
-    const std::string name = probe_group_locked(v.path);
+    const std::string name = probe_group(v.path);
     auto it = std::find_if(out.begin(), out.end(), [&](const ProbePath& p) { return p.name == name; });
     if (it == out.end()) {
       ProbePath p;
@@ -144,7 +140,7 @@ ProbePhaseResult SenderSession::probe_phase(const std::vector<ProbePath>& all, c
       DataLane* l = lane_locked(v.id);
       lanes::TcpKernelInfo k;
       if (!v.open || !l || !l->tcp_info(k)) continue;
-      const std::string name = probe_group_locked(v.path);
+      const std::string name = probe_group(v.path);
       const auto it = std::find_if(all.begin(), all.end(), [&](const ProbePath& p) { return p.name == name; });
       if (it == all.end()) continue;
       const size_t g = static_cast<size_t>(it - all.begin());

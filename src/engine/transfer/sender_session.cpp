@@ -134,6 +134,7 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
 
   session::SenderConfig cfg;
   cfg.rate_limit = opts.rate_limit;
+  cfg.metered = opts.metered;
   cfg.max_lanes = opts.max_lanes;
   cfg.join_timeout = Duration::millis(std::min(opts.connect_timeout_ms, 3000));
   cfg.root_hash = files::root_hash_of_ranges;
@@ -172,8 +173,10 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
     session::PathSpec path0{session::LaneKind::tcp, "", remote.str()};
     for (const auto& i : plan.interfaces)
       for (const auto& a : i.addresses)
-        if (a.text == local.host() && std::find(opts.backup.begin(), opts.backup.end(), i.name) != opts.backup.end())
-          path0.backup = true;
+        if (a.text == local.host()) {
+          path0.interface = i.name;  // unbound, but that is where it leaves (--metered counts it)
+          path0.backup = std::find(opts.backup.begin(), opts.backup.end(), i.name) != opts.backup.end();
+        }
     s->plan_ = plan;  // under mu_: a peer's addresses may come as soon as lane 0 reads
     LanePath p0;
     p0.spec = path0;

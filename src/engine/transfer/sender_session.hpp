@@ -79,8 +79,10 @@ struct ConnectOptions {
                                       // "background" also caps TCP lanes' pacing rate (tcp_pacing_cap.hpp)
   std::string tcp_cc;                 // TCP lanes' kernel controller (TCP_CONGESTION); empty: the kernel's default
   size_t packet_size = udp::kDefaultPacketSize;
-  /// Caps the whole transfer: split evenly over the live data lanes.
+  /// Caps the whole transfer: shared over the live data lanes by what each delivers.
   std::optional<Rate> rate_limit;
+  /// --metered IFACE=RATE: the lanes leaving through IFACE share RATE.
+  std::map<std::string, Rate> metered;
   size_t max_lanes = 16;
   std::optional<std::filesystem::path> config_dir;  // default: $XDG_CONFIG_HOME/braid
   int connect_timeout_ms = 10'000;
@@ -199,8 +201,6 @@ class SenderSession : private DataLaneEvents {
   TransferReport build_report_locked(const files::SourceTree& tree);
   TransferOutcome outcome_locked(const files::SourceTree& tree, const TransferOptions& opts);
   DataLane* lane_locked(session::LaneNo id);
-  /// The probe path a lane on `spec` belongs to ("IFACE -> HOST").
-  std::string probe_group_locked(const session::PathSpec& spec) const;
 
   // DataLaneEvents: from the lanes' threads.
   void on_message(LaneNo lane, const session::ToSender& msg) override;
