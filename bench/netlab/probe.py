@@ -41,8 +41,11 @@ def one_run(b, work, k, seconds, src):
     links = sc["links"]
     out = {"links": {}}
     for i, l in enumerate(links):
-        ip = b.iperf(i)
-        out["links"][l["name"]] = {"iperf3_mbit": ip["mbit"] if "mbit" in ip else ip.get("bits_per_second", 0) / 1e6,
+        # The reference with as many connections as the probe's lanes on a
+        # path (--streams 2): one TCP stream may not fill a link that two do.
+        ip2 = b.iperf(i, parallel=2)
+        ip1 = b.iperf(i)
+        out["links"][l["name"]] = {"iperf3_mbit": ip2["mbit"], "iperf3_one_stream_mbit": ip1["mbit"],
                                    "ping_ms": ping_ms(lab, b.addr(i, "snd"), b.addr(i, "rcv"))}
     braid = tools["braid"]
     dst = os.path.join(work, "dst")
@@ -136,15 +139,17 @@ def main():
     names = [l["name"] for l in sc["links"]]
     res = {"scenario": sc["name"], "runs": runs, "seconds": args.seconds, "size": b.size,
            "date": time.strftime("%Y-%m-%d %H:%M"), "load": os.getloadavg()[0], "median": {}}
-    rows = ["| link | iperf3 alone | probe alone | probe ÷ iperf3 | ping idle | probe idle RTT | difference | "
-            "added delay p50 / p95 | loss |", "|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| link | iperf3 -P 2 alone (one stream) | probe alone | probe ÷ iperf3 -P 2 | ping idle | probe idle RTT | "
+            "difference | added delay p50 / p95 | loss |", "|---|---|---|---|---|---|---|---|---|"]
     for n in names:
         get = lambda key: median([r["links"][n].get(key) for r in runs])  # noqa: E731
-        m = {key: get(key) for key in ("iperf3_mbit", "probe_mbit", "capacity_ratio", "ping_ms", "probe_idle_rtt_ms",
+        m = {key: get(key) for key in ("iperf3_mbit", "iperf3_one_stream_mbit", "probe_mbit", "capacity_ratio",
+                                       "ping_ms", "probe_idle_rtt_ms",
                                        "rtt_diff_ms", "probe_added_p50_ms", "probe_added_p95_ms", "probe_loss")}
         res["median"][n] = m
         f = lambda v, d=1: "—" if v is None else f"{v:.{d}f}"  # noqa: E731
-        rows.append(f"| {n} | {f(m['iperf3_mbit'])} Mbit/s | {f(m['probe_mbit'])} Mbit/s | {f(m['capacity_ratio'], 3)} | "
+        rows.append(f"| {n} | {f(m['iperf3_mbit'])} ({f(m['iperf3_one_stream_mbit'])}) Mbit/s | {f(m['probe_mbit'])} Mbit/s | "
+                    f"{f(m['capacity_ratio'], 3)} | "
                     f"{f(m['ping_ms'], 2)} ms | {f(m['probe_idle_rtt_ms'], 2)} ms | {f(m['rtt_diff_ms'], 2)} ms | "
                     f"+{f(m['probe_added_p50_ms'])} / +{f(m['probe_added_p95_ms'])} ms | {f(100 * (m['probe_loss'] or 0), 2)} % |")
     pred, real = median([r["predicted_s"] for r in runs]), median([r["real_s"] for r in runs])

@@ -32,6 +32,7 @@ struct SendArgs {
   CodeArgs code;
   std::string name;  // --name: the label to pin the receiver under if this run pairs it
   int streams = 2;
+  bool streams_given = false;  // --streams N fixes the count; otherwise it follows what helps
   std::vector<std::string> lanes;
   std::vector<std::string> backup, avoid, metered;
   std::string json_file;
@@ -198,6 +199,7 @@ void run_send(const SendArgs& a) {
   co.pin_label = a.name;
   co.peer_label = label_addressed(host);
   co.streams = a.streams;
+  co.grow_streams = !a.streams_given;
   co.lanes = a.lanes;
   co.backup = a.backup;
   co.avoid = a.avoid;
@@ -271,7 +273,10 @@ void add_send_command(CLI::App& app) {
   cmd->add_option("--name", args->name,
                   "If this run pairs with the receiver, pin it under this label (default: the name it claims, "
                   "made unique: vm, vm-2)");
-  cmd->add_option("--streams", args->streams, "Parallel lanes per path (default 2)")->check(CLI::Range(1, 64));
+  cmd->add_option("--streams", args->streams,
+                  "Parallel lanes per path, fixed (default: 2 to start, then one more at a time while the transfer "
+                  "gets faster, up to 8)")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--lane", args->lanes,
                   "A lane by hand: [tcp:|udp:]LOCAL=REMOTE_ADDR:PORT (LOCAL: an address or interface of this host), "
                   "exec:COMMAND, pty:COMMAND or unix:PATH "
@@ -326,7 +331,10 @@ void add_send_command(CLI::App& app) {
   // The receiver is the code `braid recv` printed (found on the local
   // network), a paired peer's label (found by its key), or HOST[:PORT].
   cmd->add_option("operands", args->operands, "PATH... CODE|LABEL|HOST[:PORT]")->required();
-  cmd->callback([args] { run_send(*args); });
+  cmd->callback([args, cmd] {
+    args->streams_given = cmd->count("--streams") > 0;
+    run_send(*args);
+  });
 }
 
 }  // namespace braid::cli

@@ -178,6 +178,7 @@ class Run {
     if (!p.up || l.broken) return Rate::zero();
     Rate r = p.rate;
     if (l.cap && *l.cap < r) r = *l.cap;
+    if (p.spec.per_lane && *p.spec.per_lane < r) r = *p.spec.per_lane;
     // Lanes on one path share it: TCP-like fair shares of the link.
     size_t busy = 0;
     for (const auto& o : lanes_)

@@ -39,6 +39,9 @@ struct SimPath {
   bool udp_blocked = false;
   /// A backup path (send --backup IFACE): data only while no other path's lane carries it.
   bool backup = false;
+  /// What one lane (one connection) can carry at most, whatever the link:
+  /// a TCP window limited by a long RTT or by loss. More lanes help then.
+  std::optional<Rate> per_lane = {};
 };
 
 struct PathEvent {

@@ -194,6 +194,44 @@ TEST(SessionSim, AMeteredPathCarriesAtMostItsCap) {
   EXPECT_GT(wwan_mbit, 2.0);                        // and it is used, not parked
 }
 
+// Streams follow what helps. A long path whose connections are each held
+// to 20 Mbit/s (a window limited by RTT or loss) gets lanes one at a time,
+// each kept because the transfer then runs faster; a path at its
+// bottleneck gets one trial lane, which adds nothing and is closed.
+TEST(SessionSim, StreamsGrowWhileTheyHelpAndNoFurther) {
+  auto scenario = [](bool window_limited, size_t max_streams) {
+    SessionScenario sc;
+    SimPath p = path("long", 100, 80, 2);
+    if (window_limited) p.per_lane = Rate::mbit(20);
+    sc.paths = {p};
+    sc.size = Bytes::mib(256);
+    sc.sender.max_streams = max_streams;
+    return run_session(sc);
+  };
+  auto lanes_used = [](const SessionRunResult& r) {
+    size_t n = 0;
+    for (const auto& l : r.lanes) n += l.delivered > 0;
+    return n;
+  };
+  const auto fixed = scenario(true, 0), grown = scenario(true, 8);
+  expect_verified(fixed);
+  expect_verified(grown);
+  const double t_fixed = seconds(fixed.transfers[0]), t_grown = seconds(grown.transfers[0]);
+  std::printf("  window-limited path: %zu lanes %.2f s fixed, %zu lanes %.2f s grown\n", lanes_used(fixed), t_fixed,
+              lanes_used(grown), t_grown);
+  EXPECT_LT(t_grown, t_fixed / 1.6) << dump(grown);
+  EXPECT_GE(lanes_used(grown), 4u);
+  const auto plain_fixed = scenario(false, 0), plain = scenario(false, 8);
+  expect_verified(plain);
+  const double t_plain = seconds(plain.transfers[0]), t_plain_fixed = seconds(plain_fixed.transfers[0]);
+  size_t dropped = 0;
+  for (const auto& l : plain.lanes) dropped += l.close_reason.find("added nothing") != std::string::npos;
+  std::printf("  path at its bottleneck: %.2f s fixed, %.2f s with a trial (%zu dropped)\n", t_plain_fixed, t_plain,
+              dropped);
+  EXPECT_EQ(dropped, 1u) << dump(plain);
+  EXPECT_LT(t_plain, t_plain_fixed * 1.03);
+}
+
 TEST(SessionSim, TheResultComesWithinOneRttOfTheLastAckWhileADeadLaneLooksOpen) {
   for (bool limited : {false, true}) {
     SessionScenario sc;

@@ -78,7 +78,7 @@ void Sender::set_paths(const std::vector<PathSpec>& wanted, Time now, bool boots
   for (const auto& p : wanted) {
     bool found = false;
     for (size_t i = 1; i < slots_.size() && !found; ++i) {
-      if (matched[i] || slots_[i].removed || !same(slots_[i].path, p)) continue;
+      if (matched[i] || slots_[i].removed || slots_[i].extra || !same(slots_[i].path, p)) continue;
       matched[i] = found = true;
       Slot& s = slots_[i];
       if (!s.lane && !s.refused && (s.given_up || s.retry_at != Time::never())) {
@@ -90,6 +90,12 @@ void Sender::set_paths(const std::vector<PathSpec>& wanted, Time now, bool boots
       }
     }
     if (!found) added.push_back(p);
+  }
+  // A stream growth added stays while its path does.
+  for (size_t i = 1; i < slots_.size(); ++i) {
+    if (!slots_[i].extra || slots_[i].removed) continue;
+    for (size_t j = 0; j < slots_.size() && !matched[i]; ++j)
+      matched[i] = matched[j] && !slots_[j].extra && same(slots_[j].path, slots_[i].path);
   }
   // New paths first (a path that returns takes its old slot again), so that
   // what goes below never leaves the transfer without a lane to wait for.
@@ -104,7 +110,7 @@ void Sender::set_paths(const std::vector<PathSpec>& wanted, Time now, bool boots
     any_udp_ = any_udp_ || p.kind == LaneKind::udp;
     size_t at = slots_.size();
     for (size_t i = 1; i < slots_.size() && at == slots_.size(); ++i)
-      if (slots_[i].removed && !slots_[i].refused && same(slots_[i].path, p)) at = i;
+      if (slots_[i].removed && !slots_[i].refused && !slots_[i].extra && same(slots_[i].path, p)) at = i;
     if (at == slots_.size()) {
       slots_.push_back(Slot{p, std::nullopt, false, 0, Time::never(), false, false, false});
       matched.push_back(true);
@@ -283,6 +289,7 @@ void Sender::handle_lane_failed(LaneNo id, const std::string& reason, bool heard
     return;
   }
   l->heard = l->heard || heard_peer;
+  l->transport_failed = true;
   lane_gone(*l, reason, true, now);
 }
 
@@ -580,8 +587,9 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
           if (!l) return;
           if (l->state == LaneState::closed) {
             // The peer's reason can arrive after we saw the socket close: it
-            // is the one worth keeping (a forged frame, its disk).
-            if (l->close_reason.rfind(kPeerClosed, 0) != 0) {
+            // is the one worth keeping (a forged frame, its disk) — not when
+            // we closed it ourselves (its path went, a stream added nothing).
+            if (l->transport_failed && l->close_reason.rfind(kPeerClosed, 0) != 0) {
               l->close_reason = kPeerClosed + m.reason;
               push(Note{"lane_closed", l->id, l->close_reason});
             }
@@ -693,6 +701,8 @@ void Sender::handle_held_checked(uint32_t id, const std::vector<wire::HeldRange>
   t.phase = Transfer::Phase::sending;
   for (auto& l : lanes_) attach(l, now);
   drain_scheduler(now);
+  growth_.delivered.clear();
+  growth_.next = cfg_.max_streams > 0 && !t.only_paths && !t.answer_only ? now : Time::never();
 }
 
 void Sender::attach(Lane& l, Time now) {
@@ -706,6 +716,125 @@ void Sender::attach(Lane& l, Time now) {
   l.sched = sid;
   if (transfer_->sched_lanes.size() <= sid) transfer_->sched_lanes.resize(sid + 1);
   transfer_->sched_lanes[sid] = l.id;
+}
+
+// ---- streams that follow what helps -------------------------------------------------
+
+Duration Sender::growth_window() const {
+  Duration rtt = Duration::zero();
+  if (transfer_running() && transfer_->sched)
+    for (const auto& l : lanes_)
+      if (l.sched) rtt = std::max(rtt, transfer_->sched->planning_rtt(*l.sched));
+  return std::max(kGrowthWindow, rtt * 8);
+}
+
+double Sender::delivered_rate(Duration window, Time now) const {
+  const auto& d = growth_.delivered;
+  if (d.size() < 2 || d.back().first - d.front().first < window) return -1;
+  // The last sample at or before now - window.
+  auto from = d.front();
+  for (const auto& x : d)
+    if (x.first <= now - window) from = x;
+  const double secs = (d.back().first - from.first).to_seconds();
+  return secs > 0 ? static_cast<double>(d.back().second - from.second) / secs : -1;
+}
+
+void Sender::grow_streams(Time now) {
+  growth_.next = Time::never();
+  if (!transfer_running() || transfer_->phase != Transfer::Phase::sending || !transfer_->sched) return;
+  growth_.next = now + Duration::millis(100);
+  const Duration window = growth_window();
+  growth_.delivered.emplace_back(now, sched().plan().delivered_bytes().count());
+  while (growth_.delivered.size() > 2 && growth_.delivered[1].first < now - window * 3) growth_.delivered.pop_front();
+  auto key = [](const PathSpec& p) { return p.local + "|" + p.remote; };
+  if (growth_.trial) {
+    Slot& s = slots_[*growth_.trial];
+    const Lane* l = s.lane ? find(*s.lane) : nullptr;
+    if (!l || l->state == LaneState::closed || s.removed) {  // the trial lane died: judge nothing
+      growth_.settled.insert(key(s.path));
+      growth_.trial.reset();
+      return;
+    }
+    if (growth_.measure_from == Time::never()) {
+      // From its first ack on, plus a little for its start-up to pass.
+      if (l->sched && sched().stats(*l->sched).first_ack != Time::never())
+        growth_.measure_from = now + std::max(Duration::millis(200), sched().planning_rtt(*l->sched) * 2);
+      return;
+    }
+    if (now < growth_.measure_from + window) return;
+    const double rate = delivered_rate(window, now);
+    const double gain = growth_.base_rate > 0 ? rate / growth_.base_rate : 0;
+    char detail[160];
+    std::snprintf(detail, sizeof detail, "%s->%s: %.1f -> %.1f Mbit/s (x%.2f)", s.path.local.c_str(),
+                  s.path.remote.c_str(), growth_.base_rate * 8 / 1e6, rate * 8 / 1e6, gain);
+    growth_.trial.reset();
+    if (gain >= kGrowthGain) {
+      push(Note{"stream_kept", l->id, detail});
+      return;
+    }
+    // It added nothing: the path is at its bottleneck, or shares one with
+    // another path (folded: no more streams on it).
+    growth_.settled.insert(key(s.path));
+    push(Note{"stream_dropped", l->id, detail});
+    s.removed = true;
+    s.given_up = true;
+    s.retry_at = Time::never();
+    const LaneNo id = l->id;
+    s.lane.reset();
+    if (Lane* x = find(id)) lane_gone(*x, "a further stream on its path added nothing", true, now);
+    return;
+  }
+  // A new trial: once the rate is steady (the last window within 5 % of the
+  // one before: TCP's start-up is over), while the transfer has a few
+  // windows left, on the next path that may still gain.
+  if (cfg_.rate_limit) return;  // a cap, not the paths, sets the rate: nothing to learn
+  const double base = delivered_rate(window, now);
+  if (base <= 0 || growth_.delivered.back().first - growth_.delivered.front().first < window * 2) return;
+  {
+    // The window before the last one.
+    auto at_or_before = [&](Time t) {
+      auto x = growth_.delivered.front();
+      for (const auto& d : growth_.delivered)
+        if (d.first <= t) x = d;
+      return x;
+    };
+    const auto a = at_or_before(now - window * 2), b = at_or_before(now - window);
+    const double before = (b.first - a.first).to_seconds() > 0
+                              ? static_cast<double>(b.second - a.second) / (b.first - a.first).to_seconds()
+                              : -1;
+    if (before <= 0 || std::abs(base - before) > 0.05 * before) return;
+  }
+  const double left = static_cast<double>((sched().plan().total() - sched().plan().delivered_bytes()).count());
+  if (left / base < (window * 4).to_seconds()) return;
+  size_t open = 0;
+  for (const auto& l : lanes_) open += l.state != LaneState::closed;
+  if (open + 1 > cfg_.max_lanes) return;
+  // The paths (slots that are not extras), each once, round robin; not lane
+  // 0's own (unbound) path: its interface's discovered path grows instead.
+  std::vector<size_t> firsts;
+  for (size_t i = 1; i < slots_.size(); ++i) {
+    const Slot& x = slots_[i];
+    if (x.extra || x.removed || x.path.kind != LaneKind::tcp || !x.lane || growth_.settled.count(key(x.path))) continue;
+    const Lane* l = find(*x.lane);
+    if (!l || l->state != LaneState::open || !l->data) continue;
+    if (std::any_of(firsts.begin(), firsts.end(), [&](size_t j) { return key(slots_[j].path) == key(x.path); })) continue;
+    size_t streams = 0;
+    for (const auto& y : slots_)
+      streams += !y.removed && y.lane && key(y.path) == key(x.path);
+    if (streams < cfg_.max_streams) firsts.push_back(i);
+  }
+  if (firsts.empty()) return;
+  const size_t pick = firsts[growth_.next_path++ % firsts.size()];
+  Slot extra{slots_[pick].path, std::nullopt, false, 0, Time::never(), false, false, false, true};
+  slots_.push_back(extra);
+  growth_.trial = slots_.size() - 1;
+  growth_.measure_from = Time::never();
+  growth_.base_rate = base;
+  char detail[120];
+  std::snprintf(detail, sizeof detail, "%s->%s at %.1f Mbit/s", extra.path.local.c_str(), extra.path.remote.c_str(),
+                base * 8 / 1e6);
+  push(Note{"stream_trial", 0, detail});
+  open_slot(slots_.size() - 1, now);
 }
 
 bool Sender::path_allowed(const Lane& l) const {
@@ -883,6 +1012,7 @@ void Sender::handle_read_failed(const std::string& reason, Time) {
 
 void Sender::handle_timeout(Time now) {
   if (now >= next_split_) split_rate(now);
+  if (now >= growth_.next) grow_streams(now);
   for (size_t i = 0; i < lanes_.size(); ++i) {
     Lane& l = lanes_[i];
     if (l.state == LaneState::closed || l.deadline > now) continue;
@@ -964,6 +1094,7 @@ std::optional<Time> Sender::poll_timeout() const {
   if (transfer_running()) {
     const Transfer& tr = *transfer_;
     take(next_split_);
+    if (cfg_.max_streams > 0) take(growth_.next);
     if (tr.sched && tr.phase == Transfer::Phase::sending)
       if (auto x = tr.sched->poll_timeout()) take(*x);
     if (tr.idle_since != Time::never()) take(tr.idle_since + cfg_.stuck_after);

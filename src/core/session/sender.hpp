@@ -54,6 +54,10 @@ using RootHashFn = std::function<wire::Digest(wire::HashAlgo, std::vector<PieceR
 
 /// How often the caps are shared again as the lanes' measured rates move.
 constexpr Duration kSplitEvery = Duration::millis(500);
+/// A further stream is kept if the transfer moves this much faster with it.
+constexpr double kGrowthGain = 1.12;
+/// The least time a stream trial's rates are measured over (and 8 RTTs).
+constexpr Duration kGrowthWindow = Duration::millis(1500);
 
 struct SenderConfig {
   /// Caps the whole transfer: shared over the live data lanes by what each
@@ -62,6 +66,13 @@ struct SenderConfig {
   std::optional<Rate> rate_limit;
   /// --metered IFACE=RATE: the lanes leaving through IFACE share RATE.
   std::map<std::string, Rate> metered;
+  /// Streams per path follow what helps: while a transfer runs, a TCP path
+  /// gets one more lane at a time, kept only if the whole transfer then
+  /// moves kGrowthGain faster (a path window-limited by a long RTT or
+  /// loss gains; one at its bottleneck, or sharing a bottleneck with
+  /// another path, does not: it stays as it is), up to this many lanes per
+  /// path. 0: the streams stay as given (`--streams N`).
+  size_t max_streams = 0;
   /// Most lanes open at once, the bootstrap lane included.
   size_t max_lanes = 16;
   /// A lane that has not joined (connected, welcomed) within this is given up.
@@ -304,6 +315,7 @@ class Sender {
     Time deadline = Time::never();  // connect + join
     bool data = true;
     bool heard = false;
+    bool transport_failed = false;  // its socket or transport failed (not closed by our decision)
     std::optional<Rate> rate_cap;
     std::string close_reason;
     Time opened = Time::never();
@@ -323,6 +335,17 @@ class Sender {
     bool given_up = false;
     bool removed = false;  // its path went away (set_paths): opened again only if it returns
     bool refused = false;  // the receiver refused its lane: never opened again
+    bool extra = false;    // added by stream growth: lives as long as its path's first slot
+  };
+  /// Streams that follow what helps (SenderConfig::max_streams).
+  struct Growth {
+    std::set<std::string> settled;  // paths where a further stream added nothing
+    std::optional<size_t> trial;    // the slot on trial
+    Time measure_from = Time::never();
+    double base_rate = 0;           // bytes/s over the window before the trial
+    Time next = Time::never();      // the next sample
+    std::deque<std::pair<Time, uint64_t>> delivered;  // (time, bytes delivered) every 100 ms
+    size_t next_path = 0;           // round robin over the paths
   };
   struct Request {
     enum class Kind { offer, done, udp_open } kind;
@@ -374,6 +397,10 @@ class Sender {
   bool path_allowed(const Lane& lane) const;
   void drain_scheduler(Time now);
   void split_rate(Time now);
+  /// Stream growth: samples the delivered bytes, runs and judges trials.
+  void grow_streams(Time now);
+  double delivered_rate(Duration window, Time now) const;
+  Duration growth_window() const;
   /// Which lanes carry data: lane 0 (not while UDP lanes do), backup paths
   /// (only while no other path's lane does).
   void update_data_lanes(Time now);
@@ -394,6 +421,7 @@ class Sender {
   bool any_udp_ = false;
   bool closing_ = false;
   Time next_split_ = Time::never();  // the next re-split of the caps while a transfer runs
+  Growth growth_;
   uint32_t next_transfer_ = 1;
   std::unique_ptr<Transfer> transfer_;
   std::vector<std::pair<Request, ToReceiver>> requests_;  // waiting for their answer

@@ -135,6 +135,7 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   session::SenderConfig cfg;
   cfg.rate_limit = opts.rate_limit;
   cfg.metered = opts.metered;
+  if (opts.grow_streams) cfg.max_streams = kMaxStreamsPerPath;
   cfg.max_lanes = opts.max_lanes;
   cfg.join_timeout = Duration::millis(std::min(opts.connect_timeout_ms, 3000));
   cfg.root_hash = files::root_hash_of_ranges;

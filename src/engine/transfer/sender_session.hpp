@@ -45,6 +45,8 @@ namespace braid::transfer {
 struct SenderActive;
 
 constexpr uint16_t kDefaultPort = 7878;
+/// Most lanes per path when streams follow what helps (no --streams given).
+constexpr size_t kMaxStreamsPerPath = 8;
 /// How often `--log` records every lane's state (event "sample").
 constexpr Duration kSampleEvery = Duration::millis(100);
 /// How often a `--background` session reads each TCP lane's TCP_INFO and
@@ -71,6 +73,9 @@ struct ConnectOptions {
   /// `--name`: the label to pin the receiver under if this run pairs it.
   std::string pin_label;
   int streams = 2;                    // lanes per path
+  /// Streams per path follow what helps (SenderConfig::max_streams) unless
+  /// the user fixed --streams.
+  bool grow_streams = false;
   std::vector<std::string> lanes;     // [tcp:|udp:]LOCAL=REMOTE:PORT, by hand
   std::vector<std::string> backup;    // interfaces whose paths carry data only when no other does
   std::vector<std::string> avoid;     // interfaces not used while any other reaches the receiver
