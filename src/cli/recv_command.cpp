@@ -182,10 +182,13 @@ void run_recv(const RecvArgs& a) {
     doc["status"] = sig ? "interrupted" : code == 0 ? "verified" : "failed";
     nlohmann::json transfers = nlohmann::json::array();
     bool all = !reports.empty();
+    uint64_t moved = 0;
     for (const auto& r : reports) {
       transfers.push_back(to_json(r));
       all = all && r.verified;
+      moved += transfer::moved_bytes(r);
     }
+    doc["cpu"] = transfer::to_json(transfer::process_cpu_use(), moved);
     doc["transfers"] = transfers;
     doc["all_verified"] = all && code == 0;
     doc["rejected_frames"] = receiver->rejected_frames();

@@ -259,6 +259,7 @@ void run_send(const SendArgs& a) {
     nlohmann::json skipped = nlohmann::json::array();
     for (const auto& sk : scan.skipped) skipped.push_back({{"path", sk.path}, {"reason", sk.reason}});
     doc["skipped"] = skipped;
+    doc["cpu"] = transfer::to_json(transfer::process_cpu_use(), transfer::moved_bytes(out.report));
     if (auto e = write_json_file(a.json_file, doc); !e.empty()) std::cerr << "braid send: " << e << "\n";
   }
   finish(out.exit_code, out.exit_code == 0 ? "" : out.message);

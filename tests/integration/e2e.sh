@@ -174,10 +174,17 @@ PY
     send --code r$CODE_SUFFIX --streams 2 "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv
-    python3 - "$W/send.json" <<'PY' || fail "report fields"
+    python3 - "$W/send.json" "$W/recv.json" <<'PY' || fail "report fields"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d['all_verified'] and d['verified'], d
+# Each end's CPU (getrusage) and its cost per GiB of what the lanes delivered.
+for doc in (d, json.load(open(sys.argv[2]))):
+    c = doc['cpu']
+    spent = c['user_seconds'] + c['sys_seconds']
+    assert c['user_seconds'] >= 0 and c['sys_seconds'] >= 0 and spent > 0, c
+    assert c['bytes'] == d['bytes'], (c, d['bytes'])
+    assert abs(c['seconds_per_gib'] - spent / (c['bytes'] / 2**30)) < 1e-6, c
 assert d['bytes'] == 40 * 2**20 + sum(i * 7000 for i in range(1, 21)), d['bytes']
 lanes = d['lanes']
 assert len(lanes) >= 2, lanes

@@ -3,11 +3,14 @@
 // Covers what the command line cannot reach: several transfers on one
 // session, hand-forged offers, and the report's fields.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <filesystem>
@@ -136,6 +139,45 @@ TEST_F(SessionFixture, SecondTransferInOneSessionWorks) {
   EXPECT_EQ(testing::read_file(dst / "a.bin"), testing::read_file(tmp / "src1/a.bin"));
   EXPECT_EQ(testing::read_file(dst / "src2/b.bin"), testing::read_file(tmp / "src2/b.bin"));
   EXPECT_EQ(testing::read_file(dst / "src2/c.bin"), testing::read_file(tmp / "src2/c.bin"));
+}
+
+// The receiver's connections that epoll sets of this process watch, by fd:
+// sockets bound to the receiver's port with a peer (accepted, not the
+// listener). /proc/self/fdinfo of an epoll fd lists each watched fd as "tfd:".
+std::vector<int> watched_receiver_connections(uint16_t port) {
+  std::vector<int> found;
+  for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (fs::read_symlink(e.path(), ec).string() != "anon_inode:[eventpoll]") continue;
+    std::ifstream info("/proc/self/fdinfo/" + e.path().filename().string());
+    for (std::string line; std::getline(info, line);) {
+      int fd = -1;
+      if (std::sscanf(line.c_str(), "tfd: %d", &fd) != 1) continue;
+      sockaddr_storage local{}, peer{};
+      socklen_t ll = sizeof local, pl = sizeof peer;
+      if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) != 0 || local.ss_family != AF_INET) continue;
+      if (ntohs(reinterpret_cast<sockaddr_in*>(&local)->sin_port) != port) continue;
+      if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) == 0) found.push_back(fd);
+    }
+  }
+  return found;
+}
+
+// A connection the accept loop handed on (the session's TLS connection, a
+// lane) leaves its epoll set: left there, a lane with bytes waiting made
+// epoll_wait return at once, over and over — a core's worth of spinning on
+// the receiver for as long as data flowed (issue 16).
+TEST_F(SessionFixture, TheAcceptLoopStopsWatchingConnectionsOnceHandedOn) {
+  testing::write_random_file(tmp / "src/a.bin", 1 << 20, 4);
+  RunningReceiver r(dst, recv_cfg, "hand-on");
+  auto s = connect_ok(r.address(), send_cfg, "hand-on", log, 3);
+  ASSERT_TRUE(s);
+  auto out = s->send(scan({tmp / "src/a.bin"}), TransferOptions{});
+  EXPECT_EQ(out.exit_code, 0) << out.message;
+  EXPECT_GE(out.report.lanes.size(), 2u);
+  // The session and its lanes are open here, each an accepted connection.
+  EXPECT_EQ(watched_receiver_connections(r.get().listening()[0].port()), std::vector<int>{});
+  s->close();
 }
 
 TEST_F(SessionFixture, ForgedOffersAreRefusedAndNothingLandsOutside) {

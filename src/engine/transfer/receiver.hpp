@@ -201,6 +201,8 @@ class Receiver {
   /// Looks at a pending connection's first bytes: false while it must wait for more.
   bool classify(Pending& p, uint32_t events, Clock::time_point now);
   void watch_listeners(bool on);
+  /// Takes a pending connection out of the accept loop's epoll set before it is handed on.
+  void unwatch(int fd);
   void adopt(security::UniqueFd fd, const security::FrameHeader& h);
   void handshake_worker();
   void handshake(Handshake h);

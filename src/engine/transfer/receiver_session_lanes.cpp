@@ -12,6 +12,7 @@
 #include "engine/lanes/unix_socket.hpp"
 #include "engine/transfer/lane_lookup.hpp"
 #include "engine/transfer/receiver_session_lanes.hpp"
+#include "engine/transfer/thread_name.hpp"
 
 namespace braid::transfer {
 
@@ -44,6 +45,7 @@ ReceiverSession::Lane* ReceiverSession::add_lane(std::unique_ptr<lanes::LaneLink
 bool ReceiverSession::start_reader(Lane& l) {
   try {
     l.reader = std::thread([this, &l] {
+      name_this_thread("lane " + std::to_string(l.id) + " recv");
       reader_loop(l);
       // A closed lane stays listed until the session ends; its piece buffer
       // (up to a chunk, 64 MiB) goes now, or lanes opened and closed over and

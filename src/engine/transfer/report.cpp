@@ -1,6 +1,30 @@
 #include "engine/transfer/report.hpp"
 
+#include <sys/resource.h>
+
 namespace braid::transfer {
+
+CpuUse process_cpu_use() {
+  rusage u{};
+  if (::getrusage(RUSAGE_SELF, &u) != 0) return {};
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return {seconds(u.ru_utime), seconds(u.ru_stime)};
+}
+
+uint64_t moved_bytes(const TransferReport& r) {
+  uint64_t n = 0;
+  for (const auto& l : r.lanes) n += l.bytes;
+  return n;
+}
+
+nlohmann::json to_json(const CpuUse& c, uint64_t bytes) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  const double total = c.user_seconds + c.sys_seconds;
+  return {{"user_seconds", c.user_seconds},
+          {"sys_seconds", c.sys_seconds},
+          {"bytes", bytes},
+          {"seconds_per_gib", bytes ? nlohmann::json(total / (static_cast<double>(bytes) / kGiB)) : nlohmann::json(nullptr)}};
+}
 
 nlohmann::json to_json(const LaneReport& l) {
   nlohmann::json j = {{"lane_id", l.lane_id},

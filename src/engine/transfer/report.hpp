@@ -110,8 +110,24 @@ struct TransferReport {
   std::vector<LaneReport> lanes;
 };
 
+/// The process's CPU time so far (getrusage, RUSAGE_SELF: every thread,
+/// and the kernel's work on its behalf — socket copies, the loopback TCP
+/// stack in its context, page-cache copies), for `--json`'s "cpu".
+struct CpuUse {
+  double user_seconds = 0;
+  double sys_seconds = 0;
+};
+CpuUse process_cpu_use();
+
+/// The bytes a transfer moved across its lanes (each lane's delivered-first
+/// bytes: no duplicates, nothing held from an earlier run).
+uint64_t moved_bytes(const TransferReport& r);
+
 nlohmann::json to_json(const LaneReport& l);
 nlohmann::json to_json(const SkippedEntry& e);
 nlohmann::json to_json(const TransferReport& r);
+/// {user_seconds, sys_seconds, bytes, seconds_per_gib}: the CPU this end
+/// spent per GiB of `bytes` moved (null when nothing moved).
+nlohmann::json to_json(const CpuUse& c, uint64_t bytes);
 
 }  // namespace braid::transfer

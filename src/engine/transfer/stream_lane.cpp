@@ -7,6 +7,7 @@
 #include "engine/files/piece_hasher.hpp"
 #include "engine/lanes/tcp.hpp"
 #include "engine/security/frame_format.h"
+#include "engine/transfer/thread_name.hpp"
 
 namespace braid::transfer {
 
@@ -28,8 +29,14 @@ StreamLane::StreamLane(std::unique_ptr<lanes::LaneLink> link, Options opts, Data
       opts_(std::move(opts)),
       events_(events),
       frame_(kFrameHeaderSize + wire::PieceHeader::kSize + kFrameData + kFrameTagSize) {
-  writer_ = std::thread([this] { writer_loop(); });
-  reader_ = std::thread([this] { reader_loop(); });
+  writer_ = std::thread([this] {
+    name_this_thread("lane " + std::to_string(id()) + " send");
+    writer_loop();
+  });
+  reader_ = std::thread([this] {
+    name_this_thread("lane " + std::to_string(id()) + " acks");
+    reader_loop();
+  });
 }
 
 StreamLane::~StreamLane() {

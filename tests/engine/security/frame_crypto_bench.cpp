@@ -45,7 +45,7 @@ void BM_SealOpen(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Seal)->Arg(64 << 10)->Arg(1 << 20);
-BENCHMARK(BM_SealOpen)->Arg(64 << 10)->Arg(1 << 20);
+BENCHMARK(BM_SealOpen)->Arg(64 << 10)->Arg(256 << 10)->Arg(1 << 20);
 
 }  // namespace
 }  // namespace braid::security
