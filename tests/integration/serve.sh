@@ -189,6 +189,25 @@ PY
     [ "$LABEL" = vm ] || { echo "SKIP: the sender pinned as '$LABEL', not 'vm'"; exit 77; }
     cmp -s "$W/src/a.bin" "$W/vm/a.bin" || fail "vm's file is not in its own directory"
     ;;
+  unit)  # the shipped system unit's command, with what systemd gives it (STATE_DIRECTORY, XDG_CONFIG_HOME=/etc -> here)
+    UNIT=$(dirname "$0")/../../dist/systemd/system/braid-serve.service
+    CMD=$(sed -n 's/^ExecStart=braid //p' "$UNIT")
+    [ "$CMD" = "serve --foreground" ] || fail "the unit runs 'braid $CMD'"
+    grep -q '^StateDirectory=braid$' "$UNIT" || fail "the unit has no StateDirectory"
+    # No config file and no flags: the defaults, the state where systemd says.
+    STATE_DIRECTORY=$STATE XDG_CONFIG_HOME=$W/rcfg "$BRAID" $CMD > "$W/serve.out" 2> "$W/serve.err" < /dev/null &
+    SERVE_PID=$!
+    for _ in $(seq 200); do grep -q "state in" "$W/serve.out" 2>/dev/null && break; sleep 0.05; done
+    if ! grep -q "state in" "$W/serve.out" && grep -qi "in use" "$W/serve.err"; then
+      echo "SKIP: the default ports (7878, 7879) are taken on this host: $(cat "$W/serve.err")"
+      exit 77
+    fi
+    grep -q "state in $STATE, files into $STATE/incoming" "$W/serve.out" || fail "the defaults under systemd are not STATE_DIRECTORY"
+    grep -q "dashboard http://127.0.0.1:7879/?token=" "$W/serve.out" || fail "the dashboard is not on 127.0.0.1:7879 by default"
+    [ -S "$STATE/control.sock" ] || fail "no control socket in the state directory"
+    stop_serve
+    [ "$SERVE_RC" -eq 0 ] || fail "SIGTERM did not stop it with 0 (exit $SERVE_RC)"
+    ;;
   bad-config)  # one line naming the key and its line, exit 2
     printf '[receive]\ndir = "/tmp"\nlistn = ["x"]\n' > "$W/serve.toml"
     "$BRAID" serve --config "$W/serve.toml" --foreground > "$W/serve.out" 2> "$W/serve.err"
