@@ -208,6 +208,22 @@ PY
     stop_serve
     [ "$SERVE_RC" -eq 0 ] || fail "SIGTERM did not stop it with 0 (exit $SERVE_RC)"
     ;;
+  background)  # without --foreground: returns once listening, says its pid; a second serve on the same state refuses
+    config "" ""
+    XDG_CONFIG_HOME=$W/rcfg "$BRAID" serve --config "$W/serve.toml" > "$W/serve.out" 2> "$W/serve.err" < /dev/null
+    [ $? -eq 0 ] || fail "braid serve did not return 0 once in the background"
+    SERVE_PID=$(sed -n 's/^braid serve: running in the background as pid \([0-9]*\).*/\1/p' "$W/serve.out")
+    [ -n "$SERVE_PID" ] && kill -0 "$SERVE_PID" || fail "no pid, or it is not running"
+    grep -q "dashboard http://127.0.0.1:[0-9]*/?token=" "$W/serve.out" || fail "the login link was not printed"
+    b offers | grep -q "No offer is waiting" || fail "the background serve does not answer on its control socket"
+    XDG_CONFIG_HOME=$W/rcfg "$BRAID" serve --config "$W/serve.toml" --foreground > /dev/null 2> "$W/second.err"
+    [ $? -eq 1 ] && grep -q "another braid serve runs with the state directory" "$W/second.err" || fail "a second serve started"
+    kill -TERM "$SERVE_PID"
+    for _ in $(seq 100); do kill -0 "$SERVE_PID" 2>/dev/null || break; sleep 0.05; done
+    kill -0 "$SERVE_PID" 2>/dev/null && fail "SIGTERM did not stop the background serve"
+    SERVE_PID=
+    grep -q "braid serve: stopped (SIGTERM)" "$STATE/serve.log" || fail "serve.log does not say it stopped"
+    ;;
   bad-config)  # one line naming the key and its line, exit 2
     printf '[receive]\ndir = "/tmp"\nlistn = ["x"]\n' > "$W/serve.toml"
     "$BRAID" serve --config "$W/serve.toml" --foreground > "$W/serve.out" 2> "$W/serve.err"
