@@ -194,7 +194,10 @@ PY
     CMD=$(sed -n 's/^ExecStart=braid //p' "$UNIT")
     [ "$CMD" = "serve --foreground" ] || fail "the unit runs 'braid $CMD'"
     grep -q '^StateDirectory=braid$' "$UNIT" || fail "the unit has no StateDirectory"
-    # No config file and no flags: the defaults, the state where systemd says.
+    # No flags: the config from its default place ($XDG_CONFIG_HOME/braid/serve.toml; it only keeps this
+    # test off the LAN's mDNS), every other default, the state where systemd says.
+    mkdir -p "$W/rcfg/braid"
+    printf '[receive]\nannounce = false\n' > "$W/rcfg/braid/serve.toml"
     STATE_DIRECTORY=$STATE XDG_CONFIG_HOME=$W/rcfg "$BRAID" $CMD > "$W/serve.out" 2> "$W/serve.err" < /dev/null &
     SERVE_PID=$!
     for _ in $(seq 200); do grep -q "state in" "$W/serve.out" 2>/dev/null && break; sleep 0.05; done
@@ -204,6 +207,7 @@ PY
     fi
     grep -q "state in $STATE, files into $STATE/incoming" "$W/serve.out" || fail "the defaults under systemd are not STATE_DIRECTORY"
     grep -q "dashboard http://127.0.0.1:7879/?token=" "$W/serve.out" || fail "the dashboard is not on 127.0.0.1:7879 by default"
+    grep -q "announced on the local network" "$W/serve.err" && fail "the default config file was not read (it announced)"
     [ -S "$STATE/control.sock" ] || fail "no control socket in the state directory"
     stop_serve
     [ "$SERVE_RC" -eq 0 ] || fail "SIGTERM did not stop it with 0 (exit $SERVE_RC)"
