@@ -220,8 +220,8 @@ std::filesystem::path default_state_dir() {
 }
 
 std::filesystem::path default_config_file() {
-  if (::geteuid() == 0) return "/etc/braid/serve.toml";
   if (auto d = env("XDG_CONFIG_HOME"); !d.empty()) return std::filesystem::path(d) / "braid/serve.toml";
+  if (::geteuid() == 0) return "/etc/braid/serve.toml";
   if (auto h = env("HOME"); !h.empty()) return std::filesystem::path(h) / ".config/braid/serve.toml";
   return {};
 }

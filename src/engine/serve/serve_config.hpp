@@ -65,7 +65,9 @@ std::variant<ServeConfig, ConfigError> load_serve_config(const std::filesystem::
 /// root, else $XDG_STATE_HOME/braid, else ~/.local/state/braid.
 std::filesystem::path default_state_dir();
 /// The config file read when --config is not given (it need not exist):
-/// /etc/braid/serve.toml for root, else $XDG_CONFIG_HOME/braid/serve.toml.
+/// $XDG_CONFIG_HOME/braid/serve.toml (beside the identity; the system unit
+/// sets XDG_CONFIG_HOME=/etc), else /etc/braid/serve.toml for root, else
+/// ~/.config/braid/serve.toml.
 std::filesystem::path default_config_file();
 
 }  // namespace braid::serve
