@@ -116,6 +116,58 @@ case "$CASE" in
     start_serve
     [ "$(b history --json | grep -c '"id"')" -eq 2 ] || fail "the history did not survive a restart"
     ;;
+  many)  # 3 pinned peers send at once, each into its own directory; a newcomer waits and is accepted over
+          # HTTP; braid history lists them all, across restarts
+    config "" ""
+    start_serve
+    for i in 1 2 3; do  # pair each (its offer waits: accepted), with the code live now
+      LIVE=$(sed -n 's/^braid: code \([^ ]*\).*/\1/p' "$W/serve.out" | tail -1)
+      random_file "$W/src/pair$i.bin" 1000 "pair$i"
+      BRAID_CODE=$LIVE XDG_CONFIG_HOME=$W/s$i "$BRAID" send "$W/src/pair$i.bin" "127.0.0.1:$PORT" \
+        > "$W/send$i.out" 2> "$W/send$i.err" < /dev/null &
+      SEND_PID=$!
+      wait_offer
+      b accept "$OFFER" > /dev/null
+      send_wait
+      [ "$SEND_RC" -eq 0 ] || fail "pairing send $i exited $SEND_RC"
+    done
+    mapfile -t LABELS < <(XDG_CONFIG_HOME=$W/rcfg "$BRAID" peers | awk 'NR >= 3 && NF >= 2 {print $1}')
+    [ "${#LABELS[@]}" -eq 3 ] || fail "not 3 pinned peers: ${LABELS[*]}"
+    stop_serve
+    PEERS=
+    for i in 0 1 2; do PEERS+=$'\n'"[peers.${LABELS[$i]}]"$'\n'"dir = \"$W/own$i\""; done
+    config "" "$PEERS"
+    start_serve
+    for i in 1 2 3; do
+      random_file "$W/src/big$i.bin" 4000000 "big$i"
+      XDG_CONFIG_HOME=$W/s$i "$BRAID" send "$W/src/big$i.bin" "127.0.0.1:$PORT" > "$W/send$i.out" 2> "$W/send$i.err" < /dev/null &
+      PIDS[$i]=$!
+    done
+    for i in 1 2 3; do wait "${PIDS[$i]}" || fail "pinned sender $i exited $? (an offer of a pinned peer waited?)"; done
+    for i in 1 2 3; do
+      j=$((i - 1))
+      cmp -s "$W/src/big$i.bin" "$W/own$j/big$i.bin" || fail "big$i.bin is not in ${LABELS[$j]}'s own directory"
+    done
+    # A newcomer: its offer waits; the dashboard's HTTP API accepts it.
+    LIVE=$(sed -n 's/^braid: code \([^ ]*\).*/\1/p' "$W/serve.out" | tail -1)
+    random_file "$W/src/new.bin" 1000 new
+    BRAID_CODE=$LIVE XDG_CONFIG_HOME=$W/s4 "$BRAID" send "$W/src/new.bin" "127.0.0.1:$PORT" > "$W/send4.out" 2> "$W/send4.err" < /dev/null &
+    SEND_PID=$!
+    wait_offer
+    [ "$(api -X POST -d '' "http://127.0.0.1:$DASH/api/offers/$OFFER/accept" -H "Authorization: Bearer $TOKEN" -H 'X-Braid: 1')" = 200 ] \
+      || fail "the dashboard did not accept the newcomer's offer"
+    send_wait
+    [ "$SEND_RC" -eq 0 ] || fail "the newcomer's send exited $SEND_RC"
+    cmp -s "$W/src/new.bin" "$W/dst/new.bin" || fail "the newcomer's file is not in the default directory"
+    for _ in $(seq 100); do [ "$(b history --json | grep -c '"id"')" -ge 7 ] && break; sleep 0.05; done
+    stop_serve
+    start_serve
+    b history > "$W/history.out"
+    [ "$(grep -c ' verified$' "$W/history.out")" -eq 7 ] || fail "history does not list the 7 transfers after a restart"
+    for i in 0 1 2; do
+      [ "$(grep -c " ${LABELS[$i]} .* 3.8 MiB " "$W/history.out")" -eq 1 ] || fail "history lacks ${LABELS[$i]}'s 4 MB transfer"
+    done
+    ;;
   live)  # during a transfer: /api/live has per-path samples with a rate, and SSE pushes them
     config "" ""
     start_serve
