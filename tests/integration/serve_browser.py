@@ -2,7 +2,8 @@
 """braid serve's dashboard in a real browser (Debian's headless Chromium
 driven by python3-selenium): during a rate-limited transfer the page's
 throughput chart has data points for a path, an offer that waits is
-accepted by clicking its button, and the pairing code's QR image is there.
+accepted by clicking its button, and the pairing code's QR image decodes
+(zbarimg) to the code serve printed.
 A screenshot of the page mid-transfer is saved as an artefact.
 
 serve_browser.py BRAID_BINARY [SCREENSHOT.png]. Exits 77 (skipped) and says
@@ -106,7 +107,16 @@ try:
         if "token=" in browser.current_url:
             fail("the login link did not redirect to the bare address: " + browser.current_url)
         wait_for("the page", lambda: browser.find_elements(By.ID, "offers"))
-        wait_for("the QR code of the pairing code", lambda: browser.find_elements(By.CSS_SELECTOR, "#qr svg"))
+        qr = wait_for("the QR code of the pairing code", lambda: browser.find_elements(By.CSS_SELECTOR, "#qr svg"))
+        zbarimg = shutil.which("zbarimg")
+        if zbarimg:  # the image on the page decodes to the code serve prints
+            png = os.path.join(W, "qr.png")
+            qr[0].screenshot(png)
+            got = subprocess.run([zbarimg, "--quiet", "--raw", png], capture_output=True, text=True).stdout.strip()
+            if got != code:
+                fail("the QR code decodes to %r, not the pairing code %r" % (got, code))
+        else:
+            print("note: zbar-tools is not installed: the QR code is not decoded")
 
         # An offer that waits, accepted by clicking (every offer waits: [accept] from = "none").
         first = send("pair.bin", 100_000, code)
