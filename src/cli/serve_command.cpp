@@ -95,16 +95,47 @@ int go_to_background(const std::filesystem::path& log_file) {
   return fds[1];
 }
 
-nlohmann::json pinned_peers(const std::optional<std::filesystem::path>& config_dir) {
-  nlohmann::json out = nlohmann::json::array();
-  auto dir = config_dir ? security::Result<std::filesystem::path>(*config_dir) : security::default_config_dir();
-  if (!dir) return out;
+// known_peers is read afresh for each request: `braid peers rename` in a
+// shell, or a pairing, changes it under serve.
+std::optional<security::KnownPeers> load_known_peers(std::string& error) {
+  auto dir = security::default_config_dir();
+  if (!dir) {
+    error = dir.error().message;
+    return std::nullopt;
+  }
   auto known = security::KnownPeers::load_in(dir.value());
+  if (!known) {
+    error = known.error().message;
+    return std::nullopt;
+  }
+  return std::move(known.value());
+}
+
+nlohmann::json pinned_peers() {
+  nlohmann::json out = nlohmann::json::array();
+  std::string error;
+  auto known = load_known_peers(error);
   if (!known) return out;
-  for (const auto& e : known.value().entries())
+  for (const auto& e : known->entries())
     out.push_back({{"label", e.label}, {"key", security::short_fingerprint(e.fingerprint)}, {"paired", e.paired},
                    {"host", e.host}});
   return out;
+}
+
+std::string edit_peer(const std::string& which, const std::string& to) {
+  std::string error;
+  auto known = load_known_peers(error);
+  if (!known) return error;
+  if (to.empty()) {
+    auto r = known->forget(which);
+    if (!r) return r.error().message;
+    std::cerr << "braid serve: forgot the peer '" << r.value().label << "' (dashboard)" << std::endl;
+    return {};
+  }
+  auto r = known->relabel(which, to);
+  if (!r) return r.error().message;
+  std::cerr << "braid serve: renamed the peer '" << which << "' to '" << to << "' (dashboard)" << std::endl;
+  return {};
 }
 
 void run_serve(const ServeArgs& a) {
@@ -173,7 +204,7 @@ void run_serve(const ServeArgs& a) {
   serve::LiveSampler sampler;
   sampler.start([&receiver] { return receiver->live(); }, std::chrono::milliseconds(500));
   serve::ServeApi api({cfg.state_dir / "history", &board, &sampler, [&receiver] { return receiver->code(); },
-                       [] { return pinned_peers(std::nullopt); }});
+                       [] { return pinned_peers(); }, edit_peer});
   serve::ControlServer control;
   if (auto why = control.start(cfg.state_dir / "control.sock", [&api](const nlohmann::json& r) { return api.handle(r); });
       !why.empty())

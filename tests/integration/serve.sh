@@ -110,6 +110,18 @@ case "$CASE" in
     grep -q "braid serve" "$W/api.out" || fail "the page is not the dashboard"
     [ "$(api -X POST -d '' "http://127.0.0.1:$DASH/api/offers/1/accept" -H "Cookie: braid_dashboard=$TOKEN")" = 403 ] \
       || fail "a POST without X-Braid passed"
+    # Pinned peers renamed and forgotten from the dashboard's API.
+    LABEL=$(XDG_CONFIG_HOME=$W/rcfg "$BRAID" peers | awk 'NR == 3 {print $1}')
+    [ "$(api "http://127.0.0.1:$DASH/api/peers" -H "Authorization: Bearer $TOKEN")" = 200 ] && grep -q "\"label\":\"$LABEL\"" "$W/api.out" \
+      || fail "/api/peers does not list '$LABEL'"
+    [ "$(api -X POST -d '' "http://127.0.0.1:$DASH/api/peers/rename?label=$LABEL&to=desk" -H "Authorization: Bearer $TOKEN" -H 'X-Braid: 1')" = 200 ] \
+      || fail "rename over HTTP failed: $(cat "$W/api.out")"
+    XDG_CONFIG_HOME=$W/rcfg "$BRAID" peers | grep -q "^  desk " || fail "the peer was not renamed"
+    [ "$(api -X POST -d '' "http://127.0.0.1:$DASH/api/peers/forget?label=nobody" -H "Authorization: Bearer $TOKEN" -H 'X-Braid: 1')" = 400 ] \
+      || fail "forgetting an unknown label did not fail"
+    [ "$(api -X POST -d '' "http://127.0.0.1:$DASH/api/peers/forget?label=desk" -H "Authorization: Bearer $TOKEN" -H 'X-Braid: 1')" = 200 ] \
+      || fail "forget over HTTP failed: $(cat "$W/api.out")"
+    XDG_CONFIG_HOME=$W/rcfg "$BRAID" peers | grep -q "No known peers" || fail "the peer was not forgotten"
     # A restart keeps the history.
     stop_serve
     [ "$SERVE_RC" -eq 0 ] || fail "braid serve exited $SERVE_RC on SIGTERM"

@@ -168,6 +168,12 @@ std::string Dashboard::start(const std::string& listen) {
     if (req.has_param("reason")) r["reason"] = req.get_param_value("reason");
     send_json(res, api_.handle(r));
   });
+  s.Post("/api/peers/rename", [this](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, api_.handle({{"op", "rename"}, {"label", req.get_param_value("label")}, {"to", req.get_param_value("to")}}));
+  });
+  s.Post("/api/peers/forget", [this](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, api_.handle({{"op", "forget"}, {"label", req.get_param_value("label")}}));
+  });
   s.Get("/api/events", [this](const httplib::Request&, httplib::Response& res) {
     auto seen = std::make_shared<uint64_t>(0);
     res.set_header("X-Accel-Buffering", "no");

@@ -11,7 +11,7 @@ const char* const kIndexHtml = R"HTML(<!doctype html>
 <section><h2>Live transfers</h2><div id="live"><p class="none">No transfer running.</p></div></section>
 <section><h2>Offers waiting</h2><table id="offers"><thead><tr><th>id</th><th>peer</th><th>what</th><th>size</th><th>why it waits</th><th></th></tr></thead><tbody></tbody></table></section>
 <section><h2>History</h2><table id="history"><thead><tr><th>id</th><th>ended</th><th>peer</th><th>files</th><th>size</th><th>time</th><th>rate</th><th>outcome</th></tr></thead><tbody></tbody></table><pre id="report"></pre></section>
-<section><h2>Pinned peers</h2><table id="peers"><thead><tr><th>label</th><th>key</th><th>paired</th><th>calls itself</th></tr></thead><tbody></tbody></table></section>
+<section><h2>Pinned peers</h2><table id="peers"><thead><tr><th>label</th><th>key</th><th>paired</th><th>calls itself</th><th></th></tr></thead><tbody></tbody></table></section>
 <script src="/app.js"></script>
 </body></html>
 )HTML";
@@ -116,7 +116,20 @@ async function showHistory() {
 async function showPeers() {
   const p = await api('/api/peers');
   const tb = document.querySelector('#peers tbody'); tb.replaceChildren();
-  for (const e of p.peers) tb.appendChild(row([e.label, e.key, e.paired || '–', e.host || '–']));
+  for (const e of p.peers) {
+    const act = el('td');
+    const post = async (what, params) => {
+      const r = await api(`/api/peers/${what}?` + new URLSearchParams(params), {method: 'POST', headers: {'X-Braid': '1'}});
+      if (r.error) alert(r.error);
+      showPeers();
+    };
+    const rename = el('button', 'rename');
+    rename.onclick = () => { const to = prompt(`New label for '${e.label}'`, e.label); if (to && to !== e.label) post('rename', {label: e.label, to}); };
+    const forget = el('button', 'forget');
+    forget.onclick = () => { if (confirm(`Forget '${e.label}'? It must pair again with a code.`)) post('forget', {label: e.label}); };
+    act.append(rename, forget);
+    tb.appendChild(row([e.label, e.key, e.paired || '–', e.host || '–', act]));
+  }
 }
 async function showPairing() {
   const p = await api('/api/pairing');

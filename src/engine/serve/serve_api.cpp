@@ -63,7 +63,15 @@ nlohmann::json ServeApi::handle(const nlohmann::json& r) {
   }
   if (op == "pairing") return {{"code", s_.pairing_code ? s_.pairing_code() : std::string()}};
   if (op == "peers") return {{"peers", s_.peers ? s_.peers() : nlohmann::json::array()}};
-  return {{"error", "unknown op '" + op + "' (live, history, offers, accept, refuse, pairing, peers)"}};
+  if (op == "rename" || op == "forget") {
+    const std::string label = r.value("label", std::string());
+    const std::string to = op == "rename" ? r.value("to", std::string()) : std::string();
+    if (label.empty() || (op == "rename" && to.empty())) return {{"error", op == "rename" ? "rename needs \"label\" and \"to\"" : "forget needs \"label\""}};
+    if (!s_.edit_peer) return {{"error", "peers cannot be changed here"}};
+    if (auto why = s_.edit_peer(label, to); !why.empty()) return {{"error", why}};
+    return {{"ok", true}};
+  }
+  return {{"error", "unknown op '" + op + "' (live, history, offers, accept, refuse, pairing, peers, rename, forget)"}};
 }
 
 }  // namespace braid::serve

@@ -2,7 +2,8 @@
 // (`braid offers`, `braid accept`, `braid refuse`) and the dashboard's HTTP
 // API, so both see and do exactly the same. Requests are JSON objects with
 // an "op": live, history (optional "id"), offers, accept ("id"), refuse
-// ("id", optional "reason"), pairing, peers. Answers are JSON; a failure is
+// ("id", optional "reason"), pairing, peers, rename ("label", "to"), forget
+// ("label"). Answers are JSON; a failure is
 // {"error": "..."}.
 #pragma once
 
@@ -23,6 +24,9 @@ struct ServeSources {
   LiveSampler* live = nullptr;
   std::function<std::string()> pairing_code;  // the live code, "" if none
   std::function<nlohmann::json()> peers;      // the pinned peers
+  /// Renames the pinned peer `which` to `to`, or forgets it when `to` is
+  /// empty (KnownPeers::relabel, forget): empty, or why not.
+  std::function<std::string(const std::string& which, const std::string& to)> edit_peer;
 };
 
 class ServeApi {
