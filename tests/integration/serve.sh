@@ -231,6 +231,9 @@ PY
     send_wait
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC after the dashboard's accept"
     cmp -s "$W/src/g.bin" "$W/dst/g.bin" || fail "g.bin did not arrive"
+    # A probe writes nothing: it is not asked about, even when every offer waits.
+    XDG_CONFIG_HOME=$W/scfg timeout 60 "$BRAID" probe --seconds 1 "127.0.0.1:$PORT" > "$W/probe.out" 2> "$W/probe.err" < /dev/null \
+      || fail "braid probe against serve exited $?"
     ;;
   timeout)  # nobody decides: refused after [accept] timeout, with the reason
     config "" $'[accept]\nfrom = "none"\ntimeout = "1s"'
