@@ -6,6 +6,7 @@
 #include "cli/recv_command.hpp"
 #include "cli/relay_command.hpp"
 #include "cli/send_command.hpp"
+#include "cli/serve_command.hpp"
 #include "cli/sim_command.hpp"
 
 namespace braid::cli {
@@ -18,6 +19,8 @@ void add_all_commands(CLI::App& app) {
   add_clean_command(app);
   add_peers_command(app);
   add_probe_command(app);
+  add_serve_command(app);
+  add_serve_client_commands(app);
 }
 
 }  // namespace braid::cli

@@ -19,6 +19,9 @@ const char* const kExamples[][2] = {
     {"braid send -q --json report.json big.iso vm", "to a paired peer by its label: no code, no display, a JSON report"},
     {"braid send --backup wwan0 big.iso vm", "every interface a path; the phone's link only if the others die"},
     {"braid sim --scenario scenarios/seed-5ghz.scn", "the scheduler over simulated lanes"},
+    {"braid serve", "a receiver left running: prints its code and the dashboard's login link, then goes to the background"},
+    {"braid history", "what braid serve received: time, peer, files, size, duration, rate, outcome"},
+    {"braid offers; braid accept 3", "list the offers waiting in braid serve, accept one"},
 };
 const char* const kExitCodes[][2] = {
     {"0", "done: every file arrived and verified"},
@@ -36,13 +39,16 @@ const char* const kExitCodes[][2] = {
     {"130, 143", "interrupted by SIGINT or SIGTERM: the same command resumes"},
 };
 const char kConfig[] =
-    "$XDG_CONFIG_HOME/braid (else ~/.config/braid): identity.key, identity.crt, known_peers";
+    "$XDG_CONFIG_HOME/braid (else ~/.config/braid): identity.key, identity.crt, known_peers; serve.toml "
+    "(braid serve's config; /etc/braid/serve.toml for root). braid serve's state: $XDG_STATE_HOME/braid (else "
+    "~/.local/state/braid; /var/lib/braid for root): history/, control.sock, dashboard.token, serve.log";
 
 // Placeholders by long option name, where the type alone says too little.
 const std::map<std::string, std::string>& placeholders() {
   static const std::map<std::string, std::string> m = {
       {"json", "FILE"},        {"log", "FILE"},          {"scenario", "FILE"},       {"dir", "DIR"},
       {"code", "CODE"},        {"listen", "ADDR:PORT"},  {"lane", "LANE"},           {"event", "EVENT"},
+      {"config", "FILE"},      {"state-dir", "DIR"},     {"reason", "TEXT"},
       {"chunk", "SIZE"},       {"size", "SIZE"},         {"rate-limit", "RATE"},     {"rate", "RATE"},
       {"packet-size", "BYTES|auto"}, {"clean-after", "AGE|off"}, {"older-than", "AGE"}, {"hash", "xxh3|sha256"},
       {"transport", "tcp|udp|auto"}, {"cc", "CONTROLLER"}, {"policy", "POLICY"},

@@ -60,12 +60,14 @@ std::atomic<transfer::Receiver*> g_receiver{nullptr};
 std::mutex g_announce_mu;
 discovery::Announcer* g_announcer = nullptr;  // under g_announce_mu
 
-std::unique_ptr<discovery::Announcer> start_announcer(const transfer::Receiver& receiver) {
+}  // namespace
+
+std::unique_ptr<discovery::Announcer> start_announcer(const transfer::Receiver& receiver, const std::string& who) {
   discovery::AnnounceConfig cfg;
   std::string error;
   auto host = transfer::LocalHost::load(std::nullopt, error);
   if (!host) {
-    std::cerr << "braid recv: not announced on the local network: " << error << std::endl;
+    std::cerr << who + ": not announced on the local network: " << error << std::endl;
     return nullptr;
   }
   cfg.name = host->identity->name();
@@ -88,11 +90,11 @@ std::unique_ptr<discovery::Announcer> start_announcer(const transfer::Receiver& 
   if (cfg.port == 0 || (!cfg.wildcard_v4 && !cfg.wildcard_v6 && cfg.bound.empty())) return nullptr;
   auto announcer = discovery::Announcer::start(cfg, error);
   if (!announcer) {
-    std::cerr << "braid recv: not announced on the local network: " << error << std::endl;
+    std::cerr << who + ": not announced on the local network: " << error << std::endl;
     return nullptr;
   }
-  for (const auto& n : announcer->notes()) std::cerr << "braid recv: mDNS: " << n << std::endl;
-  std::cerr << "braid recv: announced on the local network as '" << announcer->instance() << "'"
+  for (const auto& n : announcer->notes()) std::cerr << who + ": mDNS: " << n << std::endl;
+  std::cerr << who + ": announced on the local network as '" << announcer->instance() << "'"
             << (cfg.rendezvous ? " with the number " + *cfg.rendezvous : std::string(" (the code has no number)"))
             << "; senders there can use the code alone (--no-announce to stay hidden)" << std::endl;
   return announcer;
@@ -100,7 +102,7 @@ std::unique_ptr<discovery::Announcer> start_announcer(const transfer::Receiver& 
 
 // At start, before any session: what interrupted transfers left that no run
 // resumed for `age` goes (files/debris.hpp; never a running transfer's).
-void clean_target(const std::string& dir, std::chrono::seconds age, transfer::EventLog& log) {
+void clean_target(const std::string& dir, std::chrono::seconds age, transfer::EventLog& log, const std::string& who) {
   security::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd.valid()) return;
   const files::DebrisResult r = files::clean_debris(fd.get(), files::DebrisOptions{age, false});
@@ -109,13 +111,15 @@ void clean_target(const std::string& dir, std::chrono::seconds age, transfer::Ev
   for (const auto& e : r.kept)
     log.write("debris_kept", {{"path", transfer::json_safe(e.path)}, {"tag", e.tag}, {"reason", e.why}});
   for (const auto& e : r.failed)
-    std::cerr << "braid recv: cannot remove the leftover '" << security::printable_path(e.path) << "': " << e.why
+    std::cerr << who + ": cannot remove the leftover '" << security::printable_path(e.path) << "': " << e.why
               << "\n";
   if (!r.removed.empty())
-    std::cerr << "braid recv: removed " << r.removed.size() << " leftover files (" << format_size(Bytes(r.removed_bytes)) << ") of "
+    std::cerr << who + ": removed " << r.removed.size() << " leftover files (" << format_size(Bytes(r.removed_bytes)) << ") of "
               << r.removed_transfers << " interrupted transfers not resumed for " << files::format_age(age)
               << " (--clean-after)" << std::endl;
 }
+
+namespace {
 
 void run_recv(const RecvArgs& a) {
   using namespace transfer;
@@ -156,10 +160,10 @@ void run_recv(const RecvArgs& a) {
   auto started = Receiver::start(o, log);
   if (auto* f = std::get_if<Failure>(&started)) finish(f->exit_code, f->message);
   auto receiver = std::move(std::get<0>(started));
-  if (a.clean_after != "off") clean_target(a.dir, *files::parse_age(a.clean_after), log);
+  if (a.clean_after != "off") clean_target(a.dir, *files::parse_age(a.clean_after), log, "braid recv");
   std::cout << receiver->ready_line() << std::endl;
   std::unique_ptr<discovery::Announcer> announcer;
-  if (!a.no_announce) announcer = start_announcer(*receiver);
+  if (!a.no_announce) announcer = start_announcer(*receiver, "braid recv");
   {
     std::lock_guard lock(g_announce_mu);
     g_announcer = announcer.get();

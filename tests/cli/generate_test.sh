@@ -20,11 +20,13 @@ if [ "$mode" = deb ]; then
   [ -n "$deb" ] || fail "no braid_*.deb in $(ls "$W")"
   dpkg-deb -c "$deb" > "$W/list" || fail "dpkg-deb -c failed"
   for f in ./usr/bin/braid ./usr/share/man/man1/braid.1.gz ./usr/share/bash-completion/completions/braid \
-           ./usr/share/zsh/vendor-completions/_braid; do
+           ./usr/share/zsh/vendor-completions/_braid ./usr/lib/systemd/system/braid-serve.service \
+           ./usr/lib/systemd/user/braid-serve.service; do
     grep -q " $f\$" "$W/list" || fail "$(basename "$deb") lacks $f: $(cat "$W/list")"
   done
   dpkg-deb -f "$deb" Package Version Depends > "$W/fields" || fail "dpkg-deb -f failed"
-  grep -q "^Package: braid" "$W/fields" && grep -q "^Depends: .*libssl3" "$W/fields" ||
+  grep -q "^Package: braid" "$W/fields" && grep -q "^Depends: .*libssl3" "$W/fields" &&
+    grep -q "^Depends: .*libjs-chart.js" "$W/fields" ||
     fail "package fields: $(cat "$W/fields")"
   echo "$(basename "$deb"): $(grep -c . "$W/list") entries; $(grep Depends "$W/fields")"
   echo PASS
@@ -74,7 +76,7 @@ got=$(bash -c "source '$W/bash'; COMP_WORDS=(braid send --js); COMP_CWORD=2; _br
 got=$(bash -c "source '$W/bash'; COMP_WORDS=(braid recv --links ''); COMP_CWORD=3; _braid; echo \${COMPREPLY[*]}")
 [ "$got" = "keep safe skip" ] || fail "bash completes 'braid recv --links' to '$got'"
 got=$(bash -c "source '$W/bash'; COMP_WORDS=(braid re); COMP_CWORD=1; _braid; echo \${COMPREPLY[*]}")
-[ "$got" = "recv relay" ] || fail "bash completes 'braid re' to '$got'"
+[ "$got" = "recv relay refuse" ] || fail "bash completes 'braid re' to '$got'"
 if command -v zsh > /dev/null; then zsh -n "$W/zsh" || fail "the zsh completion does not parse"
 else echo "note: zsh is not installed here: the zsh completion's syntax is not checked" >&2; fi
 if command -v groff > /dev/null; then

@@ -71,35 +71,58 @@ bool ask_on_terminal(const std::string& peer, const wire::Offer& offer) {
   std::cerr << "braid: '" << peer << "' offers " << offer.entries.size()
             << (offer.entries.size() == 1 ? " entry, " : " entries, ")
             << format_size(Bytes(offer.total_bytes())) << ":";
-  size_t shown = 0;
-  for (const auto& e : offer.entries) {
-    if (e.path.find('/') != std::string::npos) continue;
-    std::cerr << " " << security::printable_path(e.path);
-    if (++shown == 5) break;
-  }
+  for (const auto& name : offer_names(offer, 5)) std::cerr << " " << name;
   std::cerr << "\nbraid: accept? [y/N] " << std::flush;
   std::string answer;
   if (!std::getline(std::cin, answer)) return false;
   return !answer.empty() && (answer[0] == 'y' || answer[0] == 'Y');
 }
 
+wire::Refuse refuse_offer(const OfferContext& ctx, uint32_t id, wire::RefuseReason reason, const std::string& message) {
+  ctx.log->write("offer_refused", {{"transfer", id}, {"reason", wire::refuse_reason_name(reason)},
+                                   {"message", json_safe(message)}});
+  ctx.note("refused an offer from '" + ctx.peer + "': " + message);
+  return wire::Refuse{id, reason, message};
+}
+
+std::optional<wire::Refuse> screen_offer(const OfferContext& ctx, const wire::Offer& offer) {
+  const uint32_t id = offer.transfer_id;
+  // The chunk size bounds each piece's receive buffer (one per lane).
+  if (offer.chunk_size < core::ChunkPlan::kMinChunk.count() || offer.chunk_size > core::ChunkPlan::kMaxChunk.count())
+    return refuse_offer(ctx, id, wire::RefuseReason::bad_offer,
+                        "the offer's chunk size " + std::to_string(offer.chunk_size) + " is outside " +
+                            std::to_string(core::ChunkPlan::kMinChunk.count()) + ".." +
+                            std::to_string(core::ChunkPlan::kMaxChunk.count()) + " bytes");
+  ctx.log->write("offer", {{"transfer", id}, {"entries", offer.entries.size()}, {"bytes", offer.total_bytes()},
+                           {"peer", ctx.peer}, {"discard", offer.discard}});
+  return std::nullopt;
+}
+
+std::vector<std::string> offer_names(const wire::Offer& offer, size_t most) {
+  std::vector<std::string> out;
+  for (const auto& e : offer.entries) {
+    if (out.size() == most) break;
+    if (e.path.find('/') == std::string::npos) out.push_back(security::printable_path(e.path));
+  }
+  return out;
+}
+
 std::variant<PreparedOffer, wire::Refuse> prepare_offer(const OfferContext& ctx, const wire::Offer& offer) {
+  if (auto refused = screen_offer(ctx, offer)) return *refused;
+  if (!offer.discard && !ctx.ask(offer))
+    return refuse_offer(ctx, offer.transfer_id, wire::RefuseReason::declined,
+                        ::isatty(STDIN_FILENO)
+                            ? "declined"
+                            : "declined (the receiver has no terminal to ask and was not started with --yes)");
+  return prepare_accepted_offer(ctx, offer);
+}
+
+std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferContext& ctx, const wire::Offer& offer) {
   EventLog& log = *ctx.log;
   const uint32_t id = offer.transfer_id;
   auto refuse = [&](wire::RefuseReason reason, const std::string& message) {
-    log.write("offer_refused", {{"transfer", id}, {"reason", wire::refuse_reason_name(reason)},
-                                {"message", json_safe(message)}});
-    ctx.note("refused an offer from '" + ctx.peer + "': " + message);
-    return wire::Refuse{id, reason, message};
+    return refuse_offer(ctx, id, reason, message);
   };
-  // The chunk size bounds each piece's receive buffer (one per lane).
-  if (offer.chunk_size < core::ChunkPlan::kMinChunk.count() || offer.chunk_size > core::ChunkPlan::kMaxChunk.count())
-    return refuse(wire::RefuseReason::bad_offer,
-                  "the offer's chunk size " + std::to_string(offer.chunk_size) + " is outside " +
-                      std::to_string(core::ChunkPlan::kMinChunk.count()) + ".." +
-                      std::to_string(core::ChunkPlan::kMaxChunk.count()) + " bytes");
-  log.write("offer", {{"transfer", id}, {"entries", offer.entries.size()}, {"bytes", offer.total_bytes()},
-                      {"peer", ctx.peer}, {"discard", offer.discard}});
   if (offer.discard) {
     // `braid probe` from a peer that authenticated: its bytes are hashed and
     // dropped, so it costs this host bandwidth and CPU only, never disk; no
@@ -108,10 +131,6 @@ std::variant<PreparedOffer, wire::Refuse> prepare_offer(const OfferContext& ctx,
     t->offer = offer;
     return PreparedOffer{std::move(t), wire::Accept{id, {}}};
   }
-  if (!ctx.ask(offer))
-    return refuse(wire::RefuseReason::declined,
-                  ::isatty(STDIN_FILENO) ? "declined"
-                                         : "declined (the receiver has no terminal to ask and was not started with --yes)");
   // Resume: the journal of an earlier run of this very offer from this very
   // sender (the key says which), if there is one.
   const files::TransferKey key = files::transfer_key(offer, ctx.peer_key);

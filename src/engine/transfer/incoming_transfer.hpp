@@ -14,6 +14,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -88,8 +89,19 @@ struct PreparedOffer {
   wire::Accept accept;
 };
 
-/// The engine's answer to the machine's PrepareOffer.
+/// The engine's answer to the machine's PrepareOffer: screen_offer, then
+/// ctx.ask, then prepare_accepted_offer.
 std::variant<PreparedOffer, wire::Refuse> prepare_offer(const OfferContext& ctx, const wire::Offer& offer);
+/// What needs nobody's decision: an offer the receiver cannot take in any
+/// case (its chunk size) is refused; else the offer is logged, nullopt.
+std::optional<wire::Refuse> screen_offer(const OfferContext& ctx, const wire::Offer& offer);
+/// The offer is accepted (asked, or decided elsewhere): the target checked,
+/// the resume journal opened and read back.
+std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferContext& ctx, const wire::Offer& offer);
+/// A refusal, logged and noted.
+wire::Refuse refuse_offer(const OfferContext& ctx, uint32_t id, wire::RefuseReason reason, const std::string& message);
+/// The offer's first `most` top-level names, printable (prompts, the offers list).
+std::vector<std::string> offer_names(const wire::Offer& offer, size_t most);
 
 /// What a user types or sees in an accept prompt on a terminal; false when
 /// there is no terminal.

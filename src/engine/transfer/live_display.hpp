@@ -33,6 +33,7 @@ struct LiveLane {
   std::string remote;
   uint64_t bytes = 0;  // useful bytes it delivered in this transfer
   bool alive = true;
+  double rtt_ms = 0;  // the kernel's smoothed RTT of a TCP lane (TCP_INFO); 0: unknown
 };
 
 /// One transfer in flight, as either end knows it now.

@@ -77,6 +77,15 @@ std::variant<std::unique_ptr<Receiver>, Failure> Receiver::start(const ReceiveOp
     return Failure{kExitNotWritable, "cannot open the target directory '" + opts.dir + "': " + std::strerror(errno)};
   if (auto why = files::check_writable_dir(r->root_fd_.get(), opts.dir); !why.empty())
     return Failure{kExitNotWritable, why};
+  for (const auto& [label, dir] : opts.peer_dirs) {
+    std::filesystem::create_directories(dir, ec);
+    security::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.valid())
+      return Failure{kExitNotWritable, "cannot open the target directory '" + dir + "' of '" + label +
+                                           "': " + std::strerror(errno)};
+    if (auto why = files::check_writable_dir(fd.get(), dir); !why.empty()) return Failure{kExitNotWritable, why};
+    r->peer_root_fds_[label] = std::move(fd);
+  }
 
   std::vector<std::string> wanted = opts.listen;
   bool defaulted = wanted.empty();
@@ -719,8 +728,12 @@ void Receiver::start_session(security::UniqueFd fd, security::Session session) {
   auto link = lanes::LaneLink::create(std::move(fd), sid, 0, session.lane_secret(), security::Role::server, error);
   if (!link) return refuse_session(nullptr, peer, error);
   ReceiverConfig cfg;
-  cfg.root_fd = root_fd_.get();
+  const auto own_dir = peer_root_fds_.find(peer);
+  cfg.root_fd = own_dir != peer_root_fds_.end() ? own_dir->second.get() : root_fd_.get();
   cfg.yes = opts_.yes;
+  cfg.decide_offer = opts_.decide_offer;
+  cfg.decision_timeout = opts_.decision_timeout;
+  cfg.paired_now = session.peer().how == security::PeerAuth::paired;
   cfg.quiet = opts_.quiet;
   cfg.udp_ports = &udp_ports_;
   for (const auto& b : bound_) cfg.listen_ports.push_back(b.port());
@@ -794,6 +807,12 @@ void Receiver::session_main(Running& r) {
   const auto reports = s->reports();
   const int outcome = s->outcome();
   const uint64_t rejected = s->rejected_frames();
+  if (opts_.on_unfinished) {
+    std::vector<TransferReport> unfinished;
+    for (const auto& rep : reports)
+      if (!rep.verified) unfinished.push_back(rep);
+    if (!unfinished.empty()) opts_.on_unfinished(unfinished);
+  }
   {
     std::lock_guard lock(mu_);
     r.session.reset();  // no lane can reach it now (adopt looks it up under mu_)

@@ -120,6 +120,16 @@ struct ReceiveOptions {
   std::function<void(const std::string& code)> on_code_change;
   /// Each transfer's report the moment it is verified (ReceiverConfig::on_report).
   std::function<void(const TransferReport&)> on_report;
+  /// A session ended: the reports of its transfers that did not verify
+  /// (failed, interrupted, incomplete; the verified ones went to on_report).
+  /// On the session's thread.
+  std::function<void(const std::vector<TransferReport>&)> on_unfinished;
+  /// Who decides offers (`braid serve`; ReceiverConfig::decide_offer); empty: `yes` or the terminal.
+  OfferDecider decide_offer;
+  std::chrono::milliseconds decision_timeout{120000};
+  /// A pinned peer's own target directory, by its label (created if
+  /// missing); other peers' files go to `dir`.
+  std::map<std::string, std::string> peer_dirs;
 };
 
 /// What happened to connections that never became a session or a lane
@@ -220,6 +230,7 @@ class Receiver {
   std::unique_ptr<security::OneTimeCode> code_;  // handshake workers lease and settle it
   std::unique_ptr<LocalHost> host_;
   security::UniqueFd root_fd_;
+  std::map<std::string, security::UniqueFd> peer_root_fds_;  // opts_.peer_dirs, opened at start
   std::vector<security::UniqueFd> listeners_;
   std::vector<lanes::Endpoint> bound_;
   std::vector<std::string> advertised_;  // under mu_: changes with the host's addresses

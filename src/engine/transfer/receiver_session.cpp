@@ -8,6 +8,7 @@
 #include "core/units_parse.hpp"
 #include "engine/files/piece_hasher.hpp"
 #include "engine/lanes/endpoint.hpp"
+#include "engine/lanes/tcp.hpp"
 #include "engine/transfer/exit_codes.hpp"
 #include "engine/transfer/lane_lookup.hpp"
 #include "engine/transfer/receiver_session_lanes.hpp"
@@ -214,8 +215,11 @@ void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vect
     if (ended_) break;
     lock.unlock();
     drive([&](session::Receiver& m) { m.handle_timeout(now()); });
+    expire_waiting_offers();
     lock.lock();
   }
+  // Offers still waiting: a late decision reaches nothing now.
+  for (auto& [id, w] : waiting_) w.pending->withdraw();
   const std::string reason = end_reason_;
   std::vector<lanes::LaneLink*> links;
   std::vector<udp::UdpRecvLane*> udp;
@@ -232,11 +236,7 @@ void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vect
   log_.write("status", {{"status", "session_closed"}, {"peer", peer_}, {"reason", json_safe(reason)}});
 }
 
-void ReceiverSession::run_job(session::PrepareOffer& a) {
-  {
-    std::lock_guard lock(mu_);
-    if (ended_) return;  // nobody is waiting for the answer: make nothing for it
-  }
+OfferContext ReceiverSession::offer_context() {
   OfferContext ctx;
   ctx.root_fd = cfg_.root_fd;
   ctx.peer = peer_;
@@ -247,8 +247,68 @@ void ReceiverSession::run_job(session::PrepareOffer& a) {
   ctx.ask = [this](const wire::Offer& o) { return cfg_.yes || ask_on_terminal(peer_, o); };
   ctx.interrupted = &interrupted_;
   ctx.faults = cfg_.disk_faults;
+  return ctx;
+}
+
+void ReceiverSession::run_job(session::PrepareOffer& a) {
+  {
+    std::lock_guard lock(mu_);
+    if (ended_) return;  // nobody is waiting for the answer: make nothing for it
+  }
+  const OfferContext ctx = offer_context();
+  if (cfg_.decide_offer) return ask_decider(a.offer, ctx);
+  answer_offer(a.offer.transfer_id, prepare_offer(ctx, a.offer));
+}
+
+void ReceiverSession::ask_decider(const wire::Offer& offer, const OfferContext& ctx) {
+  const uint32_t id = offer.transfer_id;
+  if (auto refused = screen_offer(ctx, offer)) return answer_offer(id, *refused);
+  if (offer.discard) return answer_offer(id, prepare_accepted_offer(ctx, offer));  // a probe: nothing lands, no question
+  // The decision comes back as a job for this thread; after run() ends the
+  // offer is withdrawn and nothing comes.
+  auto pending = std::make_shared<PendingOffer>([this, offer](const OfferDecision& d) {
+    std::lock_guard lock(mu_);
+    jobs_.push_back(OfferDecided{offer, d});
+    cv_.notify_all();
+  });
+  waiting_[id] = Waiting{pending, Clock::now() + cfg_.decision_timeout};
+  OfferQuestion q;
+  q.session_id = session_id_;
+  q.transfer_id = id;
+  q.peer = peer_;
+  q.paired_now = cfg_.paired_now;
+  q.entries = offer.entries.size();
+  q.bytes = offer.total_bytes();
+  q.names = offer_names(offer, 5);
+  log_.write("offer_waiting", {{"transfer", id}, {"peer", peer_}});
+  cfg_.decide_offer(q, pending);
+}
+
+void ReceiverSession::expire_waiting_offers() {
+  const auto t = Clock::now();
+  for (auto& [id, w] : waiting_)
+    if (t >= w.deadline && w.pending->open()) {
+      const auto secs = std::chrono::duration_cast<std::chrono::seconds>(cfg_.decision_timeout).count();
+      w.pending->decide({false, wire::RefuseReason::declined,
+                         "nobody accepted the offer within " + std::to_string(secs) + " s"});
+    }
+}
+
+void ReceiverSession::run_job(OfferDecided& a) {
   const uint32_t id = a.offer.transfer_id;
-  auto answer = prepare_offer(ctx, a.offer);
+  waiting_.erase(id);
+  {
+    std::lock_guard lock(mu_);
+    if (ended_) return;
+  }
+  const OfferContext ctx = offer_context();
+  if (!a.decision.accept)
+    return answer_offer(id, refuse_offer(ctx, id, a.decision.reason,
+                                         a.decision.message.empty() ? "declined" : a.decision.message));
+  answer_offer(id, prepare_accepted_offer(ctx, a.offer));
+}
+
+void ReceiverSession::answer_offer(uint32_t id, std::variant<PreparedOffer, wire::Refuse> answer) {
   if (auto* refused = std::get_if<wire::Refuse>(&answer)) {
     {
       std::lock_guard lock(mu_);
@@ -404,7 +464,11 @@ std::vector<LiveTransfer> ReceiverSession::live() const {
       const auto b = view->lane_bytes.find(lane);
       return b == view->lane_bytes.end() ? uint64_t{0} : b->second;
     };
-    for (const auto& l : lanes_) lt.lanes.push_back({l->id, l->local, l->remote, bytes_on(l->id), l->open});
+    for (const auto& l : lanes_) {
+      uint32_t rtt_us = 0, retransmits = 0;
+      if (!l->open || !l->link || !lanes::tcp_path_info(l->link->fd(), rtt_us, retransmits)) rtt_us = 0;
+      lt.lanes.push_back({l->id, l->local, l->remote, bytes_on(l->id), l->open, rtt_us / 1000.0});
+    }
     for (const auto& u : udp_lanes_) lt.lanes.push_back({u->id, u->local, "udp", bytes_on(u->id), u->alive});
     out.push_back(std::move(lt));
   }

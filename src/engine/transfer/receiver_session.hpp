@@ -30,6 +30,7 @@
 #include "engine/security/session.h"
 #include "engine/transfer/event_log.hpp"
 #include "engine/transfer/incoming_transfer.hpp"
+#include "engine/transfer/offer_decision.hpp"
 #include "engine/transfer/live_display.hpp"
 #include "engine/transfer/report.hpp"
 #include "engine/transfer/serial_worker.hpp"
@@ -56,6 +57,12 @@ struct ReceiverConfig {
   /// Called with a transfer's report the moment it is verified (the
   /// command line prints its summary then, not when the receiver exits).
   std::function<void(const TransferReport&)> on_report;
+  /// Who decides each offer when set (`braid serve`); else `yes` or the
+  /// terminal. An offer undecided after `decision_timeout` is refused.
+  OfferDecider decide_offer;
+  std::chrono::milliseconds decision_timeout{120000};
+  /// The sender proved the pairing code in this session (it was not pinned before).
+  bool paired_now = false;
 };
 
 class ReceiverSession {
@@ -105,7 +112,18 @@ class ReceiverSession {
   struct Advertise {
     std::vector<std::string> addresses;
   };
-  using Job = std::variant<session::PrepareOffer, session::FinalizeTransfer, session::AbandonTransfer, Advertise>;
+  /// Someone decided an offer that waited (cfg_.decide_offer), or its time ran out.
+  struct OfferDecided {
+    wire::Offer offer;
+    OfferDecision decision;
+  };
+  using Job = std::variant<session::PrepareOffer, session::FinalizeTransfer, session::AbandonTransfer, Advertise,
+                           OfferDecided>;
+  /// An offer waiting for cfg_.decide_offer's decision (control thread's).
+  struct Waiting {
+    std::shared_ptr<PendingOffer> pending;
+    std::chrono::steady_clock::time_point deadline;
+  };
 
   Time now() const;
   /// Feeds the machine (`f`, under mu_), then carries out its actions in order.
@@ -128,6 +146,14 @@ class ReceiverSession {
   void run_job(session::FinalizeTransfer& a);
   void run_job(session::AbandonTransfer& a);
   void run_job(Advertise& a);
+  void run_job(OfferDecided& a);
+  /// Hands an offer to cfg_.decide_offer; its answer comes as an OfferDecided job.
+  void ask_decider(const wire::Offer& offer, const OfferContext& ctx);
+  /// Refuses the waiting offers past their deadline (control thread).
+  void expire_waiting_offers();
+  /// Tells the machine the engine's answer to an offer.
+  void answer_offer(uint32_t id, std::variant<PreparedOffer, wire::Refuse> answer);
+  OfferContext offer_context();
 
   // TCP and stream lanes (receiver_session_lanes.cpp).
   /// Lists a lane (not read yet).
@@ -179,6 +205,7 @@ class ReceiverSession {
   std::vector<std::unique_ptr<UdpLane>> udp_lanes_;
   std::map<uint32_t, std::shared_ptr<IncomingTransfer>> transfers_;  // accepted
   std::deque<Job> jobs_;  // for the control thread
+  std::map<uint32_t, Waiting> waiting_;  // by transfer id; the control thread's
   std::deque<session::ReceiverAction> acting_;  // being carried out (under act_mu_)
   std::vector<std::string> advertised_;
   bool advertised_early_ = false;  // advertise() came before run() started the machine
