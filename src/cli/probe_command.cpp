@@ -11,6 +11,7 @@
 #include "cli/code_option.hpp"
 #include "cli/engine_report.hpp"
 #include "cli/find_receiver.hpp"
+#include "cli/path_config.hpp"
 #include "cli/probe_plot.hpp"
 #include "core/paths/probe.hpp"
 #include "core/units_parse.hpp"
@@ -108,8 +109,12 @@ void run_probe(const ProbeArgs& a) {
   co.pin_label = a.name;
   co.peer_label = label_addressed(a.target);
   co.streams = a.streams;
-  co.backup = a.backup;
-  co.avoid = a.avoid;
+  auto loaded = load_path_config(default_path_config_file());
+  if (auto* e = std::get_if<PathConfigError>(&loaded)) finish(kExitUsage, e->message);
+  PathConfig paths_config = std::get<PathConfig>(loaded);
+  apply_flags(paths_config, a.backup, a.avoid, {});
+  co.backup = paths_config.backup;
+  co.avoid = paths_config.avoid;
   auto connected = connect_any(std::get<SendTarget>(target), co, log, "probe");
   if (auto* f = std::get_if<Failure>(&connected)) finish(f->exit_code, f->message);
   auto session = std::move(std::get<0>(connected));

@@ -12,6 +12,7 @@
 #include "cli/code_option.hpp"
 #include "cli/engine_report.hpp"
 #include "cli/find_receiver.hpp"
+#include "cli/path_config.hpp"
 #include "cli/signal_watch.hpp"
 #include "core/chunk_plan.hpp"
 #include "core/policy_registry.hpp"
@@ -172,6 +173,11 @@ void run_send(const SendArgs& a) {
       finish(kExitUsage, "bad --metered '" + m + "' (IFACE=RATE, e.g. wwan0=5Mbit/s)");
     metered[m.substr(0, eq)] = *r;
   }
+  // paths.toml, then the flags over it.
+  auto loaded = load_path_config(default_path_config_file());
+  if (auto* e = std::get_if<PathConfigError>(&loaded)) finish(kExitUsage, e->message);
+  PathConfig paths_config = std::get<PathConfig>(loaded);
+  apply_flags(paths_config, a.backup, a.avoid, metered);
   std::optional<Rate> rate_limit;
   if (!a.rate_limit.empty()) {
     rate_limit = parse_rate(a.rate_limit);
@@ -201,15 +207,15 @@ void run_send(const SendArgs& a) {
   co.streams = a.streams;
   co.grow_streams = !a.streams_given;
   co.lanes = a.lanes;
-  co.backup = a.backup;
-  co.avoid = a.avoid;
+  co.backup = paths_config.backup;
+  co.avoid = paths_config.avoid;
   co.max_lanes = a.max_lanes;
   co.transport = a.transport == "udp" ? Transport::udp : a.transport == "auto" ? Transport::automatic : Transport::tcp;
   co.cc = cc;
   co.tcp_cc = tcp_cc;
   co.packet_size = a.packet_size == "auto" ? udp::kPathMtuPacketSize : std::stoul(a.packet_size);
   co.rate_limit = rate_limit;
-  co.metered = metered;
+  co.metered = paths_config.metered;
   auto connected = connect_any(std::get<SendTarget>(target), co, log, "send");
   if (auto* f = std::get_if<Failure>(&connected)) finish(f->exit_code, f->message);
   auto session = std::move(std::get<0>(connected));
