@@ -5,6 +5,7 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libssl-dev libxxhash-dev libgtest-dev libgmock-dev
       libbenchmark-dev nlohmann-json3-dev libcli11-dev libfmt-dev
       iproute2 iperf3 iputils-ping mptcpd mptcpize openssh-server openssh-client gnuplot-nox
+      rsync  # the reference for bench/sync/run
       python3 python3-zeroconf  # an independent DNS-SD browser for tests/integration/discovery.sh
       clang libclang-rt-14-dev)  # clang and libFuzzer's runtime: make fuzz
 missing=()
