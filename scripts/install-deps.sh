@@ -6,6 +6,7 @@ pkgs=(build-essential cmake pkg-config libssl-dev libxxhash-dev libgtest-dev lib
       libbenchmark-dev nlohmann-json3-dev libcli11-dev libfmt-dev
       iproute2 iperf3 iputils-ping mptcpd mptcpize openssh-server openssh-client gnuplot-nox
       time linux-perf  # /usr/bin/time for the benches' CPU per GiB; perf for docs/benchmarks.md's profile
+      rsync  # the reference for bench/sync/run
       python3 python3-zeroconf  # an independent DNS-SD browser for tests/integration/discovery.sh
       libtomlplusplus-dev libcpp-httplib-dev libqrencode-dev libjs-chart.js curl  # braid serve (docs/serve.md)
       chromium chromium-driver python3-selenium zbar-tools  # the dashboard in a real browser: tests/integration/serve_browser.py

@@ -103,6 +103,14 @@ void wire_seeds() {
   message("accept_held", Accept{42, {HeldRange{0, 1 << 20, digest(16, 1)}, HeldRange{3 << 20, 100, digest(16, 9)}}});
   message("accept_sha256", Accept{42, {HeldRange{1 << 20, 1 << 20, digest(32, 7)}}});
   message("accept_empty", Accept{42, {}});
+  message("accept_sync", Accept{42, {HeldRange{0, 1 << 20, digest(16, 1)}},
+                                {{1, FileVerdict::older_here}, {3, FileVerdict::unchanged}, {5, FileVerdict::newer_here}},
+                                3, {"photos/old.jpg", "photos/gone"}});
+  {
+    Offer synced = sample_offer();
+    synced.sync = SyncOptions{true, true, false, false, true, false};
+    message("offer_sync", synced);
+  }
   message("refuse", Refuse{42, RefuseReason::busy, "the same transfer is being received elsewhere"});
   message("piece_abort", PieceAbort{42, 9});
   message("ack", Ack{42, 9, 123456789, AckStatus::hash_mismatch});

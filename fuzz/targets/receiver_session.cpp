@@ -107,7 +107,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       case 3: {
         const uint32_t t = 1 + in.u8() % 3;
-        if (in.u8() & 1) r.handle_offer_prepared(t, wire::Accept{t, {}}, now);
+        const uint8_t how = in.u8();
+        if (how & 1) {
+          // Sync: verdicts on any entries (a real engine names files of its
+          // offer; the machine must not trust that for its records).
+          wire::Accept a{t, {}};
+          for (uint32_t e = 0, n = how >> 4; e < n; ++e)
+            a.files.push_back({e * 2 + (in.u8() & 1), static_cast<wire::FileVerdict>(1 + in.u8() % 4)});
+          r.handle_offer_prepared(t, a, now);
+        }
         else r.handle_offer_prepared(t, wire::Refuse{t, wire::RefuseReason::declined, "no"}, now);
         break;
       }

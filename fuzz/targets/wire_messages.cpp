@@ -45,6 +45,14 @@ void limits(std::span<const uint8_t> payload, FrameType type) {
         FUZZ_CHECK(h.length > 0 && h.offset <= UINT64_MAX - h.length);
         FUZZ_CHECK(h.hash.size == 16 || h.hash.size == 32);
       }
+      // Sync: verdicts by entry, strictly increasing, each one the protocol names.
+      FUZZ_CHECK(a.files.size() <= kMaxManifestEntries);
+      for (size_t i = 0; i < a.files.size(); ++i) {
+        FUZZ_CHECK(i == 0 || a.files[i].entry > a.files[i - 1].entry);
+        FUZZ_CHECK(file_verdict_name(a.files[i].verdict) != std::string("unknown"));
+      }
+      FUZZ_CHECK(a.extraneous.size() <= kMaxListedExtraneous && a.extraneous.size() <= a.extraneous_count);
+      for (const auto& p : a.extraneous) FUZZ_CHECK(p.size() <= kMaxPathBytes);
       break;
     }
     case FrameType::refuse: {

@@ -55,6 +55,18 @@ std::string lane_table(const transfer::TransferReport& r) {
   return out;
 }
 
+std::string sync_summary(const transfer::TransferReport& r) {
+  const auto& s = r.sync;
+  std::string out;
+  for (const auto& line : s.plan) out += line + "\n";
+  out += fmt::format("sync: {} sent whole, {} updated by delta, {} unchanged, {} skipped; {} of {} crossed as pieces, "
+                     "{} reused in {} chunks, {} kept; {} {}\n",
+                     s.files_sent, s.files_updated, s.files_unchanged, s.files_skipped, size(r.sent_bytes),
+                     size(r.bytes), size(s.reused_bytes), s.reused_chunks, size(s.kept_bytes), s.extraneous,
+                     s.dry_run ? "entries would be deleted (dry run: nothing changed)" : "extraneous entries (--delete)");
+  return out;
+}
+
 std::string check_writable(const std::string& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd >= 0) {  // it did not exist: it can be created; leave no empty file behind

@@ -13,6 +13,8 @@ namespace braid::cli {
 
 /// The per-lane table of one transfer, with a totals line.
 std::string lane_table(const transfer::TransferReport& r);
+/// send --sync: the dry run's plan (one line a file) and one line of what the sync did.
+std::string sync_summary(const transfer::TransferReport& r);
 
 /// Before any data moves: `path` (an output file: --json, --log) can be
 /// created or written. Empty string if so, else one line saying why not. A

@@ -18,6 +18,8 @@ const char* const kExamples[][2] = {
     {"braid send -c CODE big.iso 192.168.1.20", "the same to an address (another network, or recv --no-announce)"},
     {"braid send -q --json report.json big.iso vm", "to a paired peer by its label: no code, no display, a JSON report"},
     {"braid send --backup wwan0 big.iso vm", "every interface a path; the phone's link only if the others die"},
+    {"braid send --sync --delete photos/ vm", "a second run sends only what changed and removes what photos/ no longer has "
+                                              "(as rsync -a --delete; --dry-run lists it first)"},
     {"braid sim --scenario scenarios/seed-5ghz.scn", "the scheduler over simulated lanes"},
     {"braid serve", "a receiver left running: prints its code and the dashboard's login link, then goes to the background"},
     {"braid history", "what braid serve received: time, peer, files, size, duration, rate, outcome"},

@@ -44,6 +44,7 @@ struct SendArgs {
   size_t max_lanes = 16;
   bool follow_symlinks = false;
   bool strict_sources = false;
+  wire::SyncOptions sync;  // --sync and the flags that imply it
   std::string transport = "tcp";
   std::string cc;
   bool background = false;
@@ -233,6 +234,10 @@ void run_send(const SendArgs& a) {
   to.policy = a.policy;
   to.hash = a.hash == "sha256" ? wire::HashAlgo::sha256 : wire::HashAlgo::xxh3_128;
   to.chunk_size = chunk->count();
+  to.sync = a.sync;
+  // Each of rsync's flags for existing files only means something in a sync.
+  to.sync.sync = a.sync.sync || a.sync.checksum || a.sync.update || a.sync.ignore_existing ||
+                 a.sync.delete_extraneous || a.sync.dry_run;
   LiveDisplay display(LiveDisplay::mode_for(STDERR_FILENO, a.quiet, a.verbose));
   to.display = &display;
   TransferOutcome out = session->send(scan.tree, to);
@@ -245,6 +250,7 @@ void run_send(const SendArgs& a) {
   }
   // The summary the moment the result is known, not after the lanes' goodbyes.
   if (!a.quiet && !out.report.lanes.empty()) std::cout << lane_table(out.report) << std::flush;
+  if (!a.quiet && out.report.sync.on) std::cout << sync_summary(out.report) << std::flush;
   {
     std::lock_guard lock(g_run.mu);
     g_run.session = nullptr;
@@ -335,6 +341,22 @@ void add_send_command(CLI::App& app) {
   cmd->add_flag("--strict-sources", args->strict_sources,
                 "A source braid cannot send (FIFO, socket, device, unreadable file, link loop) is an error, "
                 "not skipped with a warning (exit 11)");
+  // Sync: rsync's flags with rsync's meanings (docs/engine.md, "Sync").
+  cmd->add_flag("--sync", args->sync.sync,
+                "Files that exist on the receiver: skip those whose size and mtime match, send only the changed "
+                "chunks of the rest (the new version replaces the old once complete and verified)");
+  cmd->add_flag("--checksum", args->sync.checksum,
+                "With --sync: compare every existing file by its chunks' hashes, even when size and mtime match "
+                "(implies --sync)");
+  cmd->add_flag("-u,--update", args->sync.update, "Skip files that are newer on the receiver (implies --sync)");
+  cmd->add_flag("--ignore-existing", args->sync.ignore_existing,
+                "Skip every file that exists on the receiver (implies --sync)");
+  cmd->add_flag("--delete", args->sync.delete_extraneous,
+                "Remove what the sent directories hold on the receiver and the source no longer has, once the "
+                "transfer verified; never outside them, never through a symlink (implies --sync)");
+  cmd->add_flag("-n,--dry-run", args->sync.dry_run,
+                "List what would be sent, updated, skipped and deleted; send, write and remove nothing "
+                "(implies --sync)");
   // The receiver is the code `braid recv` printed (found on the local
   // network), a paired peer's label (found by its key), or HOST[:PORT].
   cmd->add_option("operands", args->operands, "PATH... CODE|LABEL|HOST[:PORT]")->required();

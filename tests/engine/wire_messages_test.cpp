@@ -18,6 +18,13 @@ M round_trip(const M& m) {
   // Every strict prefix is malformed, and so is one extra byte.
   for (size_t cut = 0; cut < bytes.size(); ++cut) {
     M partial{};
+    if constexpr (std::is_same_v<M, Offer>) {
+      if (cut + 1 == bytes.size()) {  // without its flags byte: a protocol 3 offer, told apart
+        EXPECT_TRUE(decode(std::span<const uint8_t>(bytes.data(), cut), partial));
+        EXPECT_EQ(partial.version, 3u);
+        continue;
+      }
+    }
     EXPECT_FALSE(decode(std::span<const uint8_t>(bytes.data(), cut), partial)) << "prefix of " << cut << " bytes";
   }
   bytes.push_back(0);
@@ -97,10 +104,11 @@ TEST(WireMessages, AnOffersDiscardFlagRoundTripsAndUnknownFlagsAreRefused) {
   bytes.back() = 0;  // the flags byte comes last
   ASSERT_TRUE(decode(bytes, back));
   EXPECT_FALSE(back.discard);
-  bytes.back() = 2;  // a flag this version does not know: refused, not ignored
+  bytes.back() = 0x80;  // a flag this version does not know: refused, not ignored
   EXPECT_FALSE(decode(bytes, back));
-  bytes.pop_back();  // an offer of version 3 (no flags) does not parse as 4
-  EXPECT_FALSE(decode(bytes, back));
+  bytes.pop_back();  // an offer of version 3 (no flags) is told apart, for a refusal it understands
+  ASSERT_TRUE(decode(bytes, back));
+  EXPECT_EQ(back.version, 3u);
 }
 
 TEST(WireMessages, SmallMessagesRoundTrip) {
@@ -154,6 +162,50 @@ TEST(WireMessages, AcceptRefusesImpossibleRanges) {
   bytes[5] = 0x03;  // 0x00030000 ranges, none present
   Accept back;
   EXPECT_FALSE(decode(bytes, back));
+}
+
+TEST(WireMessages, OfferCarriesSyncOptionsAndTellsAnOlderSenderApart) {
+  Offer o;
+  o.transfer_id = 2;
+  o.chunk_size = 1 << 20;
+  o.entries.push_back({EntryKind::file, "f", 10, 0644, 1, 0, ""});
+  for (int bit = 0; bit < 6; ++bit) {
+    o.sync = {};
+    bool* flags[] = {&o.sync.sync, &o.sync.checksum, &o.sync.update, &o.sync.ignore_existing,
+                     &o.sync.delete_extraneous, &o.sync.dry_run};
+    *flags[bit] = true;
+    Offer back = round_trip(o);
+    EXPECT_EQ(back.sync, o.sync) << "bit " << bit;
+    EXPECT_EQ(back.version, kProtocolVersion);
+  }
+  std::vector<uint8_t> bytes;
+  encode(o, bytes);
+  bytes.back() = 0x80;  // a bit no version defines
+  Offer back;
+  EXPECT_FALSE(decode(bytes, back));
+}
+
+TEST(WireMessages, AcceptCarriesSyncVerdictsAndWhatDeleteRemoves) {
+  Accept a{5, {HeldRange{0, 4096, digest(16, 1)}},
+           {{0, FileVerdict::unchanged}, {3, FileVerdict::older_here}, {9, FileVerdict::exists_here}},
+           7,
+           {"d/old", std::string("d/new\nline")}};
+  Accept back = round_trip(a);
+  EXPECT_EQ(back.held, a.held);
+  EXPECT_EQ(back.files, a.files);
+  EXPECT_EQ(back.extraneous_count, 7u);
+  EXPECT_EQ(back.extraneous, a.extraneous);
+  auto refused = [](const Accept& x) {
+    std::vector<uint8_t> bytes;
+    encode(x, bytes);
+    Accept out;
+    return !decode(bytes, out);
+  };
+  EXPECT_TRUE(refused(Accept{1, {}, {{3, FileVerdict::unchanged}, {3, FileVerdict::unchanged}}, 0, {}}));  // twice
+  EXPECT_TRUE(refused(Accept{1, {}, {{4, FileVerdict::unchanged}, {2, FileVerdict::unchanged}}, 0, {}}));  // order
+  EXPECT_TRUE(refused(Accept{1, {}, {{0, static_cast<FileVerdict>(5)}}, 0, {}}));
+  EXPECT_TRUE(refused(Accept{1, {}, {}, 1, {"a", "b"}}));  // more listed than counted
+  EXPECT_FALSE(refused(Accept{1, {}, {}, 100000, {"a", "b"}}));
 }
 
 TEST(WireMessages, UdpLaneMessagesRoundTrip) {

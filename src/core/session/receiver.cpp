@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/session/sync.hpp"
+
 namespace braid::session {
 
 namespace {
@@ -140,6 +142,15 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
       [&](const auto& m) {
         using M = std::decay_t<decltype(m)>;
         if constexpr (std::is_same_v<M, wire::Offer>) {
+          if (m.version != wire::kProtocolVersion) {
+            // A sender of another protocol (protocol 3 has no sync options):
+            // told in a refusal its version understands, not left waiting.
+            push(RecvNote{"offer_refused", on, "protocol " + std::to_string(m.version)});
+            return reply(on, wire::Refuse{m.transfer_id, wire::RefuseReason::bad_offer,
+                                          "this receiver speaks braid protocol " +
+                                              std::to_string(wire::kProtocolVersion) + ", the sender " +
+                                              std::to_string(m.version) + ": run the same braid version on both ends"});
+          }
           auto it = transfers_.find(m.transfer_id);
           if (it != transfers_.end()) {
             // Sent again (its lane died before our answer): the same answer.
@@ -245,7 +256,18 @@ void Receiver::handle_offer_prepared(uint32_t id, std::variant<wire::Accept, wir
     a->transfer_id = id;
     t.held = a->held;
     for (const auto& h : t.held) t.view.held_bytes += h.length;
+    // Files kept as they are: delivered without a byte sent or a hash, the
+    // same records the sender makes of them (sync.hpp).
+    for (const auto& k : sync::kept_records(t.offer, a->files)) {
+      t.held.push_back(k);
+      t.view.kept_bytes += k.length;
+    }
     t.view.accepted_at = now;
+    if (t.offer.sync.dry_run) {
+      // Nothing follows a dry run's answer: the transfer is over here.
+      t.result = wire::TransferResult{id, wire::ResultStatus::verified, "dry run"};
+      t.view.finished = true;
+    }
   } else {
     std::get<wire::Refuse>(answer).transfer_id = id;
   }
@@ -282,7 +304,7 @@ void Receiver::handle_piece_verified(LaneNo lane, uint32_t id, uint32_t piece, c
     // found it changed): the new piece is what the root hash covers.
     std::erase_if(t.held, [&](const PieceRecord& h) {
       const bool overlaps = h.offset < record.offset + record.length && record.offset < h.offset + h.length;
-      if (overlaps) t.view.held_bytes -= h.length;
+      if (overlaps) (h.hash.size ? t.view.held_bytes : t.view.kept_bytes) -= h.length;
       return overlaps;
     });
     t.view.verified_bytes += record.length;
@@ -311,7 +333,7 @@ void Receiver::try_finish(Transfer& t, Time now) {
   if (ended_ || !t.done || t.finalizing || t.result || t.failed) return;
   // Cheap first: the bytes verified and held must add up to the whole
   // (called for every piece verified after done, under the engine's lock).
-  if (t.view.verified_bytes + t.view.held_bytes < t.view.total && now < t.done_deadline) return;
+  if (t.view.verified_bytes + t.view.held_bytes + t.view.kept_bytes < t.view.total && now < t.done_deadline) return;
   std::vector<PieceRecord> records = t.held;
   for (const auto& [id, r] : t.pieces) records.push_back(r);
   if (!tiles(records, t.view.total)) {
@@ -322,7 +344,7 @@ void Receiver::try_finish(Transfer& t, Time now) {
   const wire::Digest root = cfg_.root_hash ? cfg_.root_hash(t.offer.hash, std::move(records)) : wire::Digest{};
   if (!(root == t.done->root)) return fail(t, wire::ResultStatus::root_mismatch, "the root hash does not match");
   t.finalizing = true;
-  push(FinalizeTransfer{t.offer.transfer_id});
+  push(FinalizeTransfer{t.offer.transfer_id, t.held});
 }
 
 void Receiver::fail(Transfer& t, wire::ResultStatus status, const std::string& message) {

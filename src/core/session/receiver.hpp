@@ -70,6 +70,10 @@ struct PrepareOffer {
 /// in place; answer with handle_finalized.
 struct FinalizeTransfer {
   uint32_t transfer = 0;
+  /// The held ranges that still count (none was sent again over them):
+  /// those a sync reused from the receiver's older versions of files are
+  /// copied from there into the temporary files now.
+  std::vector<PieceRecord> held;
 };
 /// The transfer failed or the session ended before it finished: keep the
 /// temporary files and the journal for a later run (nothing under a final name).
@@ -157,7 +161,8 @@ class Receiver {
   struct TransferView {
     uint32_t id = 0;
     uint64_t total = 0;
-    uint64_t held_bytes = 0;  // from an earlier run, re-verified
+    uint64_t held_bytes = 0;  // from an earlier run, re-verified (or, sync, chunks of an older version here)
+    uint64_t kept_bytes = 0;  // sync: files kept as they are here (never sent)
     uint64_t verified_bytes = 0;
     std::map<LaneNo, uint64_t> lane_bytes;
     std::map<LaneNo, uint32_t> lane_pieces;

@@ -6,6 +6,7 @@
 
 #include "core/policy_registry.hpp"
 #include "core/session/rate_split.hpp"
+#include "core/session/sync.hpp"
 
 namespace braid::session {
 
@@ -168,6 +169,7 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   t->offer.entries = std::move(spec.entries);
   t->offer.discard = spec.discard;
   t->only_paths = std::move(spec.only_paths);
+  t->offer.sync = spec.sync;
   t->policy = spec.policy ? std::move(spec.policy) : core::make_policy("braid");
   t->answer_only = spec.answer_only;
   transfer_ = std::move(t);
@@ -618,13 +620,21 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
             TransferOutcome o = make_outcome(TransferOutcome::End::refused, m.message);
             o.refusal = m.reason;
             end_transfer(std::move(o));
+          } else if (const std::string bad = sync::check_decisions(transfer_->offer, m.files); !bad.empty()) {
+            end_transfer(make_outcome(TransferOutcome::End::peer_error, bad));
           } else if (transfer_->answer_only) {
             TransferOutcome o = make_outcome(TransferOutcome::End::answered, "accepted");
             o.accepted = true;
             o.held = m.held;
+            o.files = m.files;
+            o.extraneous_count = m.extraneous_count;
+            o.extraneous = m.extraneous;
             end_transfer(std::move(o));
           } else {
             Transfer& t = *transfer_;
+            t.files = m.files;
+            t.kept = sync::kept_records(t.offer, m.files);
+            t.extraneous_count = m.extraneous_count;
             t.sched = std::make_unique<core::Scheduler>(
                 core::ChunkPlan(Bytes(t.offer.total_bytes()), Bytes(t.offer.chunk_size)), std::move(t.policy));
             t.hashes.assign(t.sched->plan().piece_count(), std::nullopt);
@@ -685,19 +695,34 @@ void Sender::handle_held_checked(uint32_t id, const std::vector<wire::HeldRange>
   if (!transfer_ || transfer_->ended || transfer_->id != id || !transfer_->sched) return;
   Transfer& t = *transfer_;
   if (t.phase == Transfer::Phase::sending) return;
+  // The files the receiver keeps are delivered as they are, like held
+  // ranges but unchecked (the receiver's quick check, as rsync's) and
+  // without a hash; they come after the checked ranges, so a held range
+  // that overlaps one (a receiver that contradicts itself) wins and the
+  // kept record is sent.
+  std::vector<wire::HeldRange> all = matched;
+  all.insert(all.end(), t.kept.begin(), t.kept.end());
   std::vector<core::ByteRange> ranges;
-  for (const auto& h : matched) ranges.push_back({Bytes(h.offset), Bytes(h.length)});
+  for (const auto& h : all) ranges.push_back({Bytes(h.offset), Bytes(h.length)});
   const auto ids = t.sched->mark_resumed(ranges);
   t.hashes.resize(t.sched->plan().piece_count());
   t.resume_rejected_bytes = rejected;
   for (size_t i = 0; i < ids.size(); ++i) {
+    const bool kept = i >= matched.size();
     if (!ids[i]) {  // overlaps another range: sent again
-      t.resume_rejected_bytes += matched[i].length;
+      if (!kept) t.resume_rejected_bytes += all[i].length;
       continue;
     }
-    t.hashes[*ids[i]] = matched[i].hash;
-    t.resumed_bytes += matched[i].length;
+    t.hashes[*ids[i]] = all[i].hash;
+    if (kept) {
+      t.kept_bytes += all[i].length;
+    } else {
+      t.resumed_bytes += all[i].length;
+      ++t.resumed_ranges;
+      t.reused.push_back(all[i]);
+    }
   }
+  std::sort(t.reused.begin(), t.reused.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
   t.phase = Transfer::Phase::sending;
   for (auto& l : lanes_) attach(l, now);
   drain_scheduler(now);
@@ -1101,6 +1126,20 @@ std::optional<Time> Sender::poll_timeout() const {
     if (tr.no_lane_since != Time::never()) take(tr.no_lane_since + lane_grace());
   }
   return t;
+}
+
+}  // namespace braid::session
+
+namespace braid::session {
+
+const std::vector<wire::FileDecision>& Sender::sync_files() const {
+  static const std::vector<wire::FileDecision> none;
+  return transfer_ ? transfer_->files : none;
+}
+
+const std::vector<wire::HeldRange>& Sender::reused_ranges() const {
+  static const std::vector<wire::HeldRange> none;
+  return transfer_ ? transfer_->reused : none;
 }
 
 }  // namespace braid::session

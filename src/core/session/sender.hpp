@@ -106,6 +106,8 @@ struct TransferSpec {
   wire::HashAlgo hash = wire::HashAlgo::xxh3_128;
   uint64_t chunk_size = 1 << 20;
   std::unique_ptr<core::Policy> policy;  // braid's unless set
+  /// How files that exist on the receiver are met (sync.hpp).
+  wire::SyncOptions sync;
   /// Only ask: the transfer ends with the receiver's answer (End::answered)
   /// and sends nothing (tests of the receiver's checks).
   bool answer_only = false;
@@ -136,6 +138,9 @@ struct TransferOutcome {
   std::string message;
   bool accepted = false;               // answered
   std::vector<wire::HeldRange> held;   // answered: what the receiver holds
+  std::vector<wire::FileDecision> files;  // answered: the receiver's sync verdicts
+  uint32_t extraneous_count = 0;          // answered: what --delete removes there
+  std::vector<std::string> extraneous;
   bool verified() const { return end == End::result && result == wire::ResultStatus::verified; }
 };
 
@@ -300,6 +305,15 @@ class Sender {
   bool transfer_running() const { return transfer_ && !transfer_->ended; }
   uint64_t resumed_bytes() const { return transfer_ ? transfer_->resumed_bytes : 0; }
   uint64_t resume_rejected_bytes() const { return transfer_ ? transfer_->resume_rejected_bytes : 0; }
+  /// Held ranges the check kept (resumed or reused from the receiver's older versions).
+  uint64_t resumed_ranges() const { return transfer_ ? transfer_->resumed_ranges : 0; }
+  /// Sync: bytes of the files the receiver keeps as they are (never sent).
+  uint64_t kept_bytes() const { return transfer_ ? transfer_->kept_bytes : 0; }
+  /// Sync: the receiver's verdicts and what --delete removes there (empty before its accept).
+  const std::vector<wire::FileDecision>& sync_files() const;
+  uint32_t extraneous_count() const { return transfer_ ? transfer_->extraneous_count : 0; }
+  /// The held ranges the check kept, by offset.
+  const std::vector<wire::HeldRange>& reused_ranges() const;
   /// When the running transfer's last piece was acked (Time::never() before).
   Time all_acked_at() const { return transfer_ ? transfer_->all_acked_at : Time::never(); }
   bool closed() const { return closing_; }
@@ -368,7 +382,13 @@ class Sender {
     std::vector<std::optional<wire::Digest>> hashes;  // by piece id
     enum class Phase { offered, checking, sending, verifying } phase = Phase::offered;
     bool ended = false;
-    uint64_t resumed_bytes = 0, resume_rejected_bytes = 0;
+    uint64_t resumed_bytes = 0, resume_rejected_bytes = 0, resumed_ranges = 0;
+    // Sync: the receiver's verdicts, and the records of the files it keeps.
+    std::vector<wire::FileDecision> files;
+    std::vector<wire::HeldRange> kept;
+    std::vector<wire::HeldRange> reused;  // held ranges that matched the source, by offset
+    uint64_t kept_bytes = 0;
+    uint32_t extraneous_count = 0;
     std::optional<LaneNo> ordered_lane;      // UDP headers, then done
     std::vector<wire::UdpPiece> udp_headers;  // every header sent (again on a new ordered lane)
     Time all_acked_at = Time::never();

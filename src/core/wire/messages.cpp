@@ -22,8 +22,20 @@ void get_digest(ByteReader& r, Digest& d) {
 
 bool finish(const ByteReader& r) { return r.ok() && r.at_end(); }
 
-/// Offer flags (one byte after the entries); unknown bits are refused.
+/// The offer's flags byte (after the entries): discard (`braid probe`), then
+/// the sync options, a bit each in SyncOptions' order. Unknown bits are refused.
 constexpr uint8_t kOfferDiscard = 1;
+constexpr uint8_t kOfferFlagsKnown = 0x7f;
+
+uint8_t offer_flags(const Offer& m) {
+  const SyncOptions& s = m.sync;
+  return static_cast<uint8_t>((m.discard ? kOfferDiscard : 0) | s.sync << 1 | s.checksum << 2 | s.update << 3 |
+                              s.ignore_existing << 4 | s.delete_extraneous << 5 | s.dry_run << 6);
+}
+
+SyncOptions sync_from_flags(uint8_t b) {
+  return SyncOptions{bool(b & 2), bool(b & 4), bool(b & 8), bool(b & 16), bool(b & 32), bool(b & 64)};
+}
 
 }  // namespace
 
@@ -37,6 +49,16 @@ const char* refuse_reason_name(RefuseReason r) {
     case RefuseReason::no_space: return "no_space";
     case RefuseReason::bad_offer: return "bad_offer";
     case RefuseReason::busy: return "busy";
+  }
+  return "unknown";
+}
+
+const char* file_verdict_name(FileVerdict v) {
+  switch (v) {
+    case FileVerdict::unchanged: return "unchanged";
+    case FileVerdict::newer_here: return "newer_here";
+    case FileVerdict::exists_here: return "exists_here";
+    case FileVerdict::older_here: return "older_here";
   }
   return "unknown";
 }
@@ -100,7 +122,7 @@ void encode(const Offer& m, std::vector<uint8_t>& out) {
     w.u32(e.mtime_nsec);
     w.bytes(e.link_target);
   }
-  w.u8(m.discard ? kOfferDiscard : 0);
+  w.u8(offer_flags(m));
 }
 
 void encode(const Accept& m, std::vector<uint8_t>& out) {
@@ -113,6 +135,15 @@ void encode(const Accept& m, std::vector<uint8_t>& out) {
     w.u64(m.held[i].length);
     put_digest(w, m.held[i].hash);
   }
+  w.u32(static_cast<uint32_t>(m.files.size()));
+  for (const auto& f : m.files) {
+    w.u32(f.entry);
+    w.u8(static_cast<uint8_t>(f.verdict));
+  }
+  w.u32(m.extraneous_count);
+  const size_t listed = std::min(m.extraneous.size(), kMaxListedExtraneous);
+  w.u32(static_cast<uint32_t>(listed));
+  for (size_t i = 0; i < listed; ++i) w.bytes(m.extraneous[i].substr(0, kMaxPathBytes));
 }
 
 void encode(const Refuse& m, std::vector<uint8_t>& out) {
@@ -242,9 +273,17 @@ bool decode(std::span<const uint8_t> in, Offer& m) {
     total += e.size;
     m.entries.push_back(std::move(e));
   }
+  m.discard = false;
+  m.sync = {};
+  m.version = kProtocolVersion;
+  if (r.ok() && r.at_end()) {  // no flags byte: a sender of protocol 3
+    m.version = 3;
+    return true;
+  }
   const uint8_t flags = r.u8();
-  if (flags & ~kOfferDiscard) return false;
+  if (flags & ~kOfferFlagsKnown) return false;
   m.discard = flags & kOfferDiscard;
+  m.sync = sync_from_flags(flags);
   return finish(r);
 }
 
@@ -264,6 +303,25 @@ bool decode(std::span<const uint8_t> in, Accept& m) {
     if (h.length == 0 || h.offset > UINT64_MAX - h.length) return false;
     m.held.push_back(h);
   }
+  const uint32_t files = r.u32();
+  if (!r.ok() || files > kMaxManifestEntries || files > r.remaining() / 5) return false;
+  m.files.clear();
+  m.files.reserve(files);
+  for (uint32_t i = 0; i < files && r.ok(); ++i) {
+    FileDecision f;
+    f.entry = r.u32();
+    const uint8_t v = r.u8();
+    if (v < 1 || v > 4) return false;
+    f.verdict = static_cast<FileVerdict>(v);
+    if (!m.files.empty() && f.entry <= m.files.back().entry) return false;
+    m.files.push_back(f);
+  }
+  m.extraneous_count = r.u32();
+  const uint32_t listed = r.u32();
+  if (!r.ok() || listed > kMaxListedExtraneous || listed > m.extraneous_count || listed > r.remaining() / 4)
+    return false;
+  m.extraneous.clear();
+  for (uint32_t i = 0; i < listed && r.ok(); ++i) m.extraneous.push_back(r.bytes(kMaxPathBytes));
   return finish(r);
 }
 

@@ -62,7 +62,8 @@ enum class FrameType : uint8_t {
 
 /// 2: UDP lanes (udp_open, udp_ready, udp_piece, lane_ack).
 /// 3: resume (accept lists the ranges the receiver holds; refuse reason busy).
-/// 4: offer flags (discard: `braid probe`), cancel.
+/// 4: the offer's flags byte (discard: `braid probe`; sync options), cancel,
+///    the accept's file verdicts and extraneous paths (sync).
 constexpr uint32_t kProtocolVersion = 4;
 constexpr size_t kMaxReasonLength = 1024;
 constexpr size_t kMaxPathBytes = 4095;     // PATH_MAX - 1
@@ -72,6 +73,9 @@ constexpr size_t kMaxManifestEntries = 1u << 20;
 /// frame (16 MiB). A receiver holding more lists the first ones; the sender
 /// sends the rest again.
 constexpr size_t kMaxHeldRanges = 1u << 18;
+/// Paths an accept lists of what --delete removes (or would, --dry-run): the
+/// count is exact, the list stops here (a frame's room for names).
+constexpr size_t kMaxListedExtraneous = 1024;
 
 enum class HashAlgo : uint8_t { xxh3_128 = 1, sha256 = 2 };
 const char* hash_algo_name(HashAlgo a);
@@ -116,6 +120,20 @@ struct ManifestEntry {
   bool operator==(const ManifestEntry&) const = default;
 };
 
+/// How the offer meets files that exist already at their place on the
+/// receiver (`braid send --sync`; rsync's meanings, docs/engine.md "Sync").
+/// All false: every file is sent whole and replaces what is there.
+/// On the wire: bits 1..6 of the offer's flags byte, in this order (bit 0 is discard).
+struct SyncOptions {
+  bool sync = false;               // skip files whose size and mtime match; send only changed chunks of the rest
+  bool checksum = false;           // compare by chunk hashes even when size and mtime match
+  bool update = false;             // skip files newer on the receiver
+  bool ignore_existing = false;    // skip every file that exists on the receiver
+  bool delete_extraneous = false;  // remove what the offered directories hold and the offer does not name
+  bool dry_run = false;            // decide and tell; write, remove and send nothing
+  bool operator==(const SyncOptions&) const = default;
+};
+
 /// decode refuses an offer whose file sizes add up past 2^64 - 1, so
 /// total_bytes() never wraps.
 struct Offer {
@@ -127,6 +145,11 @@ struct Offer {
   /// The receiver verifies and acks every piece and writes nothing: the
   /// bytes only measure the paths (`braid probe`). Its entries name no file.
   bool discard = false;
+  SyncOptions sync;
+  /// Not encoded: decode says 3 for an offer that ends after its entries
+  /// (a sender of protocol 3, before sync), so the receiver can refuse it
+  /// with a reason that sender understands.
+  uint32_t version = kProtocolVersion;
   uint64_t total_bytes() const;
 };
 
@@ -141,10 +164,32 @@ struct HeldRange {
   bool operator==(const HeldRange&) const = default;
 };
 
+/// What a sync found at a file's place on the receiver. `unchanged`,
+/// `newer_here` and `exists_here` keep the receiver's file as it is: none of
+/// its bytes is sent. `older_here`: the receiver has another version, and
+/// its chunks' hashes are among the held ranges (only the differing chunks
+/// are sent). A file with no verdict is new there: sent whole.
+enum class FileVerdict : uint8_t { unchanged = 1, newer_here = 2, exists_here = 3, older_here = 4 };
+const char* file_verdict_name(FileVerdict v);
+
+struct FileDecision {
+  uint32_t entry = 0;  // index into the offer's entries (a regular file)
+  FileVerdict verdict = FileVerdict::unchanged;
+  bool operator==(const FileDecision&) const = default;
+};
+
 struct Accept {
   static constexpr FrameType kType = FrameType::accept;
   uint32_t transfer_id = 0;
   std::vector<HeldRange> held;  // sorted by offset, disjoint (the sender checks)
+  /// Sync only: a verdict per file that exists on the receiver, by entry,
+  /// strictly increasing (the sender checks them against its offer).
+  std::vector<FileDecision> files{};
+  /// Sync with delete: how many paths under the offered directories the
+  /// offer does not name (removed once the transfer verified), and the
+  /// first kMaxListedExtraneous of them.
+  uint32_t extraneous_count = 0;
+  std::vector<std::string> extraneous{};
 };
 
 /// busy: the same transfer is being received by another braid session.

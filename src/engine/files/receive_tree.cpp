@@ -122,6 +122,9 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
                               (opts.bytes_present ? " (" + format_size(Bytes(opts.bytes_present)) + " already here)" : "") +
                               ", " + format_size(Bytes(avail)) + " available"};
   }
+  t->keep_ = opts.keep;
+  t->keep_.resize(offer.entries.size(), false);
+  t->keep_existing_.assign(offer.entries.size(), false);
   if (auto err = t->create_all(opts.keep_parts)) return *err;
   return t;
 }
@@ -142,7 +145,7 @@ std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
       }
       continue;
     }
-    if (e.kind != wire::EntryKind::file) continue;
+    if (e.kind != wire::EntryKind::file || keep_[i]) continue;
     auto rel = RelativePath::parse(temp_path(i));
     if (!rel) return PrepareError{wire::RefuseReason::bad_path, rel.error().message};
     auto parent = security::open_parent_beneath(root_fd_, paths_[i], /*create_dirs=*/true, 0755);
@@ -269,7 +272,11 @@ std::string ReceiveTree::finalize(int& err) {
   std::set<std::string> parents_touched;
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
-    if (e.kind != wire::EntryKind::file) continue;
+    if (e.kind != wire::EntryKind::file || keep_[i]) continue;
+    if (keep_existing_[i]) {
+      if (auto failure = settle_existing(i, err); !failure.empty()) return failure;
+      continue;
+    }
     std::string error;
     auto fd = fds_.get(i, error);
     if (!fd) return fail("cannot reopen '" + security::printable_path(temp_path(i)) + "' (" + error + ")", EIO);
@@ -331,6 +338,75 @@ std::string ReceiveTree::finalize(int& err) {
     }
     if (auto rel = RelativePath::parse(p); rel)
       if (auto d = security::make_dirs_beneath(root_fd_, rel.value()); d) (void)::fsync(d.value().get());
+  }
+  return {};
+}
+
+security::UniqueFd ReceiveTree::open_existing(size_t entry) const {
+  auto fd = security::open_beneath(root_fd_, paths_[entry], O_RDONLY);
+  if (!fd) return security::UniqueFd();
+  struct stat st {};
+  if (::fstat(fd.value().get(), &st) != 0 || !S_ISREG(st.st_mode)) return security::UniqueFd();
+  return std::move(fd.value());
+}
+
+int ReceiveTree::copy_from_existing(size_t entry, uint64_t file_offset, uint64_t length) {
+  security::UniqueFd from = open_existing(entry);
+  if (!from.valid()) return ENOENT;
+  std::string error;
+  auto to = fds_.get(entry, error);
+  if (!to) return EIO;
+  loff_t in = static_cast<loff_t>(file_offset), out = static_cast<loff_t>(file_offset);
+  uint64_t left = length;
+  while (left > 0) {
+    const ssize_t n = ::copy_file_range(from.get(), &in, to->get(), &out, left, 0);
+    if (n > 0) {
+      left -= static_cast<uint64_t>(n);
+      continue;
+    }
+    if (n == 0) return ENODATA;  // the existing file got shorter meanwhile
+    if (errno == EINTR) continue;
+    if (errno != EXDEV && errno != ENOSYS && errno != EOPNOTSUPP && errno != EINVAL) return errno;
+    // No copy_file_range between these files: through a buffer.
+    std::vector<uint8_t> buf(std::min<uint64_t>(left, 1 << 20));
+    while (left > 0) {
+      const ssize_t r = ::pread(from.get(), buf.data(), std::min<uint64_t>(left, buf.size()), in);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return r == 0 ? ENODATA : errno;
+      for (ssize_t done = 0; done < r;) {
+        const ssize_t w = ::pwrite(to->get(), buf.data() + done, static_cast<size_t>(r - done), out + done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w == 0 ? ENOSPC : errno;
+        done += w;
+      }
+      in += r;
+      out += r;
+      left -= static_cast<uint64_t>(r);
+    }
+  }
+  return 0;
+}
+
+void ReceiveTree::keep_existing(size_t entry) {
+  if (entry < keep_existing_.size()) keep_existing_[entry] = true;
+}
+
+std::string ReceiveTree::settle_existing(size_t i, int& err) {
+  const auto& e = entries_[i];
+  security::UniqueFd fd = open_existing(i);
+  if (!fd.valid()) {
+    err = ENOENT;
+    return "'" + security::printable_path(e.path) + "' went away on the receiver during the sync";
+  }
+  const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
+  if (::fchmod(fd.get(), e.mode & 07777) != 0 || ::futimens(fd.get(), times) != 0) {
+    err = errno;
+    return "setting the mode and mtime of '" + security::printable_path(e.path) + "': " + errno_text(err);
+  }
+  auto parent = security::open_parent_beneath(root_fd_, paths_[i], false);
+  if (parent) {
+    const std::string tmp_leaf = ".braid-" + tag_ + "-" + std::to_string(i) + ".part";
+    (void)::unlinkat(parent.value().dir.get(), tmp_leaf.c_str(), 0);
   }
   return {};
 }

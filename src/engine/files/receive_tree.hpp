@@ -44,6 +44,9 @@ struct PrepareOptions {
   uint64_t bytes_present = 0;
   /// Which of the offer's symlinks finalize creates (link_policy.hpp).
   LinkPolicy links = LinkPolicy::safe;
+  /// Sync, by entry: files the receiver keeps as they are — no temporary
+  /// file, nothing written, nothing put in place (empty: none).
+  std::vector<bool> keep;
 };
 
 /// A symlink of the offer that finalize will not create, and why.
@@ -82,6 +85,20 @@ class ReceiveTree {
   /// else what failed (and errno in `err`).
   std::string finalize(int& err);
 
+  // ---- sync: the file that stands at an entry's final place now ----------
+  /// Opened read-only (a link is not followed); invalid if there is none.
+  security::UniqueFd open_existing(size_t entry) const;
+  /// Copies `length` bytes at `file_offset` of the existing file into the
+  /// entry's temporary file at the same offset (copy_file_range: in the
+  /// kernel, a reflink where the file system shares extents). 0 or errno.
+  int copy_from_existing(size_t entry, uint64_t file_offset, uint64_t length);
+  /// The existing file already holds exactly the entry's bytes (every
+  /// chunk's hash matched): finalize gives it the entry's mode and mtime
+  /// and drops the temporary file instead of renaming it over.
+  void keep_existing(size_t entry);
+  /// The entry's path as offered.
+  const std::string& path(size_t entry) const { return entries_[entry].path; }
+
   const FileLayout& layout() const { return layout_; }
   /// The offer's links that --links keeps out of the target (decided at prepare).
   const std::vector<SkippedLink>& skipped_links() const { return skipped_links_; }
@@ -91,6 +108,8 @@ class ReceiveTree {
  private:
   ReceiveTree(int root_fd, const wire::Offer& offer, std::string tag);
   std::optional<PrepareError> create_all(bool keep_parts);
+  /// finalize of a keep_existing entry.
+  std::string settle_existing(size_t entry, int& err);
 
   int root_fd_;
   std::vector<wire::ManifestEntry> entries_;
@@ -104,6 +123,8 @@ class ReceiveTree {
   std::vector<int64_t> found_;  // by entry: part_size_found
   std::vector<SkippedLink> skipped_links_;
   std::vector<bool> link_skipped_;  // by entry
+  std::vector<bool> keep_;           // by entry: PrepareOptions::keep
+  std::vector<bool> keep_existing_;  // by entry: keep_existing()
 };
 
 /// Checks that `dir` is a directory braid can create files in (a probe file

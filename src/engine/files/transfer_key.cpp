@@ -11,7 +11,8 @@ std::string TransferKey::tag() const {
   return d.hex();
 }
 
-TransferKey transfer_key(const wire::Offer& offer, std::span<const uint8_t> sender_identity) {
+TransferKey transfer_key(const wire::Offer& offer, std::span<const uint8_t> sender_identity,
+                         std::span<const uint32_t> kept) {
   wire::Offer copy = offer;
   copy.transfer_id = 0;  // the same files offered in another session find the same key
   std::vector<uint8_t> bytes;
@@ -22,6 +23,12 @@ TransferKey transfer_key(const wire::Offer& offer, std::span<const uint8_t> send
   const uint8_t n = static_cast<uint8_t>(std::min<size_t>(sender_identity.size(), 255));
   h.update(std::span<const uint8_t>(&n, 1));
   h.update(sender_identity.first(n));
+  if (!kept.empty()) {
+    std::vector<uint8_t> ids;
+    for (const uint32_t k : kept)
+      for (int i = 3; i >= 0; --i) ids.push_back(static_cast<uint8_t>(k >> (8 * i)));
+    h.update(ids);
+  }
   const wire::Digest d = h.finish();
   TransferKey k;
   std::copy(d.bytes.begin(), d.bytes.begin() + 32, k.bytes.begin());

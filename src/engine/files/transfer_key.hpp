@@ -24,6 +24,10 @@ struct TransferKey {
   std::string tag() const;
 };
 
-TransferKey transfer_key(const wire::Offer& offer, std::span<const uint8_t> sender_identity);
+/// `kept` (sync): the offer's files the receiver keeps as they are. They
+/// have no temporary file, so a run that keeps others must not take this
+/// run's journal for its own: the set is part of the key.
+TransferKey transfer_key(const wire::Offer& offer, std::span<const uint8_t> sender_identity,
+                         std::span<const uint32_t> kept = {});
 
 }  // namespace braid::files

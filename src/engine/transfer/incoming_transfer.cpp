@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <set>
 
 #include "core/chunk_plan.hpp"
 #include "core/units_parse.hpp"
@@ -33,6 +36,46 @@ files::HeldRanges claimable(const files::HeldRanges& loaded) {
   return out;
 }
 
+// The ranges a sync may reuse from the older versions of files here: the
+// chunks both versions have, each hashed from the receiver's own disk (one
+// file open at a time, 1 MiB read at a time), less the ranges the journal
+// holds already. False if interrupted.
+bool hash_reusable(IncomingTransfer& t, const std::vector<wire::FileDecision>& files, const files::HeldRanges& held,
+                   const std::atomic<bool>* interrupted) {
+  const auto starts = session::sync::entry_offsets(t.offer);
+  std::vector<uint8_t> buf;
+  for (const auto& f : files) {
+    if (f.verdict != wire::FileVerdict::older_here) continue;
+    const auto& e = t.offer.entries[f.entry];
+    const uint64_t old_size = t.older[f.entry].size;
+    if (old_size == 0 || e.size == 0) continue;
+    security::UniqueFd fd = t.tree->open_existing(f.entry);
+    if (!fd.valid()) continue;
+    for (const auto& span :
+         session::sync::reusable_spans(starts[f.entry], e.size, old_size, t.offer.chunk_size)) {
+      if (interrupted && interrupted->load()) return false;
+      if (held.overlaps(span.offset, span.length)) continue;  // this run's journal has newer bytes there
+      files::PieceHasher h(t.offer.hash);
+      buf.resize(std::min<uint64_t>(span.length, 1 << 20));
+      const uint64_t file_offset = span.offset - starts[f.entry];
+      bool ok = true;
+      for (uint64_t done = 0; done < span.length && ok;) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), span.length - done));
+        const ssize_t r = ::pread(fd.get(), buf.data(), n, static_cast<off_t>(file_offset + done));
+        if (r <= 0) {
+          ok = r < 0 && errno == EINTR;
+          continue;
+        }
+        h.update(std::span<const uint8_t>(buf.data(), static_cast<size_t>(r)));
+        done += static_cast<uint64_t>(r);
+      }
+      if (!ok) break;  // cut meanwhile: what is left of it is sent
+      t.reused.push_back({f.entry, file_offset, wire::HeldRange{span.offset, span.length, h.finish()}});
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string IncomingTransfer::may_write(uint64_t offset, uint64_t length) {
@@ -49,7 +92,15 @@ int IncomingTransfer::write(uint64_t offset, std::span<const uint8_t> bytes) {
   return tree->write(offset, bytes);
 }
 
-std::string IncomingTransfer::finalize(int& err) {
+std::string IncomingTransfer::finalize(int& err, const std::vector<wire::HeldRange>& held) {
+  if (!reused.empty()) {
+    if (std::string failure = put_reused(err, held); !failure.empty()) return failure;
+  }
+  // --delete: the transfer verified, so what the source no longer has goes
+  // now — before the directories get their mtimes, which it changes.
+  for (const auto& path : extraneous)
+    if (std::string e = files::remove_tree_beneath(root_fd, path, deleted); !e.empty()) delete_errors.push_back(e);
+  extraneous.clear();  // a finalize tried again removes nothing twice
   // A last commit first: should putting the files in place fail, the next
   // run resumes everything that arrived.
   if (resume) resume->halt();
@@ -57,6 +108,58 @@ std::string IncomingTransfer::finalize(int& err) {
   if (failure.empty() && resume) resume->complete();  // every file is in place: nothing left to resume
   if (failure.empty()) over = true;
   return failure;
+}
+
+std::string IncomingTransfer::put_reused(int& err, const std::vector<wire::HeldRange>& held) {
+  // Which reused chunks still count: the sender kept them (no piece came over them).
+  std::set<std::pair<uint64_t, uint64_t>> counted;
+  for (const auto& h : held)
+    if (h.hash.size) counted.insert({h.offset, h.length});
+  std::map<size_t, uint64_t> covered;  // entry -> bytes of it that come from its older version
+  for (const auto& r : reused)
+    if (counted.count({r.range.offset, r.range.length})) covered[r.entry] += r.range.length;
+  std::vector<uint8_t> buf;
+  std::set<size_t> kept_whole;
+  for (const auto& r : reused) {
+    if (!counted.count({r.range.offset, r.range.length})) continue;
+    const auto& e = offer.entries[r.entry];
+    const files::FoundFile& was = older[r.entry];
+    const files::FoundFile now = files::stat_beneath(root_fd, e.path);
+    if (now.kind != was.kind || now.size != was.size || now.mtime_sec != was.mtime_sec ||
+        now.mtime_nsec != was.mtime_nsec) {
+      err = ESTALE;
+      return "'" + security::printable_path(e.path) +
+             "' changed on the receiver while it was synced: run the same command again";
+    }
+    if (covered[r.entry] == e.size && was.size == e.size) {
+      // Every chunk matched: the file here is the one sent. It stays; only
+      // its mode and mtime change (no copy, no rename).
+      if (kept_whole.insert(r.entry).second) {
+        tree->keep_existing(r.entry);
+        --tally.files_updated;  // nothing of it was sent after all
+        ++tally.files_unchanged;
+      }
+      continue;
+    }
+    if (int e2 = tree->copy_from_existing(r.entry, r.file_offset, r.range.length); e2 != 0) {
+      err = e2;
+      return "copying the unchanged part of '" + security::printable_path(e.path) + "': " + std::strerror(e2);
+    }
+    // Verified like every piece: read back from the temporary file and hashed.
+    buf.resize(r.range.length);
+    if (int e3 = tree->read(r.range.offset, buf); e3 != 0) {
+      err = e3;
+      return "reading back '" + security::printable_path(tree->temp_path(r.entry)) + "': " + std::strerror(e3);
+    }
+    files::PieceHasher h(offer.hash);
+    h.update(buf);
+    if (!(h.finish() == r.range.hash)) {
+      err = ESTALE;
+      return "'" + security::printable_path(e.path) +
+             "' changed on the receiver while it was synced: run the same command again";
+    }
+  }
+  return {};
 }
 
 void IncomingTransfer::abandon(std::optional<wire::ResultStatus> status) {
@@ -131,11 +234,59 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
     t->offer = offer;
     return PreparedOffer{std::move(t), wire::Accept{id, {}}};
   }
+  // Sync: what stands at each file's place here decides what is sent.
+  std::vector<wire::FileDecision> decisions;
+  std::map<size_t, files::FoundFile> older;
+  std::vector<bool> keep(offer.entries.size(), false);
+  std::vector<uint32_t> kept_ids;
+  std::vector<std::string> extraneous;
+  if (offer.sync.sync) {
+    files::TargetStat target(ctx.root_fd);
+    for (size_t i = 0; i < offer.entries.size(); ++i) {
+      const auto& e = offer.entries[i];
+      if (e.kind != wire::EntryKind::file) continue;
+      const files::FoundFile found = target.at(e.path);
+      session::sync::Existing there;
+      there.kind = found.kind == 0   ? session::sync::Existing::Kind::none
+                   : found.kind == 1 ? session::sync::Existing::Kind::file
+                                     : session::sync::Existing::Kind::other;
+      there.size = found.size;
+      there.mtime_sec = found.mtime_sec;
+      there.mtime_nsec = found.mtime_nsec;
+      const auto verdict = session::sync::decide(e, there, offer.sync);
+      if (!verdict) continue;
+      decisions.push_back({static_cast<uint32_t>(i), *verdict});
+      if (session::sync::keeps(*verdict)) {
+        keep[i] = true;
+        kept_ids.push_back(static_cast<uint32_t>(i));
+      } else {
+        older[i] = found;
+      }
+    }
+    if (offer.sync.delete_extraneous) extraneous = files::find_extraneous(ctx.root_fd, offer);
+  }
+  const session::sync::Tally tally = session::sync::tally(offer, decisions);
+  auto with_sync = [&](wire::Accept a) {
+    a.files = decisions;
+    a.extraneous_count = static_cast<uint32_t>(std::min<size_t>(extraneous.size(), UINT32_MAX));
+    for (size_t i = 0; i < extraneous.size() && i < wire::kMaxListedExtraneous; ++i) a.extraneous.push_back(extraneous[i]);
+    return a;
+  };
+  if (offer.sync.sync)
+    log.write("sync", {{"transfer", id}, {"files_sent", tally.files_sent}, {"files_unchanged", tally.files_unchanged},
+                       {"files_skipped", tally.files_skipped}, {"files_updated", tally.files_updated},
+                       {"kept_bytes", tally.kept_bytes}, {"extraneous", extraneous.size()},
+                       {"dry_run", offer.sync.dry_run}});
+  if (offer.sync.dry_run) {
+    // Decided and told; nothing made, nothing removed.
+    for (const auto& x : extraneous) ctx.note("dry run: would delete '" + security::printable_path(x) + "'");
+    return PreparedOffer{nullptr, with_sync(wire::Accept{id, {}})};
+  }
   // Resume: the journal of an earlier run of this very offer from this very
   // sender (the key says which), if there is one.
-  const files::TransferKey key = files::transfer_key(offer, ctx.peer_key);
+  const files::TransferKey key = files::transfer_key(offer, ctx.peer_key, kept_ids);
   std::unique_ptr<files::ResumeJournal> journal;
-  if (offer.total_bytes() > 0) {
+  if (offer.total_bytes() > tally.kept_bytes) {  // something will be written: worth a journal
     auto opened = files::ResumeJournal::open(
         ctx.root_fd, files::JournalParams{key, offer.hash, offer.chunk_size, offer.total_bytes()}, kJournalLockWait,
         ctx.interrupted);
@@ -147,8 +298,9 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
     }
   }
   const files::HeldRanges loaded = journal ? journal->loaded() : files::HeldRanges();
-  auto prepared = files::ReceiveTree::prepare(ctx.root_fd, offer,
-                                              files::PrepareOptions{key.tag(), !loaded.empty(), loaded.bytes(), ctx.links});
+  auto prepared = files::ReceiveTree::prepare(
+      ctx.root_fd, offer,
+      files::PrepareOptions{key.tag(), !loaded.empty(), loaded.bytes() + tally.kept_bytes, ctx.links, keep});
   if (auto* err = std::get_if<files::PrepareError>(&prepared)) {
     if (journal && loaded.empty()) (void)journal->remove();  // nothing to resume: leave nothing behind
     return refuse(err->reason, err->message);
@@ -157,7 +309,26 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
   t->offer = offer;
   t->tree = std::move(std::get<0>(prepared));
   t->faults = ctx.faults;
-  wire::Accept accept{id, {}};
+  t->root_fd = ctx.root_fd;
+  t->older = std::move(older);
+  t->tally = tally;
+  wire::Accept accept = with_sync(wire::Accept{id, {}});
+  t->extraneous_found = extraneous.size();
+  t->extraneous = std::move(extraneous);
+  // The chunks of older versions here join the held ranges (after the
+  // journal's, which they never overlap); the sender checks them all alike.
+  auto add_reused = [&](const files::HeldRanges& held) -> bool {
+    if (decisions.empty()) return true;
+    const auto began = std::chrono::steady_clock::now();
+    if (!hash_reusable(*t, decisions, held, ctx.interrupted)) return false;
+    uint64_t bytes = 0;
+    for (const auto& r : t->reused)
+      if (accept.held.size() < wire::kMaxHeldRanges) accept.held.push_back(r.range), bytes += r.range.length;
+    std::sort(accept.held.begin(), accept.held.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
+    log.write("sync_hashed", {{"transfer", id}, {"ranges", t->reused.size()}, {"bytes", bytes},
+                              {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count()}});
+    return true;
+  };
   for (const auto& l : t->tree->skipped_links()) {
     log.write("link_skipped", {{"transfer", id}, {"path", json_safe(l.path)}, {"target", json_safe(l.target)},
                                {"reason", l.reason}});
@@ -165,7 +336,10 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
              security::printable_path(l.target) + "': " + l.reason + " (--links " + files::link_policy_name(ctx.links) +
              ")");
   }
-  if (!journal) return PreparedOffer{std::move(t), std::move(accept)};
+  if (!journal) {
+    if (!add_reused(files::HeldRanges())) return wire::Refuse{id, wire::RefuseReason::busy, "the receiver was interrupted"};
+    return PreparedOffer{std::move(t), std::move(accept)};
+  }
   const files::HeldRanges claimed = claimable(loaded);
   if (!loaded.empty()) {
     // A temporary file another size than its file: cut, extended or gone
@@ -209,6 +383,7 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
                          {"journal_records_dropped", journal->dropped_records()},
                          {"reverified_bytes", t->reverified_bytes}, {"refetched_bytes", t->refetched_bytes},
                          {"mismatched_ranges", v.failed.size()}, {"check_seconds", v.seconds}});
+  if (!add_reused(held)) return wire::Refuse{id, wire::RefuseReason::busy, "the receiver was interrupted"};
   t->resume = std::make_unique<files::ResumeRecorder>(std::move(journal), *t->tree, std::move(held));
   return PreparedOffer{std::move(t), std::move(accept)};
 }

@@ -13,13 +13,16 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <variant>
 
+#include "core/session/sync.hpp"
 #include "engine/files/link_policy.hpp"
 #include "engine/files/receive_tree.hpp"
+#include "engine/files/sync_target.hpp"
 #include "engine/files/resume_recorder.hpp"
 #include "engine/transfer/event_log.hpp"
 #include "core/wire/messages.hpp"
@@ -51,6 +54,24 @@ struct IncomingTransfer {
   uint64_t reverified_bytes = 0;  // matched their hash: held, not sent again
   uint64_t refetched_bytes = 0;   // claimed but not on disk as claimed: sent again
   double resume_check_seconds = 0;
+  // Sync (docs/engine.md, "Sync").
+  /// A chunk of an older version of a file here whose hash the accept
+  /// lists: if the sender keeps it, finalize copies it into the temporary
+  /// file and checks it again.
+  struct Reused {
+    size_t entry = 0;
+    uint64_t file_offset = 0;
+    wire::HeldRange range;
+  };
+  std::vector<Reused> reused;
+  /// older_here entries: what stood at their place at the offer.
+  std::map<size_t, files::FoundFile> older;
+  session::sync::Tally tally;
+  std::vector<std::string> extraneous;  // --delete: removed once the files are in place
+  uint64_t extraneous_found = 0;        // how many the offer found
+  uint64_t deleted = 0;                 // entries removed (a directory's contents count each)
+  std::vector<std::string> delete_errors;
+  int root_fd = -1;  // the target (borrowed)
   /// Ended (put in place, failed or abandoned): bytes still arriving are dropped.
   std::atomic<bool> over{false};
 
@@ -61,13 +82,18 @@ struct IncomingTransfer {
   std::string may_write(uint64_t offset, uint64_t length);
   /// A verified piece's bytes to disk: 0, or the errno.
   int write(uint64_t offset, std::span<const uint8_t> bytes);
-  /// Every byte verified and the root hash right: a last commit, the files
-  /// in place, the journal gone. Empty on success, else why (and `err`).
-  std::string finalize(int& err);
+  /// Every byte verified and the root hash right: the reused chunks that
+  /// still count (`held`, from the machine) copied in and checked, a last
+  /// commit, the files in place, the journal gone, then --delete. Empty on
+  /// success, else why (and `err`).
+  std::string finalize(int& err, const std::vector<wire::HeldRange>& held = {});
   /// Failed or its session ended: the temporary files and the journal of
   /// what in them is verified stay for a later run — unless the root hash
   /// disagreed (which piece is wrong is unknown: nothing is kept).
   void abandon(std::optional<wire::ResultStatus> status);
+
+ private:
+  std::string put_reused(int& err, const std::vector<wire::HeldRange>& held);
 };
 
 struct OfferContext {

@@ -318,6 +318,12 @@ void ReceiverSession::answer_offer(uint32_t id, std::variant<PreparedOffer, wire
     return drive([&](session::Receiver& m) { m.handle_offer_prepared(id, r, now()); });
   }
   PreparedOffer& p = std::get<PreparedOffer>(answer);
+  if (!p.transfer) {  // a dry run: the answer is all there is
+    note("dry run for '" + peer_ + "': " + std::to_string(p.accept.files.size()) + " of the offered files exist here, " +
+         std::to_string(p.accept.extraneous_count) + " entries would be deleted; nothing changed");
+    wire::Accept dry = p.accept;
+    return drive([&](session::Receiver& m) { m.handle_offer_prepared(id, dry, now()); });
+  }
   const uint64_t held = p.transfer->resume ? p.transfer->resume->held_bytes() : 0;
   const size_t entries = p.transfer->offer.entries.size();
   const uint64_t bytes = p.transfer->offer.total_bytes();
@@ -341,7 +347,8 @@ void ReceiverSession::run_job(session::FinalizeTransfer& a) {
   }
   if (!t || t->over) return;  // abandoned meanwhile (the session ended): its journal stays
   int err = 0;
-  const std::string failure = t->finalize(err);
+  const std::string failure = t->finalize(err, a.held);
+  for (const auto& e : t->delete_errors) note("--delete: " + e);
   if (!failure.empty()) {
     const bool full = err == ENOSPC || err == EDQUOT;
     const auto status = full ? wire::ResultStatus::no_space : wire::ResultStatus::write_failed;
@@ -397,8 +404,20 @@ TransferReport ReceiverSession::report_locked(const IncomingTransfer& t, bool fi
     return rep;
   }
   const uint64_t resumed = view.held_bytes;
-  const uint64_t crossed = total > resumed ? total - resumed : 0;
+  const uint64_t crossed = total - std::min(total, resumed + view.kept_bytes);
   rep.resumed_bytes = resumed;
+  rep.sent_bytes = crossed;
+  if (t.offer.sync.sync) {
+    rep.sync.on = true;
+    rep.sync.files_sent = t.tally.files_sent;
+    rep.sync.files_unchanged = t.tally.files_unchanged;
+    rep.sync.files_skipped = t.tally.files_skipped;
+    rep.sync.files_updated = t.tally.files_updated;
+    rep.sync.kept_bytes = view.kept_bytes;
+    rep.sync.reused_bytes = resumed;
+    rep.sync.extraneous = t.extraneous_found;
+    rep.sync.deleted = t.deleted;
+  }
   rep.held_bytes = total;
   if (t.tree)
     for (const auto& l : t.tree->skipped_links()) rep.skipped.push_back(SkippedEntry{l.path, l.reason, l.target});

@@ -81,12 +81,27 @@ nlohmann::json to_json(const SkippedEntry& e) {
   return j;
 }
 
+nlohmann::json to_json(const SyncReport& s) {
+  nlohmann::json j = {{"dry_run", s.dry_run},
+                      {"files_sent", s.files_sent},
+                      {"files_unchanged", s.files_unchanged},
+                      {"files_skipped", s.files_skipped},
+                      {"files_updated", s.files_updated},
+                      {"kept_bytes", s.kept_bytes},
+                      {"reused_bytes", s.reused_bytes},
+                      {"reused_chunks", s.reused_chunks},
+                      {"extraneous", s.extraneous},
+                      {"deleted", s.deleted}};
+  if (s.dry_run) j["plan"] = s.plan;
+  return j;
+}
+
 nlohmann::json to_json(const TransferReport& r) {
   nlohmann::json lanes = nlohmann::json::array();
   for (const auto& l : r.lanes) lanes.push_back(to_json(l));
   nlohmann::json skipped = nlohmann::json::array();
   for (const auto& e : r.skipped) skipped.push_back(to_json(e));
-  return {{"role", r.role},
+  nlohmann::json j = {{"role", r.role},
           {"transfer_id", r.transfer_id},
           {"peer", r.peer},
           {"policy", r.policy},
@@ -112,7 +127,10 @@ nlohmann::json to_json(const TransferReport& r) {
           {"stalls", r.stalls},
           {"duplicates", r.duplicates},
           {"abandoned", r.abandoned},
+          {"sent_bytes", r.sent_bytes},
           {"lanes", lanes}};
+  if (r.sync.on) j["sync"] = to_json(r.sync);
+  return j;
 }
 
 }  // namespace braid::transfer

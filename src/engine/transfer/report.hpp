@@ -72,6 +72,23 @@ struct SkippedEntry {
   std::string link_target;  // links only
 };
 
+/// What a sync did (docs/engine.md, "Sync"); in both ends' reports.
+struct SyncReport {
+  bool on = false;
+  bool dry_run = false;
+  uint64_t files_sent = 0;       // new on the receiver: sent whole
+  uint64_t files_unchanged = 0;  // size and mtime matched: nothing sent
+  uint64_t files_skipped = 0;    // --update (newer there), --ignore-existing
+  uint64_t files_updated = 0;    // an older version there: only what differs sent
+  uint64_t kept_bytes = 0;       // bytes of the unchanged and skipped files
+  uint64_t reused_bytes = 0;     // chunks of older versions (and, resuming, of an earlier run) not sent
+  uint64_t reused_chunks = 0;
+  uint64_t extraneous = 0;       // --delete: entries there the source does not have
+  uint64_t deleted = 0;          // recv: entries removed (a directory's contents each)
+  std::vector<std::string> extraneous_listed;  // dry run: the first of them
+  std::vector<std::string> plan;  // send, dry run: "send PATH", "update PATH", "unchanged PATH", …, "delete PATH"
+};
+
 struct TransferReport {
   std::string role;  // "send" or "recv"
   uint32_t transfer_id = 0;
@@ -96,6 +113,10 @@ struct TransferReport {
   /// backlog and the lanes' windows, whatever the network brings.
   uint64_t buffered_peak_bytes = 0;
   std::vector<SkippedEntry> skipped;  // recv: links not created (--links)
+  /// The bytes that crossed as pieces this run: bytes less resumed, reused
+  /// and kept ones (duplicates not counted).
+  uint64_t sent_bytes = 0;
+  SyncReport sync;
   double seconds = 0;
   double rate_bytes_per_sec = 0;  // (bytes - resumed_bytes) / seconds: what crossed the network
   /// send: from the start of the connect (the command, less process start)

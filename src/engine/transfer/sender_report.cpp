@@ -4,6 +4,7 @@
 // writes) and the lanes' own counters.
 #include <algorithm>
 
+#include "core/session/sync.hpp"
 #include "engine/transfer/exit_codes.hpp"
 #include "engine/transfer/live_display.hpp"
 #include "engine/transfer/sender_session.hpp"
@@ -51,11 +52,56 @@ TransferOutcome SenderSession::outcome_locked(const files::SourceTree& tree, con
     // The session's clock starts with the connect: this is command to first byte, less process start.
     if (t.first_ack != Time::never()) out.report.first_byte_seconds = t.first_ack.to_seconds();
     out.report.rate_bytes_per_sec =
-        out.report.seconds > 0
-            ? static_cast<double>(out.report.bytes - std::min(out.report.bytes, out.report.resumed_bytes)) / out.report.seconds
-            : 0;
+        out.report.seconds > 0 ? static_cast<double>(out.report.sent_bytes) / out.report.seconds : 0;
+  }
+  if (opts.sync.sync) {
+    wire::Offer offer;
+    offer.entries = tree.entries;
+    offer.sync = opts.sync;
+    const auto& files = o.end == session::TransferOutcome::End::answered ? o.files : machine_->sync_files();
+    const auto tally = session::sync::tally(offer, files, machine_->reused_ranges());
+    SyncReport& sr = out.report.sync;
+    sr.on = true;
+    sr.dry_run = opts.sync.dry_run;
+    sr.files_sent = tally.files_sent;
+    sr.files_unchanged = tally.files_unchanged;
+    sr.files_skipped = tally.files_skipped;
+    sr.files_updated = tally.files_updated;
+    sr.kept_bytes = tally.kept_bytes;
+    sr.reused_bytes = machine_->resumed_bytes();
+    sr.reused_chunks = machine_->resumed_ranges();
+    sr.extraneous = o.end == session::TransferOutcome::End::answered ? o.extraneous_count : machine_->extraneous_count();
+    if (opts.sync.dry_run) {
+      // What a real run would do, file by file (the receiver's verdicts).
+      auto it = files.begin();
+      for (size_t i = 0; i < tree.entries.size(); ++i) {
+        if (tree.entries[i].kind != wire::EntryKind::file) continue;
+        while (it != files.end() && it->entry < i) ++it;
+        const bool has = it != files.end() && it->entry == i;
+        const std::string what = !has ? "send"
+                                 : it->verdict == wire::FileVerdict::older_here ? "update"
+                                                                                 : wire::file_verdict_name(it->verdict);
+        sr.plan.push_back(what + " " + tree.entries[i].path);
+      }
+      for (const auto& x : o.extraneous) sr.plan.push_back("delete " + x);
+      sr.extraneous_listed = o.extraneous;
+    }
   }
   switch (o.end) {
+    case session::TransferOutcome::End::answered:
+      out.exit_code = kExitOk;
+      out.report.role = "send";
+      out.report.transfer_id = t.id;
+      out.report.peer = peer_name_;
+      out.report.files = tree.file_count;
+      out.report.bytes = tree.total_bytes;
+      out.report.status = "dry_run";
+      out.message = "dry run: " + std::to_string(out.report.sync.files_sent) + " files would be sent whole, " +
+                    std::to_string(out.report.sync.files_updated) + " updated, " +
+                    std::to_string(out.report.sync.files_unchanged) + " are unchanged, " +
+                    std::to_string(out.report.sync.files_skipped) + " skipped, " +
+                    std::to_string(out.report.sync.extraneous) + " entries deleted; nothing was changed";
+      break;
     case session::TransferOutcome::End::result:
       out.exit_code = exit_code_for_result(o.result);
       out.message = o.verified() ? "every file arrived and verified" : "the receiver reports: " + o.message;
@@ -179,11 +225,13 @@ TransferReport SenderSession::build_report_locked(const files::SourceTree& tree)
   r.bytes = s.plan().delivered_bytes().count();
   r.resumed_bytes = machine_->resumed_bytes();
   r.resume_rejected_bytes = machine_->resume_rejected_bytes();
+  const uint64_t not_sent = r.resumed_bytes + machine_->kept_bytes();
+  r.sent_bytes = r.bytes - std::min(r.bytes, not_sent);
   r.stalls = s.total_stalls();
   r.duplicates = s.total_duplicates();
   r.abandoned = s.total_abandoned();
   // Shares of what this run sent: resumed bytes crossed no lane.
-  const double total = static_cast<double>(std::max<uint64_t>(1, r.bytes - std::min(r.bytes, r.resumed_bytes)));
+  const double total = static_cast<double>(std::max<uint64_t>(1, r.sent_bytes));
   std::map<LaneNo, session::Sender::LaneView> views;
   for (const auto& v : machine_->lanes()) views[v.id] = v;
   for (size_t i = 0; i < s.lane_count(); ++i) {

@@ -581,6 +581,8 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
   spec.hash = opts.hash;
   spec.chunk_size = opts.chunk_size;
   spec.policy = std::move(policy);
+  spec.sync = opts.sync;
+  spec.answer_only = opts.sync.dry_run;  // a dry run ends with the receiver's answer
   std::unique_lock lock(mu_);
   const auto id = machine_->start_transfer(std::move(spec), now());
   if (!id) return {kExitLanesLost, "every lane closed before the offer could be sent", {}};

@@ -106,6 +106,8 @@ struct TransferOptions {
   std::string policy = "braid";
   wire::HashAlgo hash = wire::HashAlgo::xxh3_128;
   uint64_t chunk_size = 1 << 20;
+  /// How files that exist on the receiver are met (--sync and its flags).
+  wire::SyncOptions sync;
   /// The live display (the caller's, outliving send()); null: none.
   LiveDisplay* display = nullptr;
 };

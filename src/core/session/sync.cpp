@@ -1,0 +1,125 @@
+#include "core/session/sync.hpp"
+
+#include <algorithm>
+
+namespace braid::session::sync {
+
+std::optional<wire::FileVerdict> decide(const wire::ManifestEntry& entry, const Existing& there,
+                                        const wire::SyncOptions& opts) {
+  if (!opts.sync || entry.kind != wire::EntryKind::file || there.kind == Existing::Kind::none) return std::nullopt;
+  if (opts.ignore_existing) return wire::FileVerdict::exists_here;
+  // Only a regular file can be compared or kept: a link or a device under
+  // the name is replaced by the file sent whole.
+  if (there.kind != Existing::Kind::file) return std::nullopt;
+  const bool newer = there.mtime_sec > entry.mtime_sec ||
+                     (there.mtime_sec == entry.mtime_sec && there.mtime_nsec > entry.mtime_nsec);
+  if (opts.update && newer) return wire::FileVerdict::newer_here;
+  const bool same_stamp = there.size == entry.size && there.mtime_sec == entry.mtime_sec &&
+                          there.mtime_nsec == entry.mtime_nsec;
+  if (same_stamp && !opts.checksum) return wire::FileVerdict::unchanged;
+  return wire::FileVerdict::older_here;
+}
+
+std::vector<uint64_t> entry_offsets(const wire::Offer& offer) {
+  std::vector<uint64_t> out(offer.entries.size());
+  uint64_t at = 0;
+  for (size_t i = 0; i < offer.entries.size(); ++i) {
+    out[i] = at;
+    if (offer.entries[i].kind == wire::EntryKind::file) at += offer.entries[i].size;
+  }
+  return out;
+}
+
+namespace {
+
+void cut_at_chunks(Span s, uint64_t chunk, std::vector<wire::HeldRange>& out) {
+  while (s.length > 0) {
+    const uint64_t room = chunk - s.offset % chunk;
+    const uint64_t n = std::min(room, s.length);
+    out.push_back(wire::HeldRange{s.offset, n, {}});
+    s.offset += n;
+    s.length -= n;
+  }
+}
+
+}  // namespace
+
+std::vector<wire::HeldRange> kept_records(const wire::Offer& offer, const std::vector<wire::FileDecision>& files) {
+  std::vector<wire::HeldRange> out;
+  if (offer.chunk_size == 0) return out;
+  const auto starts = entry_offsets(offer);
+  std::optional<Span> run;
+  for (const auto& f : files) {
+    if (f.entry >= offer.entries.size() || !keeps(f.verdict)) continue;
+    const auto& e = offer.entries[f.entry];
+    if (e.kind != wire::EntryKind::file || e.size == 0) continue;
+    const uint64_t at = starts[f.entry];
+    if (run && run->offset + run->length == at) {
+      run->length += e.size;
+      continue;
+    }
+    if (run) cut_at_chunks(*run, offer.chunk_size, out);
+    run = Span{at, e.size};
+  }
+  if (run) cut_at_chunks(*run, offer.chunk_size, out);
+  return out;
+}
+
+std::vector<Span> reusable_spans(uint64_t start, uint64_t size, uint64_t old_size, uint64_t chunk_size) {
+  std::vector<Span> out;
+  if (chunk_size == 0) return out;
+  std::vector<wire::HeldRange> cut;
+  cut_at_chunks(Span{start, std::min(size, old_size)}, chunk_size, cut);
+  for (const auto& c : cut) out.push_back(Span{c.offset, c.length});
+  return out;
+}
+
+std::string check_decisions(const wire::Offer& offer, const std::vector<wire::FileDecision>& files) {
+  if (files.empty()) return {};
+  if (!offer.sync.sync) return "the receiver sent file verdicts for a transfer without sync";
+  for (size_t i = 0; i < files.size(); ++i) {
+    const auto& f = files[i];
+    if (i > 0 && f.entry <= files[i - 1].entry) return "the receiver's file verdicts are out of order";
+    if (f.entry >= offer.entries.size() || offer.entries[f.entry].kind != wire::EntryKind::file)
+      return "the receiver gave a verdict on entry " + std::to_string(f.entry) + ", which is not a file of the offer";
+  }
+  return {};
+}
+
+Tally tally(const wire::Offer& offer, const std::vector<wire::FileDecision>& files,
+            const std::vector<wire::HeldRange>& reused) {
+  Tally t;
+  const auto starts = entry_offsets(offer);
+  // Bytes of [at, at + n) the reused ranges cover.
+  auto covered = [&](uint64_t at, uint64_t n) {
+    uint64_t sum = 0;
+    auto r = std::lower_bound(reused.begin(), reused.end(), at,
+                              [](const wire::HeldRange& h, uint64_t x) { return h.offset + h.length <= x; });
+    for (; r != reused.end() && r->offset < at + n; ++r)
+      sum += std::min(at + n, r->offset + r->length) - std::max(at, r->offset);
+    return sum;
+  };
+  auto it = files.begin();
+  for (size_t i = 0; i < offer.entries.size(); ++i) {
+    const auto& e = offer.entries[i];
+    if (e.kind != wire::EntryKind::file) continue;
+    while (it != files.end() && it->entry < i) ++it;
+    if (it == files.end() || it->entry != i) {
+      ++t.files_sent;
+      continue;
+    }
+    switch (it->verdict) {
+      case wire::FileVerdict::unchanged: ++t.files_unchanged; break;
+      case wire::FileVerdict::newer_here:
+      case wire::FileVerdict::exists_here: ++t.files_skipped; break;
+      case wire::FileVerdict::older_here:
+        if (e.size > 0 && covered(starts[i], e.size) == e.size) ++t.files_unchanged;
+        else ++t.files_updated;
+        break;
+    }
+    if (keeps(it->verdict)) t.kept_bytes += e.size;
+  }
+  return t;
+}
+
+}  // namespace braid::session::sync

@@ -1,0 +1,90 @@
+// Sync, the decisions both ends make the same way (docs/engine.md, "Sync"):
+// which offered files the receiver keeps as they are, which it updates from
+// the version it has, and how the kept files' bytes count in the transfer's
+// byte space. Pure: the engine stats the files and reads the old versions;
+// these functions only decide.
+//
+// A kept file (verdicts unchanged, newer_here, exists_here) stays in the
+// transfer's byte space — offsets do not move, so the chunk plan, resume and
+// the root hash work as for any transfer — but its bytes are delivered
+// without being sent: both machines count its range as records without a
+// hash (`kept_records`), cut at chunk boundaries as the scheduler cuts
+// resumed ranges. A file the receiver has an older version of
+// (older_here) is sent as usual, less the chunks whose hash the receiver's
+// copy matches: those come as held ranges, which the sender checks against
+// its own bytes like a resume's.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/wire/messages.hpp"
+
+namespace braid::session::sync {
+
+/// What the receiver found at an offered file's final place (lstat: a link
+/// is not followed).
+struct Existing {
+  enum class Kind { none, file, other } kind = Kind::none;
+  uint64_t size = 0;
+  int64_t mtime_sec = 0;
+  uint32_t mtime_nsec = 0;
+};
+
+/// The receiver's verdict on one offered entry; nullopt: send it whole (it
+/// is new there, not a regular file, or sync is off). rsync's rules:
+/// --ignore-existing skips whatever exists; --update skips a file whose
+/// mtime is later on the receiver; otherwise the quick check (same size and
+/// same mtime, to the nanosecond) says unchanged unless --checksum, and a
+/// regular file that fails it is older_here (its chunks are compared).
+std::optional<wire::FileVerdict> decide(const wire::ManifestEntry& entry, const Existing& there,
+                                        const wire::SyncOptions& opts);
+
+/// The verdict keeps the receiver's file as it is (no byte of it is sent).
+inline bool keeps(wire::FileVerdict v) { return v != wire::FileVerdict::older_here; }
+
+/// A range of the transfer's byte space.
+struct Span {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  bool operator==(const Span&) const = default;
+};
+
+/// Where each entry starts in the transfer's byte space (regular files laid
+/// end to end in offer order; other entries take no bytes).
+std::vector<uint64_t> entry_offsets(const wire::Offer& offer);
+
+/// The records of the files `files` keeps, without hashes: consecutive kept
+/// files merged, then cut at every chunk boundary, in offset order. Both
+/// ends compute them from the offer and the accept; the root hash covers
+/// them as (offset, length) only.
+std::vector<wire::HeldRange> kept_records(const wire::Offer& offer, const std::vector<wire::FileDecision>& files);
+
+/// The ranges of a file at transfer offset `start`, `size` bytes now, whose
+/// version on the receiver has `old_size` bytes, that the old version may
+/// hold at the same place: the bytes both versions have, cut at the
+/// transfer's chunk boundaries (so each lies in one chunk, as the sender's
+/// check of held ranges asks).
+std::vector<Span> reusable_spans(uint64_t start, uint64_t size, uint64_t old_size, uint64_t chunk_size);
+
+/// Empty if the receiver's verdicts fit the offer (each names a regular file
+/// of it, in order, none on a transfer without sync), else why not.
+std::string check_decisions(const wire::Offer& offer, const std::vector<wire::FileDecision>& files);
+
+/// Files by what the sync did with them, for the reports.
+struct Tally {
+  uint64_t files_sent = 0;       // new on the receiver: sent whole
+  uint64_t files_unchanged = 0;  // size and mtime (or every chunk, --checksum) matched: nothing sent
+  uint64_t files_skipped = 0;    // --update (newer there) or --ignore-existing
+  uint64_t files_updated = 0;    // an older version there: only the differing chunks sent
+  uint64_t kept_bytes = 0;       // bytes of the kept files (unchanged + skipped)
+};
+/// `reused` (sorted by offset, disjoint): the held ranges the sender kept.
+/// An older_here file they cover whole (every chunk matched, --checksum on
+/// an unchanged file) counts as unchanged: nothing of it was sent.
+Tally tally(const wire::Offer& offer, const std::vector<wire::FileDecision>& files,
+            const std::vector<wire::HeldRange>& reused = {});
+
+}  // namespace braid::session::sync

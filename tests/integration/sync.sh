@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# Sync through the real `braid` binary over loopback: a second run sends
+# only what changed (docs/engine.md, "Sync"). One case per run:
+# sync.sh BRAID_BINARY CASE. Figures come from the reports, never from time.
+#   unchanged    100 files sent once; the second --sync run sends no piece
+#                byte and reports 100 files unchanged
+#   delta        a 32 MiB file with one changed MiB: 1 MiB of pieces, identical
+#   delete       --delete removes exactly what the source no longer has, under
+#                the sent directory only, a symlink there removed (not followed)
+#   dry-run      --dry-run --delete lists, changes nothing, sends nothing
+#   interrupted  a sync killed mid-way leaves the old file as it was; the
+#                same command again finishes (resuming what arrived)
+#   checksum     a receiver file damaged with size and mtime kept: --sync
+#                trusts it, --checksum finds and repairs the one chunk
+#   update       --update keeps a file newer on the receiver,
+#                --ignore-existing every existing one
+set -uo pipefail
+BRAID=$1
+CASE=$2
+. "$(dirname "$0")/lib.sh"
+workspace sync
+MiB=$((1 << 20))
+
+start_recv() {
+  rm -f "$W/recv.out"
+  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 --code sync-test$CODE_SUFFIX --yes --once \
+    --json "$W/recv.json" --log "$W/recv.log" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
+  RECV_PID=$!
+  for _ in $(seq 200); do grep -q listening "$W/recv.out" 2>/dev/null && break; sleep 0.05; done
+  PORT=$(grep -o '127\.0\.0\.1:[0-9]*' "$W/recv.out" | head -1 | cut -d: -f2)
+  [ -n "$PORT" ] || fail "receiver did not start"
+}
+
+# run [send args...]: one whole run (a receiver for it, the sender, both
+# must succeed); KILL_AT=BYTES kills the sender once that many are acked.
+run() {
+  start_recv
+  local wrap=()
+  if [ -n "${KILL_AT:-}" ]; then
+    rm -f "$W/send.log"
+    wrap=(python3 "$(dirname "$0")/kill_when.py" "$W/send.log" "$KILL_AT" --)
+    set -- --rate-limit 400Mbit/s "$@"
+  fi
+  XDG_CONFIG_HOME=$W/scfg "${wrap[@]}" "$BRAID" send --code sync-test$CODE_SUFFIX --json "$W/send.json" \
+    --log "$W/send.log" "$@" "127.0.0.1:$PORT" > "$W/send.out" 2> "$W/send.err"
+  SEND_RC=$?
+  wait_recv
+  if [ -z "${KILL_AT:-}" ]; then
+    [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
+    [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
+  fi
+}
+
+# Path, kind, mode, mtime, size and SHA-256 of every entry under $1.
+tree_state() {
+  (cd "$1" && find . -mindepth 1 ! -name '.braid-*' -printf '%p %y %m %T@ %s\n' | sort &&
+    find . -type f ! -name '.braid-*' -print0 | sort -z | xargs -0 -r sha256sum)
+}
+same_trees() {
+  tree_state "$1" > "$W/a.state"
+  tree_state "$2" > "$W/b.state"
+  diff "$W/a.state" "$W/b.state" > "$W/diff.txt" || fail "$3: $(head -5 "$W/diff.txt")"
+}
+
+# sync_json EXPR...: each must hold, with `s` the sender's report and `r` the receiver's transfer.
+sync_json() {
+  python3 - "$W/send.json" "$W/recv.json" "$@" <<'PY' || fail "report check failed"
+import json, sys
+s = json.load(open(sys.argv[1]))
+rj = json.load(open(sys.argv[2]))
+r = rj['transfers'][0] if rj.get('transfers') else {}
+for expr in sys.argv[3:]:
+    if not eval(expr):
+        print('not true:', expr, '| send:', {k: v for k, v in s.items() if k != 'lanes'}, file=sys.stderr)
+        sys.exit(1)
+PY
+}
+piece_bytes() { python3 -c "import json; print(sum(l['bytes'] for l in json.load(open('$W/send.json'))['lanes']))"; }
+
+case "$CASE" in
+  unchanged)
+    mkdir -p "$W/src/t/sub"
+    for i in $(seq 100); do
+      d="$W/src/t"; [ $((i % 3)) -eq 0 ] && d="$W/src/t/sub"
+      random_file "$d/f$i" $((1000 + i * 97)) "u$i"
+    done
+    run --sync "$W/src/t"
+    same_trees "$W/src/t" "$W/dst/t" "the first run"
+    sync_json "s['sync']['files_sent'] == 100" "s['sent_bytes'] == s['bytes']"
+    run --sync "$W/src/t"
+    same_trees "$W/src/t" "$W/dst/t" "the second run"
+    echo "second run: $(piece_bytes) piece bytes of $(python3 -c "import json; print(json.load(open('$W/send.json'))['bytes'])")"
+    sync_json "s['sync']['files_unchanged'] == 100" "s['sync']['files_sent'] == 0" "s['sent_bytes'] == 0" \
+      "sum(l['bytes'] for l in s['lanes']) == 0" "s['sync']['kept_bytes'] == s['bytes']" \
+      "r['sync']['files_unchanged'] == 100" "r['sent_bytes'] == 0"
+    ;;
+
+  delta)
+    random_file "$W/src/big.bin" $((32 * MiB)) d1
+    run --sync "$W/src/big.bin"
+    random_file "$W/one" $MiB d2
+    dd if="$W/one" of="$W/src/big.bin" bs=1M seek=10 conv=notrunc status=none
+    run --sync "$W/src/big.bin"
+    cmp "$W/src/big.bin" "$W/dst/big.bin" || fail "the updated file differs from the source"
+    same_trees "$W/src" "$W/dst" "after the delta"
+    echo "delta: $(piece_bytes) piece bytes for 1 MiB changed of 32 MiB"
+    sync_json "s['sync']['files_updated'] == 1" "s['sent_bytes'] == $MiB" \
+      "sum(l['bytes'] for l in s['lanes']) == $MiB" "s['sync']['reused_bytes'] == 31 * $MiB" \
+      "s['sync']['reused_chunks'] == 31" "r['sync']['reused_bytes'] == 31 * $MiB"
+    [ -z "$(find "$W/dst" -name '.braid-*')" ] || fail "temporary files left"
+    ;;
+
+  delete)
+    mkdir -p "$W/src/t/sub" "$W/src/t/keep"
+    for f in a b c sub/x sub/y keep/z; do random_file "$W/src/t/$f" 5000 "$f"; done
+    run --sync "$W/src/t"
+    rm "$W/src/t/b" "$W/src/t/sub/y"
+    mkdir -p "$W/dst/t/extra/deep" "$W/outside"
+    echo junk > "$W/dst/t/extra/deep/j"
+    echo junk > "$W/dst/t/sub/stale"
+    echo precious > "$W/outside/precious"
+    ln -s "$W/outside" "$W/dst/t/escape"        # removed as a link, never followed
+    echo mine > "$W/dst/beside"                  # beside the sent directory: not the transfer's
+    run --delete "$W/src/t"
+    same_trees "$W/src/t" "$W/dst/t" "after --delete"
+    [ -f "$W/outside/precious" ] || fail "--delete followed a symlink out of the target"
+    [ -f "$W/dst/beside" ] || fail "--delete removed a file outside the sent directory"
+    sync_json "s['sync']['extraneous'] == 5" "r['sync']['deleted'] == 7" "s['sent_bytes'] == 0"
+    ;;
+
+  dry-run)
+    mkdir -p "$W/src/t"
+    for f in a b c; do random_file "$W/src/t/$f" 70000 "$f"; done
+    run --sync "$W/src/t"
+    random_file "$W/src/t/b" 70000 changed
+    rm "$W/src/t/c"
+    random_file "$W/src/t/new" 100 new
+    tree_state "$W/dst" > "$W/before.state"
+    run --dry-run --delete "$W/src/t"
+    tree_state "$W/dst" > "$W/after.state"
+    diff "$W/before.state" "$W/after.state" > /dev/null || fail "the dry run changed the target"
+    [ -z "$(find "$W/dst" -name '.braid-*')" ] || fail "the dry run left temporary files"
+    for line in "unchanged t/a" "update t/b" "send t/new" "delete t/c"; do
+      grep -qx "$line" "$W/send.out" || fail "the dry run does not list '$line'"
+    done
+    sync_json "s['status'] == 'dry_run'" "s['sync']['dry_run']" "s['sync']['extraneous'] == 1" \
+      "s['sync']['files_updated'] == 1" "s['sync']['files_sent'] == 1"
+    ;;
+
+  interrupted)
+    random_file "$W/src/big.bin" $((64 * MiB)) i1
+    run --sync "$W/src/big.bin"
+    OLD=$(sha256sum < "$W/dst/big.bin")
+    random_file "$W/src/big.bin" $((64 * MiB)) i2  # every chunk differs now
+    KILL_AT=$((24 * MiB)) run --sync "$W/src/big.bin"
+    [ "$SEND_RC" -eq 137 ] || fail "the sender was to die of SIGKILL, it exited $SEND_RC"
+    [ "$(sha256sum < "$W/dst/big.bin")" = "$OLD" ] || fail "the interrupted sync changed the old file"
+    run --sync "$W/src/big.bin"
+    cmp "$W/src/big.bin" "$W/dst/big.bin" || fail "the rerun did not finish the sync"
+    echo "rerun: $(piece_bytes) piece bytes of 64 MiB, $(python3 -c "import json; print(json.load(open('$W/send.json'))['resumed_bytes'])") resumed"
+    sync_json "s['resumed_bytes'] >= 16 * $MiB" "s['sent_bytes'] <= 48 * $MiB"
+    ;;
+
+  checksum)
+    random_file "$W/src/data.bin" $((8 * MiB)) c1
+    run --sync "$W/src/data.bin"
+    printf 'rot' | dd of="$W/dst/data.bin" bs=1 seek=$((3 * MiB + 77)) conv=notrunc status=none
+    touch -r "$W/src/data.bin" "$W/dst/data.bin"
+    run --sync "$W/src/data.bin"
+    cmp -s "$W/src/data.bin" "$W/dst/data.bin" && fail "the quick check was to trust the damaged file"
+    sync_json "s['sync']['files_unchanged'] == 1" "s['sent_bytes'] == 0"
+    run --checksum "$W/src/data.bin"
+    cmp "$W/src/data.bin" "$W/dst/data.bin" || fail "--checksum did not repair the file"
+    sync_json "s['sent_bytes'] == $MiB" "s['sync']['reused_chunks'] == 7"
+    # And once more: every chunk matches, nothing is sent, the file stays.
+    INODE=$(stat -c %i "$W/dst/data.bin")
+    run --checksum "$W/src/data.bin"
+    sync_json "s['sent_bytes'] == 0" "s['sync']['files_unchanged'] == 1" "s['sync']['files_updated'] == 0" \
+      "r['sync']['files_unchanged'] == 1"
+    [ "$(stat -c %i "$W/dst/data.bin")" = "$INODE" ] || fail "an identical file was rewritten"
+    ;;
+
+  update)
+    mkdir -p "$W/src/t"
+    for f in a b; do random_file "$W/src/t/$f" 3000 "$f"; done
+    run --sync "$W/src/t"
+    echo "edited there" > "$W/dst/t/a"
+    touch -d '2099-01-01' "$W/dst/t/a"   # newer on the receiver
+    random_file "$W/src/t/b" 3000 b2     # changed at the source
+    run --update "$W/src/t"
+    grep -q "edited there" "$W/dst/t/a" || fail "--update replaced a file newer on the receiver"
+    cmp "$W/src/t/b" "$W/dst/t/b" || fail "--update did not send the changed file"
+    sync_json "s['sync']['files_skipped'] == 1" "s['sync']['files_updated'] == 1"
+    random_file "$W/src/t/b" 3000 b3
+    run --ignore-existing "$W/src/t"
+    cmp -s "$W/src/t/b" "$W/dst/t/b" && fail "--ignore-existing replaced an existing file"
+    sync_json "s['sync']['files_skipped'] == 2" "s['sent_bytes'] == 0"
+    ;;
+
+  *) echo "unknown case $CASE" >&2; exit 2 ;;
+esac
+echo "ok $CASE"
