@@ -46,7 +46,7 @@ struct PrepareOptions {
   LinkPolicy links = LinkPolicy::safe;
   /// Sync, by entry: files the receiver keeps as they are — no temporary
   /// file, nothing written, nothing put in place (empty: none).
-  std::vector<bool> keep;
+  std::vector<bool> keep = {};
 };
 
 /// A symlink of the offer that finalize will not create, and why.
