@@ -77,6 +77,7 @@ class Run {
     sender_->add_paths(wanted_paths(), now_);
     for (size_t i = 0; i < sc_.events.size(); ++i) at(Time::zero() + sc_.events[i].at, [this, i] { apply(sc_.events[i]); });
     start_next_transfer();
+    report_progress();
     pump();
     const Time stop = Time::zero() + sc_.stop_at;
     // A guard, not a limit a run should meet: a machine that asked to be
@@ -127,6 +128,8 @@ class Run {
     std::deque<Item> fwd;
     std::optional<Rate> cap;
     Rate rate_cache;  // the head's rate since the last replan
+    Time blocked_until = Time::zero();  // after an outage: TCP's backed-off timer (SimPath::rto)
+    Time opened_at = Time::zero();
     Time last_advance;
     uint64_t gen = 0;
     uint64_t delivered = 0;
@@ -137,6 +140,7 @@ class Run {
     Rate rate;
     bool up = true;
     bool present = true;  // its interface exists (gone / back)
+    Time down_since = Time::never();
   };
   struct Event {
     Time at;
@@ -159,6 +163,7 @@ class Run {
     l.path = path;
     l.kind = kind;
     l.last_advance = now_;
+    l.opened_at = now_;
     lane_index_[id] = lanes_.size();
     lanes_.push_back(std::move(l));
     return lanes_.back();
@@ -176,6 +181,7 @@ class Run {
   Rate rate_of(const Lane& l) const {
     const Path& p = paths_[l.path];
     if (!p.up || l.broken) return Rate::zero();
+    if (now_ < l.blocked_until) return Rate::zero();  // waiting for TCP's backed-off retransmission
     Rate r = p.rate;
     if (l.cap && *l.cap < r) r = *l.cap;
     if (p.spec.per_lane && *p.spec.per_lane < r) r = *p.spec.per_lane;
@@ -457,7 +463,7 @@ class Run {
   void back_arrive(LaneNo id, const session::ToSender& m) {
     Lane* x = lane(id);
     if (!x || x->broken || !x->tx_open) return;
-    if (!paths_[x->path].up) {  // held until the path comes back
+    if (!paths_[x->path].up || now_ < x->blocked_until) {  // held until the path (and its timer) comes back
       held_back_[id].push_back(m);
       return;
     }
@@ -601,6 +607,7 @@ class Run {
       case PathEvent::Kind::down:
         advance_all();
         paths_[p].up = false;
+        paths_[p].down_since = now_;
         for (auto& l : lanes_)
           if (l.path == p && !l.broken && (l.tx_open || l.rx_open) && e.detect != Duration::infinite())
             break_lane(l, "keepalive: the peer stopped answering", e.detect);
@@ -608,16 +615,48 @@ class Run {
         break;
       case PathEvent::Kind::up: {
         paths_[p].up = true;
-        replan();
-        for (auto& [id, msgs] : held_back_) {
-          Lane* l = lane(id);
-          if (!l || l->path != p) continue;
-          for (auto& m : msgs) at(now_ + one_way(*l), [this, id = id, m] { back_arrive(id, m); });
-          msgs.clear();
+        const Duration rto = paths_[p].spec.rto;
+        if (rto.ns() > 0 && paths_[p].down_since != Time::never()) {
+          // Connections open through the outage wait for their backed-off timer.
+          Time fire = paths_[p].down_since + rto;
+          for (Duration step = rto * 2.0; fire < now_; step = step * 2.0) fire = fire + step;
+          for (auto& l : lanes_)
+            if (l.path == p && l.kind == LaneKind::tcp && l.opened_at <= paths_[p].down_since) l.blocked_until = fire;
+          at(fire, [this, p] {
+            replan();
+            release_held_back(p);
+          });
         }
+        paths_[p].down_since = Time::never();
+        replan();
+        release_held_back(p);
         break;
       }
     }
+  }
+  void release_held_back(size_t p) {
+    for (auto& [id, msgs] : held_back_) {
+      Lane* l = lane(id);
+      if (!l || l->path != p || now_ < l->blocked_until) continue;
+      for (auto& m : msgs) at(now_ + one_way(*l), [this, id = id, m] { back_arrive(id, m); });
+      msgs.clear();
+    }
+  }
+  // What the engine reads from each TCP lane's kernel every 50 ms: bytes
+  // moving, or nothing outstanding (Sender::handle_transport_progress).
+  void report_progress() {
+    if (finished_ || closing_ || receiver_ended_at_ != Time::never()) return;
+    advance_all();
+    for (const auto& l : lanes_) {
+      if (l.kind != LaneKind::tcp || l.broken || !l.tx_open) continue;
+      // Through an outage (or until TCP's timer fires) a connection that
+      // carried data has bytes unacked: no progress, even if the scheduler
+      // took its pieces away meanwhile.
+      const Path& p = paths_[l.path];
+      if (!p.up || now_ < l.blocked_until) continue;
+      if (l.fwd.empty() || !rate_of(l).is_zero()) sender_->handle_transport_progress(l.id, now_);
+    }
+    at(now_ + Duration::millis(50), [this] { report_progress(); });
   }
   void break_lane(Lane& l, const std::string& why, Duration detect) {
     const LaneNo id = l.id;

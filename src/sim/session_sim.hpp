@@ -42,6 +42,12 @@ struct SimPath {
   /// What one lane (one connection) can carry at most, whatever the link:
   /// a TCP window limited by a long RTT or by loss. More lanes help then.
   std::optional<Rate> per_lane = {};
+  /// TCP's retransmission timer after an outage: a connection that was open
+  /// while the path was down resumes only when its backed-off timer fires —
+  /// at rto, 3 rto, 7 rto, ... after the outage began (RFC 6298 5.5: the
+  /// timer doubles after each expiry) — while a new connection's SYN goes
+  /// out at once. Zero: lanes resume the moment the path is back.
+  Duration rto = Duration::zero();
 };
 
 struct PathEvent {

@@ -36,6 +36,11 @@
 #                   the first second the transfer runs at >= 0.85 of the limit
 #                   (median of its seconds; an even split per lane would give
 #                   the slow link half of it: ~40)
+#   link-local      link 1 has IPv4 (lane 0 goes there), link 2 nothing but
+#                   IPv6 link-local (a cable between two laptops): the
+#                   receiver advertises its fe80 address, the sender opens
+#                   lanes over link 2 with its own scope and they carry data;
+#                   no link-local lane on link 1 (it has a routable path)
 #   probe           two links (40 and 80 Mbit/s): `braid probe` measures each
 #                   alone within 10 % of iperf3 on that link alone (this run;
 #                   5 % on a quiet host, bench/netlab/probe),
@@ -92,9 +97,10 @@ two_subnets() {
   SS ip addr add 10.77.2.2/24 dev s2
 }
 
+LISTEN=0.0.0.0:7878
 start_recv() {
   rm -f "$W/recv.out"  # a wait for "listening" must not read the last run's file
-  RS env XDG_CONFIG_HOME="$W/rcfg" "$BRAID" recv --dir "$W/dst" --listen 0.0.0.0:7878 --code "paths-test-code-1$CODE_SUFFIX" \
+  RS env XDG_CONFIG_HOME="$W/rcfg" "$BRAID" recv --dir "$W/dst" --listen "$LISTEN" --code "paths-test-code-1$CODE_SUFFIX" \
     --yes --once --json "$W/recv.json" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
   RECV_PID=$!
   for _ in $(seq 100); do grep -q listening "$W/recv.out" 2>/dev/null && return 0; sleep 0.05; done
@@ -361,6 +367,40 @@ while t + 1.0 <= end - 1.0:
     t += 1.0
 print(f"{rep['rate_mbit_per_sec']:.1f} Mbit/s overall; each second after the first:", [round(r, 1) for r in rates])
 sys.exit(0 if len(rates) >= 3 and statistics.median(rates) >= 51 and max(rates) <= 63 else 1)
+PY
+  ;;
+link-local)
+  # No duplicate address detection: the fe80 addresses are usable at once.
+  for ns in "$NS_R" "$NS_S"; do
+    ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 || fail "no IPv6 here"
+  done
+  veth 1 50mbit
+  veth 2 50mbit
+  RS ip addr add 10.77.0.1/24 dev r1
+  SS ip addr add 10.77.0.2/24 dev s1
+  for _ in $(seq 50); do SS ip -6 addr show dev s2 scope link | grep -q fe80 && RS ip -6 addr show dev r2 scope link | grep -q fe80 && break; sleep 0.1; done
+  SS ip -6 addr show dev s2 scope link | grep -q fe80 || fail "s2 has no link-local address"
+  random_file "$W/src/data.bin" $((32 << 20)) paths
+  LISTEN='[::]:7878'
+  start_recv
+  b2=$(tx_bytes s2)
+  send
+  d2=$(( $(tx_bytes s2) - b2 ))
+  py "$W" "$d2" <<'PY' || fail "the link-local link was not used as a path"
+import json, sys
+w, d2 = sys.argv[1], int(sys.argv[2])
+log = [json.loads(l) for l in open(w + '/send.log')]
+rep = json.load(open(w + '/send.json'))
+lanes = rep['transfers'][0]['lanes'] if 'transfers' in rep else rep['lanes']
+opened = [e for e in log if e['event'] == 'lane_open']
+for e in opened:
+    print('lane', e['lane'], e.get('local'), '->', e.get('remote'), e.get('interface', '(unbound)'))
+s2 = [e for e in opened if e.get('interface') == 's2']
+s1_ll = [e for e in opened if e.get('interface') == 's1' and 'fe80' in e.get('remote', '')]
+moved = {l['lane_id']: l['bytes'] for l in lanes}
+print('s2 sent', d2, 'bytes; its lanes carried', [moved.get(e['lane'], 0) for e in s2])
+ok = bool(s2) and all('fe80' in e['remote'] for e in s2) and any(moved.get(e['lane'], 0) > 0 for e in s2)
+sys.exit(0 if ok and not s1_ll and d2 > (4 << 20) else 1)
 PY
   ;;
 probe)

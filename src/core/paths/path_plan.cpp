@@ -88,7 +88,15 @@ PathPlan plan_paths(const std::vector<Interface>& interfaces, const std::vector<
   // (interface, next hop): one path each.
   std::set<std::pair<uint32_t, std::string>> taken;
   auto hop_key = [](const IpBytes& ip) { return std::string(ip.b.begin(), ip.b.begin() + static_cast<long>(ip.size())); };
-  for (const auto& r : remotes) {
+  // Link-local remotes last, and only through interfaces no other path
+  // takes: on a LAN the receiver's fe80 address is reachable wherever its
+  // routable ones are, and one link must not be two paths. A direct cable
+  // or a tethered phone with nothing but link-local is a path of its own.
+  std::vector<RemoteAddress> ordered;
+  for (int link_local = 0; link_local < 2; ++link_local)
+    for (const auto& r : remotes)
+      if (r.ip.is_link_local() == (link_local == 1)) ordered.push_back(r);
+  for (const auto& r : ordered) {
     struct Candidate {
       const Interface* i;
       const InterfaceAddress* src;
@@ -104,6 +112,15 @@ PathPlan plan_paths(const std::vector<Interface>& interfaces, const std::vector<
       }
       if (i.loopback != r.ip.is_loopback()) continue;  // not worth a line: never a path
       if (r.ip.is_link_local() && r.scope != 0 && r.scope != i.index) continue;
+      // Which of the receiver's fe80 addresses is on which of our links is
+      // not known: each is tried on each link-local-only interface, and a
+      // pair on different links fails its connect and is given up.
+      if (r.ip.is_link_local() && std::any_of(plan.paths.begin(), plan.paths.end(), [&](const PlannedPath& p) {
+            return p.interface_index == i.index && !p.on_link_local;
+          })) {
+        pass("the interface reaches the receiver by a routable address already");
+        continue;
+      }
       const InterfaceAddress* src = source_for(i, r);
       if (!src) {
         pass(r.ip.v6 ? "no usable IPv6 address on it" : "no IPv4 address on it");
@@ -126,7 +143,7 @@ PathPlan plan_paths(const std::vector<Interface>& interfaces, const std::vector<
         plan.passed_over.push_back({c.i->name, r.text, "same interface and next hop as an earlier path"});
         continue;
       }
-      plan.paths.push_back({c.i->name, c.i->index, c.src->text, r.text, c.how.on_link, c.i->policy});
+      plan.paths.push_back({c.i->name, c.i->index, c.src->text, r.text, c.how.on_link, c.i->policy, r.ip.is_link_local()});
     }
   }
   // Interfaces to avoid are used only when nothing else reaches the peer.

@@ -83,6 +83,7 @@ struct PlannedPath {
   std::string remote;  // the remote address (as given)
   bool on_link = false;
   InterfacePolicy policy = InterfacePolicy::normal;
+  bool on_link_local = false;  // to a link-local remote (which of our links it is on is not known)
 };
 
 /// Why a (interface, remote) pair was not made a path: for `--log` and tests.

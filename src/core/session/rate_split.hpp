@@ -28,7 +28,7 @@ namespace braid::session {
 constexpr double kClaimHeadroom = 1.25;
 constexpr double kPathLimitedHeadroom = 1.05;
 /// Delivering at least this share of its cap, a lane is held by the cap.
-constexpr double kAtCap = 0.85;
+constexpr double kAtCap = 0.7;
 
 struct RateClaim {
   std::optional<double> measured;  // bytes/s it delivered lately; none: not measured yet

@@ -250,6 +250,10 @@ void Sender::lane_open(Lane& l, Time now) {
   l.state = LaneState::open;
   l.deadline = Time::never();
   l.opened = now;
+  if (l.replaces) {
+    scout_joined(l, now);  // takes a silent lane's place, or closes (no vector growth: `l` stays valid)
+    if (l.state != LaneState::open) return;
+  }
   if (l.slot != SIZE_MAX) {
     slots_[l.slot].worked = true;
     slots_[l.slot].failures = 0;
@@ -325,6 +329,12 @@ void Sender::lane_gone(Lane& l, const std::string& reason, bool announce, Time n
         for (const auto& h : transfer_->udp_headers) push(SendMessage{*next, h});
         push(Note{"ordered_lane", *next, "headers sent again", transfer_->udp_headers.size()});
       }
+    }
+  }
+  if (l.replaces) {  // a scout that did not get through: the next try in a while
+    if (Lane* o = find(*l.replaces); o && o->scout == id) {
+      o->scout.reset();
+      o->next_scout = now + kScoutEvery;
     }
   }
   // The path: open it again later if it worked once, give it up if it never did.
@@ -724,7 +734,10 @@ void Sender::handle_held_checked(uint32_t id, const std::vector<wire::HeldRange>
   }
   std::sort(t.reused.begin(), t.reused.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
   t.phase = Transfer::Phase::sending;
-  for (auto& l : lanes_) attach(l, now);
+  for (auto& l : lanes_) {
+    if (l.progress_at != Time::never()) l.progress_at = now;  // silence counts from here
+    attach(l, now);
+  }
   drain_scheduler(now);
   growth_.delivered.clear();
   growth_.next = cfg_.max_streams > 0 && !t.only_paths && !t.answer_only ? now : Time::never();
@@ -1026,6 +1039,95 @@ void Sender::handle_piece_delivered(LaneNo lane, core::PieceId piece, Time now) 
   drain_scheduler(now);
 }
 
+// ---- silent lanes ------------------------------------------------------------------
+
+Duration Sender::silence_limit(const Lane& l) const {
+  Duration rtt = Duration::zero();
+  if (transfer_ && transfer_->sched && l.sched) {
+    const auto& e = transfer_->sched->estimator(*l.sched);
+    if (e.measured()) rtt = e.srtt();
+  }
+  return std::max(cfg_.silent_after, rtt * 4.0);
+}
+
+void Sender::handle_transport_progress(LaneNo id, Time now) {
+  Lane* l = find(id);
+  if (!l || l->state != LaneState::open) return;
+  l->progress_at = now;
+  l->last_heard = now;
+  if (!l->scout) return;
+  // It came back before the fresh connection joined: that one goes.
+  const LaneNo scout = *l->scout;
+  l->scout.reset();
+  if (Lane* sc = find(scout); sc && sc->state != LaneState::closed) {
+    sc->replaces.reset();
+    lane_gone(*sc, "the lane it was to replace came back", true, now);
+  }
+}
+
+void Sender::watch_silence(Time now) {
+  // Only while pieces move: between transfers nothing is owed, and the
+  // engine may not be reporting.
+  if (cfg_.silent_after.ns() <= 0 || closing_ || !transfer_running() || transfer_->phase != Transfer::Phase::sending)
+    return;
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    const Lane& l = lanes_[i];
+    if (l.state != LaneState::open || l.progress_at == Time::never() || l.scout || l.replaces ||
+        l.traits.kind != LaneKind::tcp)
+      continue;
+    const Duration silent = now - l.progress_at;
+    if (silent < silence_limit(l) || (l.next_scout != Time::never() && now < l.next_scout)) continue;
+    Lane scout;
+    scout.id = next_lane_++;
+    scout.path = l.path;
+    scout.traits = default_traits(l.path.kind);
+    scout.state = LaneState::connecting;
+    scout.deadline = now + std::max(kScoutEvery, silence_limit(l) * 0.75);  // 3 RTTs on a long path
+    scout.data = l.data;
+    scout.replaces = l.id;
+    const LaneNo sid = scout.id, lid = l.id;
+    const PathSpec path = l.path;
+    lanes_.push_back(std::move(scout));  // `l` is not used past here
+    Lane& old = *find(lid);
+    old.scout = sid;
+    old.next_scout = now + kScoutEvery;
+    push(Note{"lane_silent", lid,
+              "no progress for " + std::to_string(silent.ns() / 1'000'000) + " ms: a fresh connection tries its path"});
+    push(OpenLane{sid, path, {}});
+  }
+}
+
+void Sender::scout_joined(Lane& scout, Time now) {
+  const LaneNo sid = scout.id;
+  const LaneNo oid = *scout.replaces;
+  scout.replaces.reset();
+  Lane* old = find(oid);
+  if (old) old->scout.reset();
+  const bool back = old && old->state == LaneState::open && now - old->progress_at < silence_limit(*old);
+  const size_t si = old ? old->slot : SIZE_MAX;
+  const bool slot_free = si != SIZE_MAX && !slots_[si].removed &&
+                         (!slots_[si].lane || (old && old->state == LaneState::open && slots_[si].lane == oid));
+  if (back || !slot_free) {
+    if (Lane* sc = find(sid)) lane_gone(*sc, back ? "the lane it was to replace came back" : "its path is gone", true, now);
+    return;
+  }
+  // The fresh connection takes the silent lane's place (its slot, so the
+  // path keeps its count); the silent one closes, the receiver told why.
+  if (old->state == LaneState::open) {
+    const Duration silent = now - old->progress_at;
+    old->slot = SIZE_MAX;
+    lane_gone(*old, "silent for " + std::to_string(silent.ns() / 1'000'000) +
+                        " ms: a fresh connection on its path took its place", true, now);
+  }
+  Lane* sc = find(sid);
+  sc->slot = si;
+  slots_[si].lane = sid;
+  slots_[si].worked = true;
+  slots_[si].failures = 0;
+  slots_[si].retry_at = Time::never();
+  push(Note{"lane_replaced", sid, "took the place of lane " + std::to_string(oid)});
+}
+
 void Sender::handle_transport_rate(LaneNo lane, Rate rate, Time now) {
   if (!transfer_running() || !transfer_->sched) return;
   if (auto sid = sched_id(lane)) sched().on_transport_rate(*sid, rate, now);
@@ -1036,6 +1138,7 @@ void Sender::handle_read_failed(const std::string& reason, Time) {
 }
 
 void Sender::handle_timeout(Time now) {
+  watch_silence(now);
   if (now >= next_split_) split_rate(now);
   if (now >= growth_.next) grow_streams(now);
   for (size_t i = 0; i < lanes_.size(); ++i) {
@@ -1125,6 +1228,11 @@ std::optional<Time> Sender::poll_timeout() const {
     if (tr.idle_since != Time::never()) take(tr.idle_since + cfg_.stuck_after);
     if (tr.no_lane_since != Time::never()) take(tr.no_lane_since + lane_grace());
   }
+  if (cfg_.silent_after.ns() > 0 && !closing_ && transfer_running() && transfer_->phase == Transfer::Phase::sending)
+    for (const auto& l : lanes_)
+      if (l.state == LaneState::open && l.progress_at != Time::never() && !l.scout && !l.replaces &&
+          l.traits.kind == LaneKind::tcp)
+        take(std::max(l.progress_at + silence_limit(l), l.next_scout == Time::never() ? Time::zero() : l.next_scout));
   return t;
 }
 

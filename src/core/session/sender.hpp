@@ -54,6 +54,11 @@ using RootHashFn = std::function<wire::Digest(wire::HashAlgo, std::vector<PieceR
 
 /// How often the caps are shared again as the lanes' measured rates move.
 constexpr Duration kSplitEvery = Duration::millis(500);
+/// How often a silent lane's path is tried with a fresh connection, and how
+/// long each try may take to join (and 3 RTTs): a new try sends a new SYN
+/// at once, where a try left waiting would resend its SYN only after TCP's
+/// 1 s initial timer — so a path that returns is found within this.
+constexpr Duration kScoutEvery = Duration::millis(500);
 /// A further stream is kept if the transfer moves this much faster with it.
 constexpr double kGrowthGain = 1.12;
 /// The least time a stream trial's rates are measured over (and 8 RTTs).
@@ -73,6 +78,13 @@ struct SenderConfig {
   /// another path, does not: it stays as it is), up to this many lanes per
   /// path. 0: the streams stay as given (`--streams N`).
   size_t max_streams = 0;
+  /// A TCP lane whose transport made no progress (handle_transport_progress)
+  /// for max(this, 4 RTT) while it had data outstanding is silent: a fresh
+  /// connection is tried on its path every kScoutEvery (its SYN goes out at
+  /// once, where the silent connection waits for TCP's backed-off
+  /// retransmission timer, 3-4 s after a 4 s outage), and takes the silent
+  /// lane's place the moment it joins. Zero: never.
+  Duration silent_after = Duration::seconds(1);
   /// Most lanes open at once, the bootstrap lane included.
   size_t max_lanes = 16;
   /// A lane that has not joined (connected, welcomed) within this is given up.
@@ -266,6 +278,10 @@ class Sender {
   void handle_piece_written(LaneNo lane, core::PieceId piece, Time now);
   /// A transport_acks lane: the peer holds every byte of the piece.
   void handle_piece_delivered(LaneNo lane, core::PieceId piece, Time now);
+  /// The lane's transport moved (a TCP lane's bytes were acked by the peer's
+  /// kernel), or it has nothing outstanding: it is not silent. Lanes the
+  /// engine reports this for are watched for silence (silent_after).
+  void handle_transport_progress(LaneNo lane, Time now);
   void handle_transport_rate(LaneNo lane, Rate rate, Time now);
   /// The source could not be read: the transfer fails with `reason`.
   void handle_read_failed(const std::string& reason, Time now);
@@ -330,6 +346,10 @@ class Sender {
     bool data = true;
     bool heard = false;
     bool transport_failed = false;  // its socket or transport failed (not closed by our decision)
+    Time progress_at = Time::never();   // its transport's last progress (never: not watched)
+    std::optional<LaneNo> scout;        // a fresh connection trying its path while it is silent
+    Time next_scout = Time::never();
+    std::optional<LaneNo> replaces;     // a scout: the silent lane whose place it takes
     std::optional<Rate> rate_cap;
     std::string close_reason;
     Time opened = Time::never();
@@ -417,6 +437,10 @@ class Sender {
   bool path_allowed(const Lane& lane) const;
   void drain_scheduler(Time now);
   void split_rate(Time now);
+  /// Silent lanes: scouts opened, joined scouts take their place.
+  void watch_silence(Time now);
+  Duration silence_limit(const Lane& l) const;
+  void scout_joined(Lane& scout, Time now);
   /// Stream growth: samples the delivered bytes, runs and judges trials.
   void grow_streams(Time now);
   double delivered_rate(Duration window, Time now) const;

@@ -5,6 +5,7 @@
 #include <net/if.h>
 #include <netdb.h>
 
+#include <cstdlib>
 #include <cstring>
 
 namespace braid::lanes {
@@ -50,7 +51,14 @@ std::string Endpoint::host() const {
   if (family() == AF_INET) {
     inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&addr)->sin_addr, buf, sizeof buf);
   } else if (family() == AF_INET6) {
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr, buf, sizeof buf);
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &v6->sin6_addr, buf, sizeof buf);
+    // A link-local address means nothing without its interface (RFC 4007).
+    if (v6->sin6_scope_id != 0 && IN6_IS_ADDR_LINKLOCAL(&v6->sin6_addr)) {
+      char name[IF_NAMESIZE] = {};
+      return std::string(buf) + "%" +
+             (if_indextoname(v6->sin6_scope_id, name) ? std::string(name) : std::to_string(v6->sin6_scope_id));
+    }
   } else {
     return "?";
   }
@@ -111,9 +119,17 @@ std::optional<Endpoint> parse_numeric_endpoint(const std::string& text, uint16_t
   if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
     v4->sin_family = AF_INET;
     e.len = sizeof(sockaddr_in);
-  } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+  } else if (const auto pct = host.find('%');
+             inet_pton(AF_INET6, host.substr(0, pct).c_str(), &v6->sin6_addr) == 1) {
     v6->sin6_family = AF_INET6;
     e.len = sizeof(sockaddr_in6);
+    if (pct != std::string::npos) {  // "fe80::1%eth0" or "fe80::1%2": the scope
+      const std::string scope = host.substr(pct + 1);
+      char* end = nullptr;
+      const unsigned long n = std::strtoul(scope.c_str(), &end, 10);
+      v6->sin6_scope_id = !scope.empty() && *end == '\0' ? static_cast<uint32_t>(n) : if_nametoindex(scope.c_str());
+      if (v6->sin6_scope_id == 0) return std::nullopt;  // no such interface here
+    }
   } else {
     return std::nullopt;
   }
@@ -168,7 +184,10 @@ std::vector<Endpoint> interface_addresses() {
     Endpoint e;
     e.len = fam == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
     std::memcpy(&e.addr, i->ifa_addr, e.len);
-    if (e.is_link_local()) continue;
+    // IPv4 link-local (169.254/16, no DHCP) is left out; IPv6 link-local is
+    // kept with its scope: a direct cable or a tethered phone may have no
+    // other address (the sender pairs it with its own interfaces).
+    if (e.is_link_local() && (fam == AF_INET || (i->ifa_flags & IFF_LOOPBACK))) continue;
     bool dup = false;
     for (const auto& o : out) dup = dup || o.host() == e.host();
     if (!dup) out.push_back(e);

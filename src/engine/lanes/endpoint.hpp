@@ -23,12 +23,14 @@ struct Endpoint {
   bool is_wildcard() const;
   /// "1.2.3.4:5" or "[::1]:5".
   std::string str() const;
-  /// The address without the port.
+  /// The address without the port; an IPv6 link-local one with its scope ("fe80::1%eth0").
   std::string host() const;
   bool same_host(const Endpoint& o) const { return host() == o.host(); }
 };
 
-/// Parses a numeric "ADDR:PORT" / "[V6]:PORT" / "ADDR" (then `default_port`).
+/// Parses a numeric "ADDR:PORT" / "[V6]:PORT" / "ADDR" (then `default_port`);
+/// an IPv6 address may carry a scope ("[fe80::1%eth0]:7878"), which must
+/// name an interface of this host.
 std::optional<Endpoint> parse_numeric_endpoint(const std::string& text, uint16_t default_port);
 
 /// The text has the shape HOST[:PORT] or [V6][:PORT], a port (if any) a
@@ -39,7 +41,8 @@ bool is_host_port(const std::string& text);
 /// IPv6, in resolver order. Empty with `error` set on failure.
 std::vector<Endpoint> resolve_endpoint(const std::string& text, uint16_t default_port, std::string& error);
 
-/// Every up interface address of this machine (no port), link-local IPv6 left out.
+/// Every up interface address of this machine (no port); IPv6 link-local
+/// ones with their scope ("fe80::1%eth0"), IPv4 link-local left out.
 std::vector<Endpoint> interface_addresses();
 
 Endpoint local_endpoint_of(int fd);

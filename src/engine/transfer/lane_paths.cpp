@@ -1,5 +1,7 @@
 #include "engine/transfer/lane_paths.hpp"
 
+#include <netinet/in.h>
+
 #include <algorithm>
 
 #include "engine/lanes/host_network.hpp"
@@ -99,9 +101,17 @@ std::vector<LanePath> plan_lane_paths(const LanePlan& plan, std::vector<std::pai
   std::vector<std::string> advertised = plan.advertised;
   std::stable_partition(advertised.begin(), advertised.end(),
                         [&](const std::string& a) { return a == plan.first_remote.str(); });
-  for (const auto& text : advertised) {
+  for (std::string text : advertised) {
+    // A link-local address comes with the receiver's scope ("%r2"), which
+    // names its interface, not ours: dropped; the planner pairs the address
+    // with our interfaces (scope 0), and the lane gets the scope of its own.
+    if (const auto pct = text.find('%'); pct != std::string::npos) {
+      const auto close = text.find(']', pct);
+      text.erase(pct, (close == std::string::npos ? text.size() : close) - pct);
+    }
     auto r = lanes::parse_numeric_endpoint(text, plan.default_port);
-    if (!r || r->is_link_local() || r->is_loopback() != plan.first_remote.is_loopback()) continue;
+    if (!r || r->is_loopback() != plan.first_remote.is_loopback()) continue;
+    if (r->is_link_local() && r->family() != AF_INET6) continue;
     remotes.push_back({lanes::ip_bytes_of(*r), 0, r->str()});
     endpoints.push_back(*r);
   }
@@ -124,8 +134,10 @@ std::vector<LanePath> plan_lane_paths(const LanePlan& plan, std::vector<std::pai
     auto l = lanes::parse_numeric_endpoint(p.local, 0);
     const auto at = std::find_if(remotes.begin(), remotes.end(), [&](const auto& r) { return r.text == p.remote; });
     if (!l || at == remotes.end()) continue;
-    pairs.push_back({*l, endpoints[static_cast<size_t>(at - remotes.begin())], p.interface,
-                     p.policy == paths::InterfacePolicy::backup});
+    lanes::Endpoint r = endpoints[static_cast<size_t>(at - remotes.begin())];
+    if (r.is_link_local())  // reached through this interface: its scope
+      reinterpret_cast<sockaddr_in6*>(&r.addr)->sin6_scope_id = p.interface_index;
+    pairs.push_back({*l, r, p.interface, p.policy == paths::InterfacePolicy::backup});
   }
   auto is_first = [&](const Pair& p) {
     return p.r.str() == plan.first_remote.str() && p.l.same_host(plan.first_local);

@@ -187,6 +187,7 @@ ProbePhaseResult SenderSession::probe_phase(const std::vector<ProbePath>& all, c
       bury_closed_lanes();
       lock.lock();
     }
+    report_transport_progress_locked();
     machine_->handle_timeout(now());
     drain_locked();
   }

@@ -638,6 +638,7 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
       log_.write("status", {{"status", "sending"}, {"transfer", t.id}});
       sending_logged = true;
     }
+    report_transport_progress_locked();
     log_sample_locked();
     if (t.display && machine_->scheduler() && std::chrono::steady_clock::now() - last_draw > std::chrono::milliseconds(200)) {
       draw_progress_locked(false);
@@ -647,6 +648,27 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
   TransferOutcome out = outcome_locked(tree, opts);
   active_.reset();
   return out;
+}
+
+// Each TCP lane's kernel says whether it moves: bytes acked since the last
+// look, or nothing in flight waiting for an ack (idle is not silence, and a
+// receiver that closed its window — a slow disk — is flow control, not a
+// dead path: its data waits unsent, not unacked). The machine decides what
+// a silence means (Sender::handle_transport_progress).
+void SenderSession::report_transport_progress_locked() {
+  const Time n = now();
+  if (n < next_progress_look_) return;  // a look per 50 ms is plenty against a 1 s silence
+  next_progress_look_ = n + Duration::millis(50);
+  for (const auto& [id, lane] : lanes_) {
+    lanes::TcpKernelInfo k;
+    if (!lane->tcp_info(k)) continue;
+    uint64_t& seen = acked_seen_[id];
+    if (k.bytes_acked > seen || k.unacked == 0) {
+      seen = k.bytes_acked;
+      machine_->handle_transport_progress(id, n);
+    }
+  }
+  std::erase_if(acked_seen_, [&](const auto& e) { return !lanes_.count(e.first); });
 }
 
 void SenderSession::bury_closed_lanes() {

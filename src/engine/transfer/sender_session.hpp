@@ -204,6 +204,7 @@ class SenderSession : private DataLaneEvents {
   void tcp_pacing_loop();
   void log_progress_locked();
   void log_sample_locked();
+  void report_transport_progress_locked();
   void draw_progress_locked(bool final);
   TransferReport build_report_locked(const files::SourceTree& tree);
   TransferOutcome outcome_locked(const files::SourceTree& tree, const TransferOptions& opts);
@@ -238,6 +239,8 @@ class SenderSession : private DataLaneEvents {
   std::unique_ptr<Active> active_;
   std::deque<session::CheckHeld> checks_;  // for send()'s thread (reads the source)
   std::map<session::LaneNo, nlohmann::json> pending_open_;  // what a lane's connect learned, logged once it joins
+  std::map<session::LaneNo, uint64_t> acked_seen_;  // TCP lanes' bytes acked at the last look
+  Time next_progress_look_ = Time::zero();
   std::set<session::LaneNo> alive_;  // lanes whose threads have not reported their end
   struct Connector {
     std::thread thread;

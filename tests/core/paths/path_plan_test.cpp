@@ -165,6 +165,29 @@ TEST(PathPlan, LinkLocalIpv6GoesOnlyThroughItsScope) {
   EXPECT_EQ(plan.paths[0].interface, "usb0");
 }
 
+// The receiver advertises its fe80 address as well (it has no scope for
+// us): an interface that reaches the receiver by a routable address does
+// not make it a second path over the same link; one with nothing but
+// link-local (a cable between two laptops, beside their Wi-Fi) does.
+TEST(PathPlan, ALinkLocalRemoteIsAPathOnlyWhereNothingElseReachesTheReceiver) {
+  std::vector<Interface> is = {
+      iface("wlan0", 3, {{v4(192, 168, 1, 20), 24}, {v6({0xfe80, 0, 0, 0, 0, 0, 0, 0x20}), 64}}),
+      iface("eth1", 4, {{v6({0xfe80, 0, 0, 0, 0, 0, 0, 0x41}), 64}})};
+  // Link-local first in the receiver's list: still planned last. Its two
+  // fe80 addresses (one per link of its own): which is on eth1's cable is
+  // not known, so both are tried there (the wrong one fails its connect).
+  const auto plan = plan_paths(is, connected(is),
+                               {remote(v6({0xfe80, 0, 0, 0, 0, 0, 0, 0x99})), remote(v4(192, 168, 1, 30)),
+                                remote(v6({0xfe80, 0, 0, 0, 0, 0, 0, 0x98}))});
+  EXPECT_EQ(describe(plan), (std::vector<std::string>{"wlan0 192.168.1.20 -> 192.168.1.30",
+                                                      "eth1 fe80:0:0:0:0:0:0:41 -> fe80:0:0:0:0:0:0:99",
+                                                      "eth1 fe80:0:0:0:0:0:0:41 -> fe80:0:0:0:0:0:0:98"}));
+  bool told = false;
+  for (const auto& p : plan.passed_over)
+    told = told || (p.interface == "wlan0" && p.why.find("routable address already") != std::string::npos);
+  EXPECT_TRUE(told);
+}
+
 TEST(PathPlan, LoopbackGoesWithLoopbackOnly) {
   std::vector<Interface> is = {iface("lo", 1, {{v4(127, 0, 0, 1), 8}}), iface("eth0", 2, {{v4(10, 1, 0, 1), 24}})};
   is[0].loopback = true;
