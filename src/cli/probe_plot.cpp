@@ -45,14 +45,14 @@ std::string plot_unavailable() {
 std::string write_probe_plot(const std::string& file, const std::string& title, const std::vector<PlotSeries>& series,
                              const std::vector<PlotPhase>& phases) {
   std::ostringstream s;
-  // One data block per path: time, Mbit/s, RTT (NaN where the path carried nothing).
+  // One data block per path: time, Mbit/s, RTT; -1 where there is none,
+  // which the plot turns into a gap (1/0), so a line never joins across one.
   for (size_t i = 0; i < series.size(); ++i) {
     s << "$path" << i << " << EOD\n";
     for (size_t k = 0; k < series[i].t.size(); ++k) {
-      s << series[i].t[k] << ' ' << series[i].mbit[k] << ' ';
-      if (series[i].rtt_ms[k] >= 0) s << series[i].rtt_ms[k];
-      else s << "NaN";
-      s << '\n';
+      const double m = series[i].mbit[k];
+      s << series[i].t[k] << ' ' << (m == m ? m : -1) << ' ' << (series[i].rtt_ms[k] >= 0 ? series[i].rtt_ms[k] : -1)
+        << '\n';
     }
     s << "EOD\n";
   }
@@ -61,7 +61,8 @@ std::string write_probe_plot(const std::string& file, const std::string& title, 
     << "set multiplot layout 2,1 title " << quoted(title) << "\n"
     << "set grid\nset key outside right top box\nset xlabel \"time (s)\"\n"
     << "set style line 1 lw 2\n"
-    << "set datafile missing \"NaN\"\n";
+    // Log scales: a 1.5 Mbit/s link beside a 300 Mbit/s one, 6 ms beside 250 ms.
+    << "set logscale y\n";
   // The phases as shaded bands with their names on top.
   for (size_t k = 0; k < phases.size(); ++k) {
     s << "set object " << k + 1 << " rect from " << phases[k].from << ", graph 0 to " << phases[k].to
@@ -72,13 +73,14 @@ std::string write_probe_plot(const std::string& file, const std::string& title, 
   auto plot = [&](int column) {
     s << "plot ";
     for (size_t i = 0; i < series.size(); ++i)
-      s << (i ? ", " : "") << "$path" << i << " using 1:" << column << " with lines lw 2 lc " << i + 1 << " title "
+      s << (i ? ", " : "") << "$path" << i << " using 1:($" << column << " > 0 ? $" << column << " : 1/0) with lines lw 2 lc "
+        << i + 1 << " title "
         << quoted(series[i].name);
     s << "\n";
   };
-  s << "set ylabel \"throughput (Mbit/s)\"\nset yrange [0:*]\n";
+  s << "set ylabel \"throughput (Mbit/s, log scale)\"\n";
   plot(2);
-  s << "set ylabel \"round-trip time (ms)\"\nset yrange [0:*]\n";
+  s << "set ylabel \"smoothed round-trip time while it carries (ms, log scale)\"\n";
   plot(3);
   s << "unset multiplot\n";
   const int st = run_gnuplot(s.str());
