@@ -169,7 +169,8 @@ case "$CASE" in
     [ "$rc" -eq 0 ] || fail "braid send FILE CODE over link-local IPv6 exited $rc"
     cmp "$W/src/one.bin" "$W/dst/one.bin" || fail "one.bin did not arrive identical"
     # Reached at all, a link-local address was dialled with its scope (without one, connect fails: EINVAL).
-    grep -q '\[fe80::[0-9a-f:]*\]:7878' "$W/send.json" || fail "the lanes did not go to the receiver's link-local address"
+    # (Reports print a link-local address with its scope: [fe80::1%eth0]:7878.)
+    grep -Eq '\[fe80::[0-9a-f:]*(%[A-Za-z0-9._-]+)?\]:7878' "$W/send.json" || fail "the lanes did not go to the receiver's link-local address"
     ;;
   late)
     # The receiver starts before its network is up (a laptop before its
