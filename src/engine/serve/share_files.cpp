@@ -231,8 +231,11 @@ ShareUploads::Started ShareUploads::start(const std::string& name, uint64_t size
   if (fs::exists(fs::symlink_status(u.final_path, ec))) return {0, "a file of that name exists on the server"};
   fs::create_directories(u.final_path.parent_path(), ec);
   if (ec) return {0, "cannot create the directory: " + ec.message()};
-  std::lock_guard l(mu_);
-  const uint64_t id = next_id_++;
+  uint64_t id = 0;
+  {
+    std::lock_guard l(mu_);
+    id = next_id_++;
+  }
   u.temp_path = u.final_path.parent_path() / (".braid-upload." + std::to_string(id) + ".part");
   u.fd = ::open(u.temp_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (u.fd < 0) return {0, "cannot create the temporary file"};
@@ -245,7 +248,10 @@ ShareUploads::Started ShareUploads::start(const std::string& name, uint64_t size
   u.chunks = chunks;
   u.have.assign(chunks.size(), false);
   u.missing = chunks.size();
-  uploads_.emplace(id, std::move(u));
+  {
+    std::lock_guard l(mu_);
+    uploads_.emplace(id, std::move(u));
+  }
   if (chunks.empty()) {  // an empty file is complete at once
     std::string why;
     (void)put(id, 0, {}, why);
