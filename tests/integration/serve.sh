@@ -377,6 +377,25 @@ PY
     [ "$(api -X POST --data "{\"name\":\"in/up.bin\",\"size\":1,\"chunks\":[\"$(printf %064d 0)\"]}" "${LINK}upload")" = 409 ] \
       || fail "an upload over an existing file was not refused"
     ;;
+  share-https)  # [share] cert and key: the same share over HTTPS (cpp-httplib's SSLServer, OpenSSL 3)
+    command -v openssl > /dev/null || { echo "SKIP: no openssl command to make a certificate"; exit 77; }
+    openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -keyout "$W/key.pem" -out "$W/cert.pem" \
+      2> /dev/null || fail "openssl could not make a certificate"
+    random_file "$W/a.bin" 1500000 a
+    config "" "[share]
+listen = \"127.0.0.1:0\"
+addresses = [\"127.0.0.1\"]
+cert = \"$W/cert.pem\"
+key = \"$W/key.pem\""
+    start_serve --share "$W/a.bin"
+    LINK=$(sed -n 's/^braid serve: share //p' "$W/serve.out")
+    case "$LINK" in https://127.0.0.1:*/share/*/) ;; *) fail "not an https link: $LINK" ;; esac
+    [ "$(api --cacert "$W/cert.pem" "${LINK}api")" = 200 ] || fail "no manifest over HTTPS"
+    grep -q '"addresses":\["https://127.0.0.1:' "$W/api.out" || fail "the page is not told https origins"
+    [ "$(api --cacert "$W/cert.pem" "${LINK}f/0/chunk/1")" = 200 ] || fail "no chunk over HTTPS"
+    cmp -s "$W/api.out" <(tail -c +1048577 "$W/a.bin") || fail "chunk 1 over HTTPS is not the file's second MiB"
+    [ "$(api "${LINK/https/http}api")" = 000 ] || fail "plain HTTP answered on the HTTPS share"
+    ;;
   bad-config)  # one line naming the key and its line, exit 2
     printf '[receive]\ndir = "/tmp"\nlistn = ["x"]\n' > "$W/serve.toml"
     "$BRAID" serve --config "$W/serve.toml" --foreground > "$W/serve.out" 2> "$W/serve.err"

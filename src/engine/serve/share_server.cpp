@@ -174,6 +174,8 @@ std::string ShareServer::start() {
     res.set_content(kShareJs, "text/javascript");
   });
   s.Get(prefix + "api", [this](const httplib::Request& req, httplib::Response& res) {
+    // Each page load sees the files as they are now: only a file whose size or mtime changed is hashed again.
+    if (auto why = manifest_.refresh(); !why.empty()) return send_json(res, 500, {{"error", why}});
     nlohmann::json j = manifest_.json();
     j["addresses"] = advertised(req.local_addr);
     j["upload"] = uploads_ != nullptr;
