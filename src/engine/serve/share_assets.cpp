@@ -332,7 +332,6 @@ async function upload(f) {
     const res = await fetch(lane.origin + base + 'upload/' + started.id + '/chunk/' + n,
                             { method: 'PUT', body, signal, headers: { 'Content-Type': 'application/octet-stream' } });
     if (res.status === 422) return 'bad';
-    if (res.status === 404) return 'ok';  // the upload completed meanwhile (a copy of this chunk finished it)
     if (!res.ok) throw new Error('HTTP ' + res.status);
     sent += body.byteLength;
     say(mb(Math.min(sent, size)) + ' of ' + mb(size));
