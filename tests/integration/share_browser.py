@@ -8,7 +8,9 @@ test's, in the harness, not in braid). It checks: both addresses carried
 chunks, the corrupt chunk was detected (the page counts it against the
 proxy's address and reports it to serve, which logs it) and fetched again,
 and the file Chromium saved is identical; the page's pure-JS SHA-256
-(its fallback without WebCrypto) agrees with WebCrypto. Then the page uploads a file
+(its fallback without WebCrypto) agrees with WebCrypto; the page's scheduler,
+run in virtual time over a fast and a slow fake address, finishes within 25 %
+of the fluid bound with the slow one helping. Then the page uploads a file
 through its file input, over both addresses, and it lands whole.
 
 share_browser.py BRAID_BINARY [SCREENSHOT.png]. Exits 77 (skipped) and says
@@ -214,6 +216,40 @@ try:
       return -1; })()""")
     if mismatch != -1:
         fail("the page's pure-JS SHA-256 differs from WebCrypto's on %d bytes" % mismatch)
+
+    # The page's scheduler in virtual time (its clock replaced, requests finished by this loop in time
+    # order): a fast address (10 ms a chunk) and a slow one (100 ms), 4 requests each in flight, 100
+    # chunks. The fluid bound is 100 / (400 + 40) chunks/s = 227 ms.
+    sim = json.loads(dt.eval(session, """(async () => {
+      let now = 0;
+      const realNow = performance.now;
+      performance.now = () => now;
+      const events = [], per = {fast: 10, slow: 100};
+      const lanes = [new Lane('fast'), new Lane('slow')];
+      const run = (lane, n, signal) => new Promise((resolve, reject) => {
+        const ev = {at: now + per[lane.origin], resolve: () => resolve('ok')};
+        events.push(ev);
+        signal.addEventListener('abort', () => { ev.dead = true; reject(new Error('aborted')); });
+      });
+      let finished = false;
+      transfer(lanes, 100, () => 1048576, run).then(() => { finished = true; });
+      const settle = () => new Promise((r) => setTimeout(r, 0));
+      await settle();
+      while (!finished) {
+        const next = events.filter((e) => !e.dead && !e.fired).sort((a, b) => a.at - b.at)[0];
+        if (!next) break;
+        next.fired = true; now = next.at; next.resolve();
+        await settle();
+      }
+      performance.now = realNow;
+      return JSON.stringify({finished, ms: now, fast: lanes[0].chunks, slow: lanes[1].chunks});
+    })()"""))
+    bound = 100 / 440 * 1000
+    if not sim["finished"] or sim["slow"] == 0 or sim["ms"] > bound * 1.25:
+        fail("the scheduler in virtual time: %s (fluid bound %.0f ms; the slow address must help and not "
+             "hold up the end)" % (sim, bound))
+    print("scheduler in virtual time: %(ms)d ms for 100 chunks, fast %(fast)d, slow %(slow)d" % sim,
+          "(fluid bound %.0f ms)" % bound)
 
     # Upload: the page's file input, over both addresses (the proxy flips the first chunk GETs only).
     upfile = os.path.join(W, "up.bin")
