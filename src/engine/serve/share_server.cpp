@@ -193,10 +193,16 @@ std::string ShareServer::start() {
     res.set_content(std::move(*bytes), "application/octet-stream");
   });
   s.Post(prefix + "report", [](const httplib::Request& req, httplib::Response& res) {
-    std::cerr << "braid serve: share: a page got a chunk that failed its SHA-256 (file "
-              << req.get_param_value("file") << ", chunk " << req.get_param_value("chunk") << ") from "
-              << req.get_param_value("address").substr(0, 100) << " (page at " << req.remote_addr << ")"
-              << std::endl;
+    // The page's words go into the log: printable ASCII only, and short.
+    auto clean = [&req](const char* key) {
+      std::string v = req.get_param_value(key).substr(0, 100);
+      for (char& c : v)
+        if (c < 0x21 || c > 0x7e) c = '?';
+      return v;
+    };
+    std::cerr << "braid serve: share: a page got a chunk that failed its SHA-256 (file " << clean("file")
+              << ", chunk " << clean("chunk") << ") from " << clean("address") << " (page at " << req.remote_addr
+              << ")" << std::endl;
     res.status = 204;
   });
   s.Post(prefix + "upload", [this](const httplib::Request& req, httplib::Response& res) {
