@@ -10,6 +10,7 @@ pkgs=(build-essential cmake pkg-config libssl-dev libxxhash-dev libgtest-dev lib
       python3 python3-zeroconf  # an independent DNS-SD browser for tests/integration/discovery.sh
       libtomlplusplus-dev libcpp-httplib-dev libqrencode-dev libjs-chart.js curl  # braid serve (docs/serve.md)
       chromium chromium-driver python3-selenium zbar-tools  # the dashboard in a real browser: tests/integration/serve_browser.py
+      openssl  # the share over HTTPS: tests/integration/serve.sh share-https makes a self-signed certificate
       clang libclang-rt-14-dev)  # clang and libFuzzer's runtime: make fuzz
 missing=()
 for p in "${pkgs[@]}"; do

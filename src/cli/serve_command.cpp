@@ -29,6 +29,7 @@
 #include "engine/serve/live_sampler.hpp"
 #include "engine/serve/offer_board.hpp"
 #include "engine/serve/serve_api.hpp"
+#include "engine/serve/share_server.hpp"
 #include "engine/transfer/exit_codes.hpp"
 #include "engine/transfer/receiver.hpp"
 
@@ -44,6 +45,8 @@ namespace {
 struct ServeArgs {
   ServeLocation where;
   bool foreground = false;
+  std::vector<std::string> share;  // --share PATH…
+  std::string upload;              // --upload DIR
 };
 
 std::atomic<transfer::Receiver*> g_receiver{nullptr};
@@ -138,6 +141,21 @@ std::string edit_peer(const std::string& which, const std::string& to) {
   return {};
 }
 
+// The browser share, when --share, --upload or the config's [share] asks for one.
+std::optional<serve::ShareOptions> share_options(const serve::ServeConfig& cfg, const ServeArgs& a) {
+  serve::ShareOptions o;
+  for (const auto& p : a.share.empty() ? cfg.share_paths : a.share) o.paths.emplace_back(p);
+  o.upload_dir = a.upload.empty() ? cfg.share_upload_dir : a.upload;
+  if (o.paths.empty() && o.upload_dir.empty()) return std::nullopt;
+  o.listen = cfg.share_listen;
+  o.addresses = cfg.share_addresses;
+  o.upload_max = cfg.share_upload_max;
+  o.disk_reserve = cfg.disk_reserve_bytes;
+  o.cert = cfg.share_cert;
+  o.key = cfg.share_key;
+  return o;
+}
+
 void run_serve(const ServeArgs& a) {
   using namespace transfer;
   serve::ServeConfig cfg = load_config_or_exit(a.where, "serve");
@@ -220,6 +238,15 @@ void run_serve(const ServeArgs& a) {
     if (auto why = dashboard->start(cfg.dashboard_listen); !why.empty()) finish(kExitFailure, "dashboard: " + why);
     ready += "braid serve: dashboard " + dashboard->login_link() + "\n";
   }
+  std::unique_ptr<serve::ShareServer> share;
+  if (auto so = share_options(cfg, a)) {
+    const std::string token = serve::make_token();
+    if (token.empty()) finish(kExitFailure, "no random bytes for the share's token");
+    share = std::make_unique<serve::ShareServer>(std::move(*so), token);
+    if (auto why = share->start(); !why.empty()) finish(kExitFailure, "share: " + why);
+    const std::string link = share->link();
+    ready += serve::qr_terminal(link) + "braid serve: share " + link + "\n";
+  }
   ready += "braid serve: state in " + cfg.state_dir.string() + ", files into " + dir + "\n";
   std::cout << ready << std::flush;
   if (ready_fd >= 0) {
@@ -238,6 +265,7 @@ void run_serve(const ServeArgs& a) {
   (void)receiver->run();  // transfers' failures are in the history, not the exit code
   g_receiver = nullptr;
   if (dashboard) dashboard->stop();
+  if (share) share->stop();
   control.stop();
   sampler.stop();
   {
@@ -289,6 +317,12 @@ void add_serve_command(CLI::App& app) {
   cmd->add_flag("--foreground", args->foreground,
                 "Stay in the foreground, logging to stderr (systemd, containers); default: go to the background "
                 "once listening, logging to STATE_DIR/serve.log");
+  cmd->add_option("--share", args->share,
+                  "Share these files and directories with browsers: prints a link (and its QR code) that "
+                  "downloads them over every address of this host at once ([share] in the config)")
+      ->expected(1, -1);
+  cmd->add_option("--upload", args->upload,
+                  "Let the share's page upload files into DIR (same link; [share] upload_dir)");
   cmd->callback([args] { run_serve(*args); });
 }
 

@@ -35,10 +35,10 @@ $2
 TOML
 }
 
-# start_serve: braid serve --foreground; sets PORT, CODE, DASH (dashboard port), TOKEN.
+# start_serve [ARGS…]: braid serve --foreground ARGS; sets PORT, CODE, DASH (dashboard port), TOKEN.
 start_serve() {
   rm -f "$W/serve.out"
-  XDG_CONFIG_HOME=$W/rcfg "$BRAID" serve --config "$W/serve.toml" --foreground \
+  XDG_CONFIG_HOME=$W/rcfg "$BRAID" serve --config "$W/serve.toml" --foreground "$@" \
     > "$W/serve.out" 2> "$W/serve.err" < /dev/null &
   SERVE_PID=$!
   for _ in $(seq 200); do grep -q "state in" "$W/serve.out" 2>/dev/null && break; sleep 0.05; done
@@ -294,6 +294,107 @@ PY
     kill -0 "$SERVE_PID" 2>/dev/null && fail "SIGTERM did not stop the background serve"
     SERVE_PID=
     grep -q "braid serve: stopped (SIGTERM)" "$STATE/serve.log" || fail "serve.log does not say it stopped"
+    ;;
+  share)  # the browser share through curl: the token, the manifest, chunks and their hashes, CORS, an upload
+    # Loopback only: the share listens on 127.0.0.1 and advertises 127.0.0.2 beside it (the browser
+    # test reaches 127.0.0.2 through a proxy); CORS is judged by the Origin a page sends.
+    mkdir -p "$W/share/tree/sub"
+    random_file "$W/share/big.bin" 2600000 big
+    random_file "$W/share/tree/sub/small.txt" 100 small
+    config "" "[share]
+listen = \"127.0.0.1:0\"
+addresses = [\"127.0.0.1\", \"127.0.0.2\"]
+upload_dir = \"$W/up\"
+upload_max = \"8MiB\""
+    start_serve --share "$W/share/big.bin" "$W/share/tree"
+    LINK=$(sed -n 's/^braid serve: share //p' "$W/serve.out")
+    SP=$(echo "$LINK" | sed -n 's|^http://127\.0\.0\.1:\([0-9]*\)/share/[0-9a-f]\{64\}/$|\1|p')
+    [ -n "$SP" ] || fail "no share link in the output: $LINK"
+    grep -q '▀' "$W/serve.out" || fail "no QR code (half blocks) printed"
+    [ "${LINK##*/share/}" != "$TOKEN/" ] || fail "the share's token is the dashboard's"
+    S=http://127.0.0.1:$SP
+    TOK=${LINK##*/share/}; TOK=${TOK%/}
+    for path in / /share/ /share/0000/api "/share/${TOK:0:63}/api" "/share/${TOK}x/api" "/share/${TOK^^}/api" \
+        "/share/$TOK"; do
+      [ "$(api "$S$path")" = 403 ] || fail "$path without the token: not 403"
+      [ -s "$W/api.out" ] && ! grep -q "needs the link" "$W/api.out" && fail "$path without the token said more than no"
+    done
+    [ "$(api -X PUT -H "Content-Type: application/octet-stream" --data-binary x "$S/share/${TOK}x/upload/1/chunk/0")" = 403 ] || fail "an upload without the token: not 403"
+    [ "$(api "${LINK}")" = 200 ] && grep -q "share.js" "$W/api.out" || fail "no page with the token"
+    [ "$(api "${LINK}api")" = 200 ] || fail "no manifest"
+    python3 - "$W/api.out" "$SP" <<'PY' || fail "the manifest is wrong"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["chunk_size"] == 1 << 20, m["chunk_size"]
+names = [f["name"] for f in m["files"]]
+assert names == ["big.bin", "tree/sub/small.txt"], names
+assert m["files"][0]["size"] == 2600000 and len(m["files"][0]["chunks"]) == 3, m["files"][0]
+assert m["addresses"] == ["http://127.0.0.1:%s" % sys.argv[2], "http://127.0.0.2:%s" % sys.argv[2]], m["addresses"]
+assert m["upload"] is True
+PY
+    python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); [print(i,n,h) for i,f in enumerate(m["files"]) for n,h in enumerate(f["chunks"])]' \
+      "$W/api.out" > "$W/chunks"
+    while read -r id n h; do
+      [ "$(api "${LINK}f/$id/chunk/$n")" = 200 ] || fail "chunk $id/$n not served"
+      [ "$(sha256sum < "$W/api.out" | cut -d' ' -f1)" = "$h" ] || fail "chunk $id/$n does not match its SHA-256"
+    done < "$W/chunks"
+    api "${LINK}f/0/chunk/0" > /dev/null
+    cmp -s "$W/api.out" <(head -c 1048576 "$W/share/big.bin") || fail "chunk 0 is not the file's first MiB"
+    [ "$(api "${LINK}f/0/chunk/3")" = 404 ] || fail "a chunk past the end is not 404"
+    # CORS: an Origin that is one of the server's own addresses is allowed, any other is not.
+    curl -s -D "$W/h2" -o /dev/null -H "Origin: http://127.0.0.2:$SP" "${LINK}f/0/chunk/1"
+    grep -qi "^Access-Control-Allow-Origin: http://127.0.0.2:$SP" "$W/h2" || fail "no CORS header for the server's own origin"
+    curl -s -D "$W/h3" -o /dev/null -H "Origin: http://evil.example:$SP" "${LINK}f/0/chunk/1"
+    grep -qi "^Access-Control-Allow-Origin" "$W/h3" && fail "CORS allowed a foreign origin"
+    curl -s -D "$W/h4" -o /dev/null -X OPTIONS -H "Origin: http://127.0.0.2:$SP" \
+      -H "Access-Control-Request-Method: PUT" "${LINK}upload/1/chunk/0"
+    grep -qi "^Access-Control-Allow-Methods:.*PUT" "$W/h4" || fail "the preflight does not allow PUT"
+    curl -s -D "$W/h5" -o /dev/null -X OPTIONS -H "Origin: http://127.0.0.2:$SP" "$S/share/0000/upload/1/chunk/0"
+    grep -qi "^Access-Control-Allow" "$W/h5" && fail "a preflight without the token got CORS headers"
+    # An upload in chunks: a bad chunk refused, the file under its name only when whole and verified.
+    random_file "$W/up.bin" 2500000 up
+    split -b 1048576 -d -a 1 "$W/up.bin" "$W/part."
+    HASHES=$(for p in "$W"/part.?; do sha256sum < "$p" | cut -d' ' -f1; done | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().split()))')
+    [ "$(api -X POST -H 'Content-Type: application/json' --data "{\"name\":\"big\",\"size\":9437184,\"chunks\":$(python3 -c 'import json; print(json.dumps(["0"*64]*9))')}" "${LINK}upload")" = 409 ] \
+      || fail "an upload above upload_max was not refused"
+    [ "$(api -X POST --data "{\"name\":\"../x\",\"size\":1,\"chunks\":[\"$(printf %064d 0)\"]}" "${LINK}upload")" = 409 ] \
+      || fail "an upload named ../x was not refused"
+    [ "$(api -X POST --data "{\"name\":\"in/up.bin\",\"size\":2500000,\"chunks\":$HASHES}" "${LINK}upload")" = 200 ] \
+      || fail "the upload did not start: $(cat "$W/api.out")"
+    UP=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$W/api.out")
+    cp "$W/part.1" "$W/bad.1"; printf 'X' | dd of="$W/bad.1" bs=1 seek=1000 conv=notrunc 2>/dev/null
+    CODE1=$(api -X PUT -H "Content-Type: application/octet-stream" --data-binary @"$W/bad.1" "${LINK}upload/$UP/chunk/1")
+    [ "$CODE1" = 422 ] || fail "a corrupt chunk was not refused ($CODE1)"
+    [ "$(api -X PUT -H "Content-Type: application/octet-stream" --data-binary @"$W/part.2" "${LINK}upload/$UP/chunk/2")" = 200 ] || fail "chunk 2 refused"
+    [ "$(api -X PUT -H "Content-Type: application/octet-stream" --data-binary @"$W/part.0" -H "Origin: http://127.0.0.2:$SP" "${LINK}upload/$UP/chunk/0")" = 200 ] \
+      || fail "chunk 0 refused"
+    [ -e "$W/up/in/up.bin" ] && fail "the upload has its name before every chunk is in"
+    ls -a "$W/up/in" | grep -q '^\.braid-upload\.' || fail "no temporary file while the upload is incomplete"
+    [ "$(api -X PUT -H "Content-Type: application/octet-stream" --data-binary @"$W/part.1" "${LINK}upload/$UP/chunk/1")" = 200 ] || fail "the good chunk 1 refused"
+    grep -q '"complete":true' "$W/api.out" || fail "the last chunk did not complete the upload"
+    cmp -s "$W/up.bin" "$W/up/in/up.bin" || fail "the uploaded file is not identical"
+    [ "$(ls -a "$W/up/in" | grep -c braid-upload)" = 0 ] || fail "a temporary file was left"
+    [ "$(api -X POST --data "{\"name\":\"in/up.bin\",\"size\":1,\"chunks\":[\"$(printf %064d 0)\"]}" "${LINK}upload")" = 409 ] \
+      || fail "an upload over an existing file was not refused"
+    ;;
+  share-https)  # [share] cert and key: the same share over HTTPS (cpp-httplib's SSLServer, OpenSSL 3)
+    command -v openssl > /dev/null || { echo "SKIP: no openssl command to make a certificate"; exit 77; }
+    openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -keyout "$W/key.pem" -out "$W/cert.pem" \
+      2> /dev/null || fail "openssl could not make a certificate"
+    random_file "$W/a.bin" 1500000 a
+    config "" "[share]
+listen = \"127.0.0.1:0\"
+addresses = [\"127.0.0.1\"]
+cert = \"$W/cert.pem\"
+key = \"$W/key.pem\""
+    start_serve --share "$W/a.bin"
+    LINK=$(sed -n 's/^braid serve: share //p' "$W/serve.out")
+    case "$LINK" in https://127.0.0.1:*/share/*/) ;; *) fail "not an https link: $LINK" ;; esac
+    [ "$(api --cacert "$W/cert.pem" "${LINK}api")" = 200 ] || fail "no manifest over HTTPS"
+    grep -q '"addresses":\["https://127.0.0.1:' "$W/api.out" || fail "the page is not told https origins"
+    [ "$(api --cacert "$W/cert.pem" "${LINK}f/0/chunk/1")" = 200 ] || fail "no chunk over HTTPS"
+    cmp -s "$W/api.out" <(tail -c +1048577 "$W/a.bin") || fail "chunk 1 over HTTPS is not the file's second MiB"
+    [ "$(api "${LINK/https/http}api")" = 000 ] || fail "plain HTTP answered on the HTTPS share"
     ;;
   bad-config)  # one line naming the key and its line, exit 2
     printf '[receive]\ndir = "/tmp"\nlistn = ["x"]\n' > "$W/serve.toml"

@@ -158,6 +158,34 @@ void read_dashboard(const Reader& r, const toml::table& t, ServeConfig& c) {
   }
 }
 
+void read_share(const Reader& r, const toml::table& t, ServeConfig& c) {
+  for (const auto& [k, v] : t) {
+    const std::string key = "share." + std::string(k.str());
+    if (k == "paths") {
+      c.share_paths = r.strings(v, key);
+    } else if (k == "listen") {
+      c.share_listen = r.string(v, key);
+      if (!lanes::parse_numeric_endpoint(c.share_listen, 7880))
+        r.fail(v, key, "'" + c.share_listen + "' is not ADDR:PORT (e.g. \"0.0.0.0:7880\")");
+    } else if (k == "addresses") {
+      c.share_addresses = r.strings(v, key);
+    } else if (k == "upload_dir") {
+      c.share_upload_dir = r.string(v, key);
+      if (c.share_upload_dir.empty()) r.fail(v, key, "must not be empty");
+    } else if (k == "upload_max") {
+      c.share_upload_max = r.size(v, key);
+    } else if (k == "cert") {
+      c.share_cert = r.string(v, key);
+    } else if (k == "key") {
+      c.share_key = r.string(v, key);
+    } else {
+      r.fail(v, key, "unknown key (share has paths, listen, addresses, upload_dir, upload_max, cert, key)");
+    }
+  }
+  if (c.share_cert.empty() != c.share_key.empty())
+    r.fail(t, "share.cert", "HTTPS needs both cert and key (PEM files)");
+}
+
 void read_peers(const Reader& r, const toml::table& t, ServeConfig& c) {
   for (const auto& [label, v] : t) {
     const std::string base = "peers." + std::string(label.str());
@@ -179,8 +207,9 @@ ServeConfig parse(const Reader& r, const toml::table& root) {
     else if (key == "accept") read_accept(r, r.table(v, key), c);
     else if (key == "history") read_history(r, r.table(v, key), c);
     else if (key == "dashboard") read_dashboard(r, r.table(v, key), c);
+    else if (key == "share") read_share(r, r.table(v, key), c);
     else if (key == "peers") read_peers(r, r.table(v, key), c);
-    else r.fail(v, key, "unknown key (the file has state_dir and [receive], [limits], [accept], [history], [dashboard], [peers.LABEL])");
+    else r.fail(v, key, "unknown key (the file has state_dir and [receive], [limits], [accept], [history], [dashboard], [share], [peers.LABEL])");
   }
   return c;
 }

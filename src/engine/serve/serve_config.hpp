@@ -47,6 +47,13 @@ struct ServeConfig {
   bool dashboard = true;
   std::string dashboard_listen = "127.0.0.1:7879";
   std::string chart_js = "/usr/share/javascript/chart.js/chart.min.js";
+  // [share] (braid serve --share, --upload)
+  std::vector<std::string> share_paths;      // shared even without --share
+  std::string share_listen = "0.0.0.0:7880";
+  std::vector<std::string> share_addresses;  // advertised to the page; empty: the host's IPv4 addresses
+  std::string share_upload_dir;              // uploads allowed into it; empty: none (unless --upload)
+  uint64_t share_upload_max = 4ull << 30;    // largest upload; 0: no bound
+  std::string share_cert, share_key;         // PEM files: HTTPS
   // [peers.LABEL]
   std::map<std::string, std::string> peer_dirs;
 };

@@ -109,6 +109,26 @@ TEST(ServeConfig, MistakesNameTheKeyAndTheLine) {
   EXPECT_NE(error_of("receive = 3\n").find("key 'receive': must be a table"), std::string::npos);
 }
 
+TEST(ServeConfig, ShareSection) {
+  const ServeConfig d = parsed("");
+  EXPECT_EQ(d.share_listen, "0.0.0.0:7880");
+  EXPECT_EQ(d.share_upload_max, 4ull << 30);
+  EXPECT_TRUE(d.share_paths.empty() && d.share_upload_dir.empty() && d.share_cert.empty());
+  const ServeConfig c = parsed(
+      "[share]\npaths = [\"/srv/a\", \"/srv/b\"]\nlisten = \"0.0.0.0:0\"\naddresses = [\"192.168.1.5\", \"10.0.0.2\"]\n"
+      "upload_dir = \"/srv/up\"\nupload_max = \"1GiB\"\ncert = \"/c.pem\"\nkey = \"/k.pem\"\n");
+  EXPECT_EQ(c.share_paths, (std::vector<std::string>{"/srv/a", "/srv/b"}));
+  EXPECT_EQ(c.share_listen, "0.0.0.0:0");
+  EXPECT_EQ(c.share_addresses, (std::vector<std::string>{"192.168.1.5", "10.0.0.2"}));
+  EXPECT_EQ(c.share_upload_dir, "/srv/up");
+  EXPECT_EQ(c.share_upload_max, 1ull << 30);
+  EXPECT_EQ(c.share_cert, "/c.pem");
+  EXPECT_EQ(c.share_key, "/k.pem");
+  EXPECT_NE(error_of("[share]\ncert = \"/c.pem\"\n").find("HTTPS needs both cert and key"), std::string::npos);
+  EXPECT_NE(error_of("[share]\nlisten = \"x\"\n").find("serve.toml:2: key 'share.listen'"), std::string::npos);
+  EXPECT_NE(error_of("[share]\nupload = 1\n").find("unknown key (share has paths"), std::string::npos);
+}
+
 TEST(ServeConfig, TomlSyntaxErrorsGiveTheLine) {
   const std::string e = error_of("[receive]\ndir = \"/x\n");
   EXPECT_EQ(e.rfind("serve.toml:2: ", 0), 0u) << e;
