@@ -247,3 +247,48 @@ TEST(CheckUnchanged, AFileReplacedUnderItsNameIsCaughtByPath) {
 
 }  // namespace
 }  // namespace braid::files
+
+namespace braid::files {
+namespace {
+
+TEST(SourceTree, WithSparseAFileListsItsDataRangesAndHolesAreLeftOut) {
+  Scratch s;
+  // 64 MiB with data at 0 and at 32 MiB (64 KiB each), made with pwrite into
+  // a truncated file: the file system keeps the rest as holes, if it can.
+  const int fd = ::open((s / "sparse").c_str(), O_CREAT | O_WRONLY, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, 64 << 20), 0);
+  const std::string block(64 << 10, 'x');
+  ASSERT_EQ(::pwrite(fd, block.data(), block.size(), 0), static_cast<ssize_t>(block.size()));
+  ASSERT_EQ(::pwrite(fd, block.data(), block.size(), 32 << 20), static_cast<ssize_t>(block.size()));
+  ::close(fd);
+  write_file(s / "dense", "all data");
+  struct stat st {};
+  ASSERT_EQ(::stat((s / "sparse").c_str(), &st), 0);
+  if (static_cast<uint64_t>(st.st_blocks) * 512 >= (64u << 20)) GTEST_SKIP() << "this file system keeps no holes";
+
+  ScanOptions opts;
+  opts.sparse = true;
+  const ScanResult r = scan_sources({(s / "sparse").string(), (s / "dense").string()}, opts);
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_EQ(r.tree.entries.size(), 2u);
+  const auto& sparse = r.tree.entries[0];
+  ASSERT_TRUE(sparse.data);
+  // The file system may round a data range out to its own blocks: each
+  // written block is inside one range, and the ranges hold far less than the file.
+  ASSERT_EQ(sparse.data->size(), 2u);
+  EXPECT_LE((*sparse.data)[0].offset, 0u);
+  EXPECT_GE((*sparse.data)[0].offset + (*sparse.data)[0].length, 64u << 10);
+  EXPECT_LE((*sparse.data)[1].offset, 32u << 20);
+  EXPECT_GE((*sparse.data)[1].offset + (*sparse.data)[1].length, (32u << 20) + (64u << 10));
+  EXPECT_LT(sparse.data_bytes(), 8u << 20);
+  EXPECT_FALSE(r.tree.entries[1].data);  // no holes: plain data
+
+  // Without -S the same file is all data.
+  const ScanResult plain = scan_sources({(s / "sparse").string()});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain.tree.entries[0].data);
+}
+
+}  // namespace
+}  // namespace braid::files

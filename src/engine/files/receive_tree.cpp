@@ -114,11 +114,13 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
   struct statvfs vfs {};
   if (::fstatvfs(root_fd, &vfs) == 0) {
     const unsigned long long avail = static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize;
-    const uint64_t needed = offer.total_bytes() - std::min(opts.bytes_present, offer.total_bytes());
+    // Holes of sparse files take no room: only data is written.
+    const uint64_t data = offer.data_bytes();
+    const uint64_t needed = data - std::min(opts.bytes_present, data);
     if (avail < needed)
       return PrepareError{wire::RefuseReason::no_space,
-                          "not enough space in the target directory: " + format_size(Bytes(offer.total_bytes())) +
-                              " offered" +
+                          "not enough space in the target directory: " + format_size(Bytes(data)) +
+                              (data < offer.total_bytes() ? " of data" : "") + " offered" +
                               (opts.bytes_present ? " (" + format_size(Bytes(opts.bytes_present)) + " already here)" : "") +
                               ", " + format_size(Bytes(avail)) + " available"};
   }

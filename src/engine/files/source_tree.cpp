@@ -11,6 +11,8 @@
 #include <set>
 #include <utility>
 
+#include "core/wire/data_ranges.hpp"
+
 namespace braid::files {
 namespace {
 
@@ -51,6 +53,29 @@ FileStamp stamp_of(const struct stat& st) {
   return FileStamp{static_cast<uint64_t>(st.st_size), st.st_mtim, st.st_ctim, st.st_dev, st.st_ino};
 }
 
+/// The ranges of an open file that hold data, as the file system says
+/// (SEEK_DATA / SEEK_HOLE), in the offer's form (wire::data_ranges_to_offer):
+/// nullopt when it has no hole, has too many ranges, or the file system
+/// cannot tell (then it is sent as plain data).
+std::optional<std::vector<wire::DataRange>> find_data_ranges(int fd, uint64_t size) {
+  std::vector<wire::DataRange> found;
+  off_t at = 0;
+  while (static_cast<uint64_t>(at) < size && found.size() <= wire::kMaxDataRanges) {
+    const off_t data = ::lseek(fd, at, SEEK_DATA);
+    if (data < 0) {
+      if (errno == ENXIO) break;  // only a hole from here to the end
+      return std::nullopt;
+    }
+    off_t hole = ::lseek(fd, data, SEEK_HOLE);
+    if (hole < 0) return std::nullopt;
+    if (hole <= data) hole = static_cast<off_t>(size);  // cannot tell: data to the end
+    found.push_back(wire::DataRange{static_cast<uint64_t>(data), static_cast<uint64_t>(hole - data)});
+    at = hole;
+  }
+  if (found.size() > wire::kMaxDataRanges) return std::nullopt;
+  return wire::data_ranges_to_offer(std::move(found), size);
+}
+
 bool same_time(const timespec& a, const timespec& b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; }
 
 class Walker {
@@ -87,9 +112,11 @@ class Walker {
       // Opened now, once, to know it can be: a file braid cannot read is skipped here, not mid-transfer.
       const int fd = ::open(open_path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
       if (fd < 0) return skip(local, std::string("cannot open: ") + std::strerror(errno));
-      ::close(fd);
       e.kind = wire::EntryKind::file;
       e.size = static_cast<uint64_t>(st.st_size);
+      // Fewer blocks than bytes: the file may have holes (or be compressed).
+      if (opts_.sparse && static_cast<uint64_t>(st.st_blocks) * 512 < e.size) e.data = find_data_ranges(fd, e.size);
+      ::close(fd);
       out_.total_bytes += e.size;
       ++out_.file_count;
       push(std::move(e), open_path, st);

@@ -54,6 +54,9 @@ struct SkippedSource {
 struct ScanOptions {
   bool follow_symlinks = false;
   bool strict = false;  // a source that would be skipped is an error
+  /// `braid send -S`: a file with holes lists its data ranges
+  /// (ManifestEntry::data); its holes are not read, sent or written.
+  bool sparse = false;
 };
 
 struct ScanResult {
