@@ -73,6 +73,13 @@ void limits(std::span<const uint8_t> payload, FrameType type) {
         }
       }
       FUZZ_CHECK(o.data_bytes() <= o.total_bytes());
+      // Hard links: a file of no bytes, to an earlier file that is no link.
+      for (size_t i = 0; i < o.entries.size(); ++i) {
+        const auto& e = o.entries[i];
+        if (!e.hard_link_to) continue;
+        FUZZ_CHECK(e.kind == EntryKind::file && e.size == 0 && !e.data && *e.hard_link_to < i);
+        FUZZ_CHECK(o.entries[*e.hard_link_to].kind == EntryKind::file && !o.entries[*e.hard_link_to].hard_link_to);
+      }
       break;
     }
     case FrameType::refuse: {

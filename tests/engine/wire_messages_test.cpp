@@ -12,8 +12,10 @@ namespace {
 /// Bytes of an offer's entry details section (after its flags byte).
 size_t offer_details_size(const Offer& o) {
   size_t n = 4;
-  for (const auto& e : o.entries)
+  for (const auto& e : o.entries) {
     if (e.data) n += 4 + 1 + 4 + 16 * e.data->size();
+    if (e.hard_link_to) n += 4 + 1 + 4;
+  }
   return n;
 }
 
@@ -369,6 +371,48 @@ TEST(WireMessages, PieceHeaderMustBeSelfConsistent) {
   h.hash = digest(16, 0);
   EXPECT_FALSE(decode_piece_header(piece_payload(h, 100), back, n));  // overflow
   EXPECT_FALSE(decode_piece_header(std::vector<uint8_t>(10), back, n));
+}
+
+TEST(WireMessages, OfferCarriesHardLinks) {
+  Offer o;
+  o.chunk_size = 1 << 20;
+  o.entries.push_back({EntryKind::file, "a", 100, 0644, 1, 0, ""});
+  o.entries[0].data = std::vector<DataRange>{{0, 10}};
+  o.entries.push_back({EntryKind::directory, "d", 0, 0755, 1, 0, ""});
+  o.entries.push_back({EntryKind::file, "d/b", 0, 0644, 1, 0, ""});
+  o.entries.back().hard_link_to = 0;
+  o.entries.push_back({EntryKind::file, "d/c", 0, 0644, 1, 0, ""});
+  o.entries.back().hard_link_to = 0;
+  Offer back = round_trip(o);
+  EXPECT_EQ(back.entries, o.entries);
+  EXPECT_EQ(back.total_bytes(), 100u);
+
+  auto refused = [](const Offer& bad) {
+    std::vector<uint8_t> bytes;
+    encode(bad, bytes);
+    Offer b;
+    return !decode(bytes, b);
+  };
+  Offer bad = o;
+  bad.entries[2].size = 5;  // a link holds no bytes of its own
+  EXPECT_TRUE(refused(bad));
+  bad = o;
+  bad.entries[2].hard_link_to = 1;  // to a directory
+  EXPECT_TRUE(refused(bad));
+  bad = o;
+  bad.entries[3].hard_link_to = 2;  // to another link
+  EXPECT_TRUE(refused(bad));
+  bad = o;
+  bad.entries[0].data.reset();
+  bad.entries[0].size = 0;
+  bad.entries[0].hard_link_to = 3;  // to a later entry (and so, in a loop)
+  EXPECT_TRUE(refused(bad));
+  bad = o;
+  bad.entries[2].hard_link_to = 2;  // to itself
+  EXPECT_TRUE(refused(bad));
+  bad = o;
+  bad.entries[1].hard_link_to = 0;  // a directory is no link
+  EXPECT_TRUE(refused(bad));
 }
 
 }  // namespace

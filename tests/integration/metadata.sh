@@ -10,6 +10,9 @@
 #                  range sends only its chunk, and the holes stay holes
 #   sparse-resume  -S: a sender killed mid-way; the same command again
 #                  resumes what arrived and the file still has its holes
+#   hard-links     -H: a tree with a file of 3 names and one of 2 arrives
+#                  with the same link structure (stat %h, %i), each file's
+#                  bytes sent once; a second run (--sync) keeps it so
 set -uo pipefail
 BRAID=$1
 CASE=$2
@@ -17,50 +20,14 @@ CASE=$2
 workspace metadata
 MiB=$((1 << 20))
 
-start_recv() {
-  rm -f "$W/recv.out"
-  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 --code meta$CODE_SUFFIX --yes --once \
-    --json "$W/recv.json" --log "$W/recv.log" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
-  RECV_PID=$!
-  for _ in $(seq 200); do grep -q listening "$W/recv.out" 2>/dev/null && break; sleep 0.05; done
-  PORT=$(grep -o '127\.0\.0\.1:[0-9]*' "$W/recv.out" | head -1 | cut -d: -f2)
-  [ -n "$PORT" ] || fail "receiver did not start"
-}
-
-# run [send args...]: a receiver and a sender; EXPECT=N (default 0) is the
-# exit status both must end with; KILL_AT=BYTES kills the sender once that
-# many are acked (then only the sender's 137 is checked).
-run() {
-  start_recv
-  local wrap=()
-  if [ -n "${KILL_AT:-}" ]; then
-    rm -f "$W/send.log"
-    wrap=(python3 "$(dirname "$0")/kill_when.py" "$W/send.log" "$KILL_AT" --)
-    set -- --rate-limit 80Mbit/s "$@"
-  fi
-  XDG_CONFIG_HOME=$W/scfg "${wrap[@]}" "$BRAID" send --code meta$CODE_SUFFIX --json "$W/send.json" \
-    --log "$W/send.log" "$@" "127.0.0.1:$PORT" > "$W/send.out" 2> "$W/send.err"
-  SEND_RC=$?
-  wait_recv
-  if [ -z "${KILL_AT:-}" ]; then
-    [ "$SEND_RC" -eq "${EXPECT:-0}" ] || fail "send exited $SEND_RC, expected ${EXPECT:-0}"
-    [ "$RECV_RC" -eq "${EXPECT:-0}" ] || fail "recv exited $RECV_RC, expected ${EXPECT:-0}"
-  fi
-}
+PAIR_CODE=meta$CODE_SUFFIX
+# run [send args...]: one whole run (lib.sh pair_run); EXPECT=N (default 0)
+# is the exit status both must end with; KILL_AT=BYTES kills the sender once
+# that many are acked (at 80 Mbit/s).
+run() { KILL_RATE=80Mbit/s pair_run "$@"; }
 
 # json EXPR...: each must hold, with `s` the sender's report and `r` the receiver's transfer.
-json() {
-  python3 - "$W/send.json" "$W/recv.json" "$@" <<'PY' || fail "report check failed"
-import json, sys
-s = json.load(open(sys.argv[1]))
-rj = json.load(open(sys.argv[2]))
-r = rj['transfers'][0] if rj.get('transfers') else {}
-for expr in sys.argv[3:]:
-    if not eval(expr):
-        print('not true:', expr, '| send:', {k: v for k, v in s.items() if k != 'lanes'}, file=sys.stderr)
-        sys.exit(1)
-PY
-}
+json() { report_check "$@"; }
 
 # sparse_file PATH SIZE OFFSET...: SIZE bytes of holes with 1 MiB of seeded
 # data at each OFFSET (bytes).
@@ -140,6 +107,36 @@ case "$CASE" in
     same_sparse "$W/src/disk.img" "$W/dst/disk.img"
     echo "rerun: $(python3 -c "import json; j = json.load(open('$W/send.json')); print(j['sent_bytes'], 'sent,', j['resumed_bytes'], 'resumed')")"
     json "s['resumed_bytes'] >= 4 * $MiB" "s['sent_bytes'] + s['resumed_bytes'] == 16 * $MiB"
+    ;;
+
+  hard-links)
+    mkdir -p "$W/src/t/sub"
+    random_file "$W/src/t/a" $MiB a
+    ln "$W/src/t/a" "$W/src/t/sub/b"
+    ln "$W/src/t/a" "$W/src/t/c"
+    random_file "$W/src/t/x" 65536 x
+    ln "$W/src/t/x" "$W/src/t/sub/y"
+    random_file "$W/src/t/z" 1000 z
+    # links: name → "nlink group" (names of one file share the group's first name).
+    links() {
+      (cd "$1" && for f in a sub/b c x sub/y z; do
+        echo "$f $(stat -c %h "$f") $(stat -c %i "$(dirname "$f")/$(basename "$f")")"; done) |
+        awk '{ if (!($3 in first)) first[$3] = $1; print $1, $2, first[$3] }'
+    }
+    for pass in first second; do
+      if [ $pass = first ]; then run -H "$W/src/t"; else run -H --sync "$W/src/t"; fi
+      links "$W/src/t" > "$W/src.links"
+      links "$W/dst/t" > "$W/dst.links"
+      diff "$W/src.links" "$W/dst.links" > "$W/diff.txt" || fail "$pass run: link structure differs: $(cat "$W/diff.txt")"
+      for f in a sub/b c x sub/y z; do cmp "$W/src/t/$f" "$W/dst/t/$f" || fail "$f differs"; done
+    done
+    echo "hard links: $(tr '\n' ';' < "$W/dst.links")"
+    json "s['sent_bytes'] == 0"  # the second run: every file unchanged, the links made again
+    run -H "$W/src/t"             # and a plain run over them: the files replaced, the links still links
+    links "$W/dst/t" > "$W/dst.links"
+    diff "$W/src.links" "$W/dst.links" > /dev/null || fail "third run: link structure differs"
+    json "s['sent_bytes'] == $MiB + 65536 + 1000" "s['bytes'] == $MiB + 65536 + 1000"
+    [ -z "$(find "$W/dst/" -name '.braid-*')" ] || fail "temporary files left"
     ;;
 
   *) echo "unknown case $CASE" >&2; exit 2 ;;

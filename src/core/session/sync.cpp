@@ -9,6 +9,7 @@ namespace braid::session::sync {
 std::optional<wire::FileVerdict> decide(const wire::ManifestEntry& entry, const Existing& there,
                                         const wire::SyncOptions& opts) {
   if (!opts.sync || entry.kind != wire::EntryKind::file || there.kind == Existing::Kind::none) return std::nullopt;
+  if (entry.hard_link_to) return std::nullopt;  // no bytes of its own: linked again to its file every run
   if (opts.ignore_existing) return wire::FileVerdict::exists_here;
   // Only a regular file can be compared or kept: a link or a device under
   // the name is replaced by the file sent whole.
@@ -131,7 +132,7 @@ Tally tally(const wire::Offer& offer, const std::vector<wire::FileDecision>& fil
   auto it = files.begin();
   for (size_t i = 0; i < offer.entries.size(); ++i) {
     const auto& e = offer.entries[i];
-    if (e.kind != wire::EntryKind::file) continue;
+    if (e.kind != wire::EntryKind::file || e.hard_link_to) continue;  // a link: made again, no bytes
     while (it != files.end() && it->entry < i) ++it;
     if (it == files.end() || it->entry != i || !keeps(it->verdict)) t.hole_bytes += e.size - e.data_bytes();
     if (it == files.end() || it->entry != i) {

@@ -38,7 +38,8 @@ struct Existing {
 /// --ignore-existing skips whatever exists; --update skips a file whose
 /// mtime is later on the receiver; otherwise the quick check (same size and
 /// same mtime, to the nanosecond) says unchanged unless --checksum, and a
-/// regular file that fails it is older_here (its chunks are compared).
+/// regular file that fails it is older_here (its chunks are compared). A
+/// hard link (ManifestEntry::hard_link_to) has no verdict: it is linked again.
 std::optional<wire::FileVerdict> decide(const wire::ManifestEntry& entry, const Existing& there,
                                         const wire::SyncOptions& opts);
 

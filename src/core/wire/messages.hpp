@@ -64,7 +64,8 @@ enum class FrameType : uint8_t {
 /// 3: resume (accept lists the ranges the receiver holds; refuse reason busy).
 /// 4: the offer's flags byte (discard: `braid probe`; sync options), cancel,
 ///    the accept's file verdicts and extraneous paths (sync).
-/// 5: the offer's entry details after its flags byte (sparse files' data ranges).
+/// 5: the offer's entry details after its flags byte (sparse files' data
+///    ranges, hard links).
 constexpr uint32_t kProtocolVersion = 5;
 constexpr size_t kMaxReasonLength = 1024;
 constexpr size_t kMaxPathBytes = 4095;     // PATH_MAX - 1
@@ -135,6 +136,11 @@ struct ManifestEntry {
   /// everything else is a hole — not sent, not written, left a hole on the
   /// receiver. nullopt: the whole file is data.
   std::optional<std::vector<DataRange>> data{};
+  /// Files only, `braid send -H`: this name is another hard link to the
+  /// file of entry N (an earlier file entry that is no link itself). Such an
+  /// entry has size 0 and no data ranges: it takes no bytes, the receiver
+  /// links it to entry N's file once that is in place.
+  std::optional<uint32_t> hard_link_to{};
   bool operator==(const ManifestEntry&) const = default;
   /// Bytes of the file that are data (size less holes).
   uint64_t data_bytes() const;

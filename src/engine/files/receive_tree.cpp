@@ -147,7 +147,7 @@ std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
       }
       continue;
     }
-    if (e.kind != wire::EntryKind::file || keep_[i]) continue;
+    if (e.kind != wire::EntryKind::file || keep_[i] || e.hard_link_to) continue;
     auto rel = RelativePath::parse(temp_path(i));
     if (!rel) return PrepareError{wire::RefuseReason::bad_path, rel.error().message};
     auto parent = security::open_parent_beneath(root_fd_, paths_[i], /*create_dirs=*/true, 0755);
@@ -274,7 +274,7 @@ std::string ReceiveTree::finalize(int& err) {
   std::set<std::string> parents_touched;
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
-    if (e.kind != wire::EntryKind::file || keep_[i]) continue;
+    if (e.kind != wire::EntryKind::file || keep_[i] || e.hard_link_to) continue;
     if (keep_existing_[i]) {
       if (auto failure = settle_existing(i, err); !failure.empty()) return failure;
       continue;
@@ -297,6 +297,33 @@ std::string ReceiveTree::finalize(int& err) {
     parents_touched.insert(parent_of(paths_[i]));
   }
   fds_.clear();
+  // Hard links (-H), once every file is in place: another name for the file
+  // of an earlier entry, both beneath the target with no symlink on the way
+  // (so nothing outside the transfer can be linked in). Made under a
+  // temporary name and renamed over what stands there.
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const auto& e = entries_[i];
+    if (e.kind != wire::EntryKind::file || !e.hard_link_to) continue;
+    const size_t first = *e.hard_link_to;
+    auto from = security::open_parent_beneath(root_fd_, paths_[first], false);
+    auto to = security::open_parent_beneath(root_fd_, paths_[i], true);
+    if (!from || !to) {
+      err = EIO;
+      return !from ? from.error().message : to.error().message;
+    }
+    const int pfd = to.value().dir.get();
+    const std::string tmp_leaf = ".braid-" + tag_ + "-" + std::to_string(i) + ".link";
+    ::unlinkat(pfd, tmp_leaf.c_str(), 0);
+    if (::linkat(from.value().dir.get(), from.value().leaf.c_str(), pfd, tmp_leaf.c_str(), 0) != 0)
+      return fail("cannot link '" + security::printable_path(paths_[i].str()) + "' to '" +
+                      security::printable_path(paths_[first].str()) + "'",
+                  errno);
+    if (::renameat(pfd, tmp_leaf.c_str(), pfd, to.value().leaf.c_str()) != 0)
+      return fail("cannot move the link '" + security::printable_path(paths_[i].str()) + "' into place", errno);
+    // Already a link to the same file there (a second run): rename did nothing.
+    ::unlinkat(pfd, tmp_leaf.c_str(), 0);
+    parents_touched.insert(parent_of(paths_[i]));
+  }
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
     if (e.kind != wire::EntryKind::symlink || link_skipped_[i]) continue;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -50,7 +51,7 @@ const char* kind_of(mode_t m) {
 }
 
 FileStamp stamp_of(const struct stat& st) {
-  return FileStamp{static_cast<uint64_t>(st.st_size), st.st_mtim, st.st_ctim, st.st_dev, st.st_ino};
+  return FileStamp{static_cast<uint64_t>(st.st_size), st.st_mtim, st.st_ctim, st.st_dev, st.st_ino, st.st_nlink};
 }
 
 /// The ranges of an open file that hold data, as the file system says
@@ -220,9 +221,25 @@ ScanResult scan_sources(const std::vector<std::string>& paths, const ScanOptions
     if (!w.add(p, leaf, true)) return {{}, {}, w.error()};
   }
   ScanResult r = w.take();
+  if (opts.hard_links) group_hard_links(r.tree);
   if (r.tree.entries.empty() && !r.skipped.empty())
     r.error = "nothing to send: every PATH was skipped ('" + r.skipped.front().path + "': " + r.skipped.front().reason + ")";
   return r;
+}
+
+void group_hard_links(SourceTree& tree) {
+  std::map<std::pair<dev_t, ino_t>, uint32_t> first;
+  for (size_t i = 0; i < tree.entries.size(); ++i) {
+    wire::ManifestEntry& e = tree.entries[i];
+    const FileStamp& st = tree.stamps[i];
+    if (e.kind != wire::EntryKind::file || st.nlink < 2) continue;
+    const auto [at, fresh] = first.emplace(std::make_pair(st.dev, st.ino), static_cast<uint32_t>(i));
+    if (fresh) continue;
+    tree.total_bytes -= std::min(tree.total_bytes, e.size);
+    e.size = 0;
+    e.data.reset();
+    e.hard_link_to = at->second;
+  }
 }
 
 std::optional<std::string> check_unchanged(const SourceTree& tree, size_t entry, int fd) {
