@@ -77,9 +77,9 @@ case "$CASE" in
     EXPECT=0 run -S "$W/src/disk.img"
     same_sparse "$W/src/disk.img" "$W/dst/disk.img"
     echo "sparse: $(stat -c %b "$W/dst/disk.img") blocks of 512 for $(stat -c %s "$W/dst/disk.img") bytes;" \
-      "$(python3 -c "import json; print(json.load(open('$W/send.json'))['sent_bytes'])") bytes sent"
+      "$(python3 -c "import json; j = json.load(open('$W/send.json')); print(j['sent_bytes'], 'bytes sent,', j['hole_bytes'], 'in holes')")"
     json "s['bytes'] == $GiB" "s['sent_bytes'] == 3 * $MiB" "sum(l['bytes'] for l in s['lanes']) == 3 * $MiB" \
-      "r['sent_bytes'] == 3 * $MiB"
+      "r['sent_bytes'] == 3 * $MiB" "s['hole_bytes'] == $GiB - 3 * $MiB" "r['hole_bytes'] == $GiB - 3 * $MiB"
     [ -z "$(find "$W/dst/" -name '.braid-*')" ] || fail "temporary files left"
     ;;
 
