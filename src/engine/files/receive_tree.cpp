@@ -147,7 +147,7 @@ std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
       }
       continue;
     }
-    if (e.kind != wire::EntryKind::file || keep_[i] || e.hard_link_to) continue;
+    if (e.kind != wire::EntryKind::file || keep_[i]) continue;
     auto rel = RelativePath::parse(temp_path(i));
     if (!rel) return PrepareError{wire::RefuseReason::bad_path, rel.error().message};
     auto parent = security::open_parent_beneath(root_fd_, paths_[i], /*create_dirs=*/true, 0755);
@@ -164,6 +164,7 @@ std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
         S_ISDIR(st.st_mode))
       return PrepareError{wire::RefuseReason::bad_offer,
                           "'" + security::printable_path(paths_[i].str()) + "' exists as a directory in the target"};
+    if (e.hard_link_to) continue;  // no bytes of its own: linked to its file in finalize
     // Without a resume, bytes an older run left in a file of this name are
     // worth nothing: start from an empty file (and give their blocks back).
     if (keep_parts) {  // what an earlier run left, before this one makes it the file's size
