@@ -110,6 +110,13 @@ void wire_seeds() {
     Offer synced = sample_offer();
     synced.sync = SyncOptions{true, true, false, false, true, false};
     message("offer_sync", synced);
+    Offer sparse = sample_offer();  // -S: data ranges of a sparse file, and one all hole
+    sparse.entries[1].data = std::vector<DataRange>{{0, 4096}, {1 << 20, 8192}, {2900000, 100000}};
+    sparse.entries[5].data = std::vector<DataRange>{};
+    message("offer_sparse", sparse);
+    Offer linked = sparse;  // -H: an empty file as another name of a sparse one
+    linked.entries[3].hard_link_to = 1;
+    message("offer_hard_link", linked);
   }
   message("refuse", Refuse{42, RefuseReason::busy, "the same transfer is being received elsewhere"});
   message("piece_abort", PieceAbort{42, 9});

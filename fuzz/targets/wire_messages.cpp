@@ -7,7 +7,8 @@
 //     exactly the input (no two payloads mean the same message, so nothing a
 //     peer sends can hide in slack bytes). Offer is the one exception: its
 //     mode keeps the permission bits only (its own target checks it).
-//   - lengths and counts stay within the documented limits.
+//   - lengths and counts stay within the documented limits (a sparse
+//     file's data ranges: bounded, ordered, inside the file).
 // Offers and piece headers have targets of their own, with more properties.
 #include <vector>
 
@@ -53,6 +54,32 @@ void limits(std::span<const uint8_t> payload, FrameType type) {
       }
       FUZZ_CHECK(a.extraneous.size() <= kMaxListedExtraneous && a.extraneous.size() <= a.extraneous_count);
       for (const auto& p : a.extraneous) FUZZ_CHECK(p.size() <= kMaxPathBytes);
+      break;
+    }
+    case FrameType::offer: {
+      // Sparse files: data ranges only on files, bounded, sorted, disjoint,
+      // inside the file; the data never exceeds the file set.
+      Offer o;
+      if (!decode(payload, o)) break;
+      for (const auto& e : o.entries) {
+        if (!e.data) continue;
+        FUZZ_CHECK(e.kind == EntryKind::file && e.data->size() <= kMaxDataRanges);
+        uint64_t end = 0;
+        for (size_t i = 0; i < e.data->size(); ++i) {
+          const DataRange& r = (*e.data)[i];
+          FUZZ_CHECK(r.length > 0 && r.offset <= e.size && r.length <= e.size - r.offset);
+          FUZZ_CHECK(i == 0 || r.offset > end);
+          end = r.offset + r.length;
+        }
+      }
+      FUZZ_CHECK(o.data_bytes() <= o.total_bytes());
+      // Hard links: a file of no bytes, to an earlier file that is no link.
+      for (size_t i = 0; i < o.entries.size(); ++i) {
+        const auto& e = o.entries[i];
+        if (!e.hard_link_to) continue;
+        FUZZ_CHECK(e.kind == EntryKind::file && e.size == 0 && !e.data && *e.hard_link_to < i);
+        FUZZ_CHECK(o.entries[*e.hard_link_to].kind == EntryKind::file && !o.entries[*e.hard_link_to].hard_link_to);
+      }
       break;
     }
     case FrameType::refuse: {

@@ -44,6 +44,8 @@ struct SendArgs {
   size_t max_lanes = 16;
   bool follow_symlinks = false;
   bool strict_sources = false;
+  bool sparse = false;     // -S: holes of sparse files cross as nothing and stay holes
+  bool hard_links = false;  // -H: a file with several names crosses once and arrives with them all
   wire::SyncOptions sync;  // --sync and the flags that imply it
   std::string transport = "tcp";
   std::string cc;
@@ -186,7 +188,7 @@ void run_send(const SendArgs& a) {
       finish(kExitUsage, "bad --rate-limit '" + a.rate_limit + "' (e.g. 200Mbit/s)");
   }
 
-  auto scan = files::scan_sources(paths, files::ScanOptions{a.follow_symlinks, a.strict_sources});
+  auto scan = files::scan_sources(paths, files::ScanOptions{a.follow_symlinks, a.strict_sources, a.sparse, a.hard_links});
   if (!scan.ok()) finish(kExitFailure, scan.error);
   for (const auto& sk : scan.skipped)
     std::cerr << "braid send: skipped '" << security::printable_path(sk.path) << "': " << sk.reason << "\n";
@@ -341,6 +343,12 @@ void add_send_command(CLI::App& app) {
   cmd->add_flag("--strict-sources", args->strict_sources,
                 "A source braid cannot send (FIFO, socket, device, unreadable file, link loop) is an error, "
                 "not skipped with a warning (exit 11)");
+  // Metadata: rsync's flags with rsync's meanings (docs/engine.md, "Metadata").
+  cmd->add_flag("-S,--sparse", args->sparse,
+                "Send the holes of sparse files as nothing and recreate them as holes (a file with more than " +
+                    std::to_string(wire::kMaxDataRanges) + " data ranges is sent as plain data)");
+  cmd->add_flag("-H,--hard-links", args->hard_links,
+                "Send a file with several names in the tree once and recreate its other names as hard links");
   // Sync: rsync's flags with rsync's meanings (docs/engine.md, "Sync").
   cmd->add_flag("--sync", args->sync.sync,
                 "Files that exist on the receiver: skip those whose size and mtime match, send only the changed "

@@ -247,3 +247,110 @@ TEST(CheckUnchanged, AFileReplacedUnderItsNameIsCaughtByPath) {
 
 }  // namespace
 }  // namespace braid::files
+
+namespace braid::files {
+namespace {
+
+TEST(SourceTree, WithSparseAFileListsItsDataRangesAndHolesAreLeftOut) {
+  Scratch s;
+  // 64 MiB with data at 0 and at 32 MiB (64 KiB each), made with pwrite into
+  // a truncated file: the file system keeps the rest as holes, if it can.
+  const int fd = ::open((s / "sparse").c_str(), O_CREAT | O_WRONLY, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, 64 << 20), 0);
+  const std::string block(64 << 10, 'x');
+  ASSERT_EQ(::pwrite(fd, block.data(), block.size(), 0), static_cast<ssize_t>(block.size()));
+  ASSERT_EQ(::pwrite(fd, block.data(), block.size(), 32 << 20), static_cast<ssize_t>(block.size()));
+  ::close(fd);
+  write_file(s / "dense", "all data");
+  struct stat st {};
+  ASSERT_EQ(::stat((s / "sparse").c_str(), &st), 0);
+  if (static_cast<uint64_t>(st.st_blocks) * 512 >= (64u << 20)) GTEST_SKIP() << "this file system keeps no holes";
+
+  ScanOptions opts;
+  opts.sparse = true;
+  const ScanResult r = scan_sources({(s / "sparse").string(), (s / "dense").string()}, opts);
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_EQ(r.tree.entries.size(), 2u);
+  const auto& sparse = r.tree.entries[0];
+  ASSERT_TRUE(sparse.data);
+  // The file system may round a data range out to its own blocks: each
+  // written block is inside one range, and the ranges hold far less than the file.
+  ASSERT_EQ(sparse.data->size(), 2u);
+  EXPECT_LE((*sparse.data)[0].offset, 0u);
+  EXPECT_GE((*sparse.data)[0].offset + (*sparse.data)[0].length, 64u << 10);
+  EXPECT_LE((*sparse.data)[1].offset, 32u << 20);
+  EXPECT_GE((*sparse.data)[1].offset + (*sparse.data)[1].length, (32u << 20) + (64u << 10));
+  EXPECT_LT(sparse.data_bytes(), 8u << 20);
+  EXPECT_FALSE(r.tree.entries[1].data);  // no holes: plain data
+
+  // Without -S the same file is all data.
+  const ScanResult plain = scan_sources({(s / "sparse").string()});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain.tree.entries[0].data);
+}
+
+TEST(SourceTree, GroupHardLinksMakesLaterNamesLinksToTheFirst) {
+  // Pure: only the stamps count. a and c share an inode (3 links, one
+  // outside the tree), b is alone, d shares b's inode but says 1 link (not
+  // grouped: the file system says it has no other name), e is another device.
+  SourceTree t;
+  auto add = [&](const std::string& path, uint64_t size, dev_t dev, ino_t ino, nlink_t nlink) {
+    wire::ManifestEntry e;
+    e.path = path;
+    e.size = size;
+    t.entries.push_back(e);
+    t.local_paths.push_back("/src/" + path);
+    FileStamp st;
+    st.size = size;
+    st.dev = dev;
+    st.ino = ino;
+    st.nlink = nlink;
+    t.stamps.push_back(st);
+    t.total_bytes += size;
+    ++t.file_count;
+  };
+  add("a", 100, 1, 10, 3);
+  add("b", 7, 1, 11, 2);
+  add("c", 100, 1, 10, 3);
+  add("d", 7, 1, 11, 1);
+  add("e", 100, 2, 10, 3);
+  t.entries[0].data = std::vector<wire::DataRange>{{0, 10}};
+  t.entries[2].data = std::vector<wire::DataRange>{{0, 10}};
+  group_hard_links(t);
+  EXPECT_FALSE(t.entries[0].hard_link_to);
+  EXPECT_TRUE(t.entries[0].data);  // the first keeps its bytes and holes
+  EXPECT_FALSE(t.entries[1].hard_link_to);
+  ASSERT_TRUE(t.entries[2].hard_link_to);
+  EXPECT_EQ(*t.entries[2].hard_link_to, 0u);
+  EXPECT_EQ(t.entries[2].size, 0u);
+  EXPECT_FALSE(t.entries[2].data);
+  EXPECT_FALSE(t.entries[3].hard_link_to);
+  EXPECT_FALSE(t.entries[4].hard_link_to);
+  EXPECT_EQ(t.total_bytes, 100u + 7 + 7 + 100);
+  EXPECT_EQ(t.file_count, 5u);
+}
+
+TEST(SourceTree, WithHardLinksTheSecondNameOfAFileIsALink) {
+  Scratch s;
+  fs::create_directories(s / "t/sub");
+  write_file(s / "t/a", "shared bytes");
+  ASSERT_EQ(::link((s / "t/a").c_str(), (s / "t/sub/b").c_str()), 0);
+  write_file(s / "t/c", "alone");
+  ScanOptions opts;
+  opts.hard_links = true;
+  const ScanResult r = scan_sources({(s / "t").string()}, opts);
+  ASSERT_TRUE(r.ok()) << r.error;
+  std::map<std::string, const wire::ManifestEntry*> by_path;
+  for (const auto& e : r.tree.entries) by_path[e.path] = &e;
+  ASSERT_TRUE(by_path.count("t/a") && by_path.count("t/sub/b") && by_path.count("t/c"));
+  EXPECT_FALSE(by_path["t/a"]->hard_link_to);  // walked first (sorted names)
+  ASSERT_TRUE(by_path["t/sub/b"]->hard_link_to);
+  EXPECT_EQ(r.tree.entries[*by_path["t/sub/b"]->hard_link_to].path, "t/a");
+  EXPECT_EQ(r.tree.total_bytes, 12u + 5);
+  const ScanResult plain = scan_sources({(s / "t").string()});  // without -H: two copies
+  EXPECT_EQ(plain.tree.total_bytes, 12u + 12 + 5);
+}
+
+}  // namespace
+}  // namespace braid::files

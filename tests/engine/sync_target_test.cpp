@@ -131,5 +131,44 @@ TEST(SyncTarget, TheOldVersionsBytesAreCopiedInAndAnIdenticalFileStays) {
   EXPECT_FALSE(fs::exists(d.at("target/c")));  // kept: nothing was there, nothing made
 }
 
+TEST(ReceiveTreeLinks, AHardLinkIsAnotherNameOfItsFileBeneathTheTarget) {
+  Dir d;
+  d.file("target/t/sub/b", "an older file under the link's name");
+  d.file("outside/secret", "xx");
+  wire::Offer o;
+  o.chunk_size = 1 << 20;
+  o.entries = {entry(wire::EntryKind::directory, "t"), entry(wire::EntryKind::file, "t/a", 5),
+               entry(wire::EntryKind::directory, "t/sub"), entry(wire::EntryKind::file, "t/sub/b"),
+               entry(wire::EntryKind::file, "t/c")};
+  o.entries[3].hard_link_to = 1;
+  o.entries[4].hard_link_to = 1;
+  auto prepared = ReceiveTree::prepare(d.fd(), o, PrepareOptions{"00bb", false, 0});
+  ASSERT_TRUE(std::holds_alternative<std::unique_ptr<ReceiveTree>>(prepared));
+  auto& tree = *std::get<0>(prepared);
+  EXPECT_FALSE(fs::exists(d.at("target/t/sub/.braid-00bb-3.part")));  // a link gets no temporary file
+  const std::string bytes = "hello";
+  ASSERT_EQ(tree.write(0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), 5)), 0);
+  int err = 0;
+  ASSERT_EQ(tree.finalize(err), "");
+  struct stat a {}, b {}, c {};
+  ASSERT_EQ(::stat(d.at("target/t/a").c_str(), &a), 0);
+  ASSERT_EQ(::stat(d.at("target/t/sub/b").c_str(), &b), 0);
+  ASSERT_EQ(::stat(d.at("target/t/c").c_str(), &c), 0);
+  EXPECT_EQ(a.st_ino, b.st_ino);
+  EXPECT_EQ(a.st_ino, c.st_ino);
+  EXPECT_EQ(a.st_nlink, 3u);
+  std::ifstream in(d.at("target/t/sub/b"));
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), "hello");
+  for (const auto& e : fs::recursive_directory_iterator(d.at("target")))
+    EXPECT_EQ(e.path().filename().string().rfind(".braid-", 0), std::string::npos) << e.path();
+
+  // Where the link's name is a directory, the offer is refused before anything is written.
+  fs::remove(d.at("target/t/c"));
+  fs::create_directories(d.at("target/t/c"));
+  auto refused = ReceiveTree::prepare(d.fd(), o, PrepareOptions{"00bc", false, 0});
+  ASSERT_TRUE(std::holds_alternative<PrepareError>(refused));
+  EXPECT_EQ(std::get<PrepareError>(refused).reason, wire::RefuseReason::bad_offer);
+}
+
 }  // namespace
 }  // namespace braid::files

@@ -9,6 +9,16 @@
 namespace braid::wire {
 namespace {
 
+/// Bytes of an offer's entry details section (after its flags byte).
+size_t offer_details_size(const Offer& o) {
+  size_t n = 4;
+  for (const auto& e : o.entries) {
+    if (e.data) n += 4 + 1 + 4 + 16 * e.data->size();
+    if (e.hard_link_to) n += 4 + 1 + 4;
+  }
+  return n;
+}
+
 template <class M>
 M round_trip(const M& m) {
   std::vector<uint8_t> bytes;
@@ -19,9 +29,12 @@ M round_trip(const M& m) {
   for (size_t cut = 0; cut < bytes.size(); ++cut) {
     M partial{};
     if constexpr (std::is_same_v<M, Offer>) {
-      if (cut + 1 == bytes.size()) {  // without its flags byte: a protocol 3 offer, told apart
+      // Without its entry details (protocol 4) or also without its flags
+      // byte (protocol 3): an older sender's offer, told apart.
+      const size_t details = offer_details_size(m);
+      if (cut + details == bytes.size() || cut + details + 1 == bytes.size()) {
         EXPECT_TRUE(decode(std::span<const uint8_t>(bytes.data(), cut), partial));
-        EXPECT_EQ(partial.version, 3u);
+        EXPECT_EQ(partial.version, cut + details == bytes.size() ? 4u : 3u);
         continue;
       }
     }
@@ -101,12 +114,13 @@ TEST(WireMessages, AnOffersDiscardFlagRoundTripsAndUnknownFlagsAreRefused) {
   Offer back;
   ASSERT_TRUE(decode(bytes, back));
   EXPECT_TRUE(back.discard);
-  bytes.back() = 0;  // the flags byte comes last
+  const size_t flags = bytes.size() - 5;  // the flags byte, then no entry details (u32 0)
+  bytes[flags] = 0;
   ASSERT_TRUE(decode(bytes, back));
   EXPECT_FALSE(back.discard);
-  bytes.back() = 0x80;  // a flag this version does not know: refused, not ignored
+  bytes[flags] = 0x80;  // a flag this version does not know: refused, not ignored
   EXPECT_FALSE(decode(bytes, back));
-  bytes.pop_back();  // an offer of version 3 (no flags) is told apart, for a refusal it understands
+  bytes.resize(flags);  // an offer of version 3 (no flags) is told apart, for a refusal it understands
   ASSERT_TRUE(decode(bytes, back));
   EXPECT_EQ(back.version, 3u);
 }
@@ -180,9 +194,73 @@ TEST(WireMessages, OfferCarriesSyncOptionsAndTellsAnOlderSenderApart) {
   }
   std::vector<uint8_t> bytes;
   encode(o, bytes);
-  bytes.back() = 0x80;  // a bit no version defines
+  bytes[bytes.size() - 5] = 0x80;  // a bit no version defines
   Offer back;
   EXPECT_FALSE(decode(bytes, back));
+}
+
+TEST(WireMessages, OfferCarriesSparseFilesDataRanges) {
+  Offer o;
+  o.transfer_id = 2;
+  o.chunk_size = 1 << 20;
+  o.entries.push_back({EntryKind::directory, "d", 0, 0755, 1, 0, ""});
+  o.entries.push_back({EntryKind::file, "d/sparse", 1ull << 40, 0644, 1, 0, ""});
+  o.entries.back().data = std::vector<DataRange>{{0, 4096}, {1ull << 30, 1 << 20}, {(1ull << 40) - 8192, 8192}};
+  o.entries.push_back({EntryKind::file, "d/dense", 10, 0644, 1, 0, ""});
+  o.entries.push_back({EntryKind::file, "d/all-hole", 1 << 20, 0644, 1, 0, ""});
+  o.entries.back().data = std::vector<DataRange>{};
+  Offer back = round_trip(o);
+  EXPECT_EQ(back.entries, o.entries);
+  EXPECT_EQ(back.version, kProtocolVersion);
+  EXPECT_EQ(back.total_bytes(), (1ull << 40) + 10 + (1 << 20));
+  EXPECT_EQ(back.data_bytes(), 4096u + (1 << 20) + 8192 + 10);
+}
+
+TEST(WireMessages, OfferRefusesImpossibleDataRanges) {
+  auto refused = [](EntryKind kind, uint64_t size, std::vector<DataRange> data) {
+    Offer o;
+    o.chunk_size = 1 << 20;
+    o.entries.push_back({kind, "x", kind == EntryKind::file ? size : 0, 0644, 1, 0, ""});
+    o.entries.back().data = std::move(data);
+    std::vector<uint8_t> bytes;
+    encode(o, bytes);
+    Offer back;
+    return !decode(bytes, back);
+  };
+  EXPECT_FALSE(refused(EntryKind::file, 100, {{0, 10}, {20, 80}}));
+  EXPECT_TRUE(refused(EntryKind::file, 100, {{0, 0}}));             // empty
+  EXPECT_TRUE(refused(EntryKind::file, 100, {{90, 11}}));           // past the end
+  EXPECT_TRUE(refused(EntryKind::file, 100, {{20, 10}, {0, 10}}));  // out of order
+  EXPECT_TRUE(refused(EntryKind::file, 100, {{0, 10}, {10, 10}}));  // touching: one range
+  EXPECT_TRUE(refused(EntryKind::file, 100, {{0, 10}, {5, 10}}));   // overlapping
+  EXPECT_TRUE(refused(EntryKind::file, UINT64_MAX, {{UINT64_MAX - 1, 2}}));  // end overflows
+  EXPECT_TRUE(refused(EntryKind::directory, 0, {}));                // only files have holes
+  std::vector<DataRange> many;
+  for (uint64_t i = 0; i <= kMaxDataRanges; ++i) many.push_back({2 * i, 1});
+  EXPECT_TRUE(refused(EntryKind::file, 2 * kMaxDataRanges + 2, many));  // more than the bound
+  many.pop_back();
+  EXPECT_FALSE(refused(EntryKind::file, 2 * kMaxDataRanges + 2, many));
+
+  // Details out of order, an unknown kind, a count beyond the bytes present.
+  Offer o;
+  o.chunk_size = 1 << 20;
+  o.entries.push_back({EntryKind::file, "a", 100, 0644, 1, 0, ""});
+  o.entries.push_back({EntryKind::file, "b", 100, 0644, 1, 0, ""});
+  o.entries[0].data = o.entries[1].data = std::vector<DataRange>{{0, 10}};
+  std::vector<uint8_t> bytes;
+  encode(o, bytes);
+  Offer back;
+  ASSERT_TRUE(decode(bytes, back));
+  const size_t first = bytes.size() - 2 * 25;  // two records of 4 + 1 + 4 + 16 bytes
+  auto twisted = bytes;
+  twisted[first + 3] = 1;  // both records name entry 1
+  EXPECT_FALSE(decode(twisted, back));
+  twisted = bytes;
+  twisted[first + 4] = 9;  // a kind no version defines
+  EXPECT_FALSE(decode(twisted, back));
+  twisted = bytes;
+  twisted[first - 2] = 0x7f;  // 0x7f02 records
+  EXPECT_FALSE(decode(twisted, back));
 }
 
 TEST(WireMessages, AcceptCarriesSyncVerdictsAndWhatDeleteRemoves) {
@@ -293,6 +371,48 @@ TEST(WireMessages, PieceHeaderMustBeSelfConsistent) {
   h.hash = digest(16, 0);
   EXPECT_FALSE(decode_piece_header(piece_payload(h, 100), back, n));  // overflow
   EXPECT_FALSE(decode_piece_header(std::vector<uint8_t>(10), back, n));
+}
+
+TEST(WireMessages, OfferCarriesHardLinks) {
+  Offer o;
+  o.chunk_size = 1 << 20;
+  o.entries.push_back({EntryKind::file, "a", 100, 0644, 1, 0, ""});
+  o.entries[0].data = std::vector<DataRange>{{0, 10}};
+  o.entries.push_back({EntryKind::directory, "d", 0, 0755, 1, 0, ""});
+  o.entries.push_back({EntryKind::file, "d/b", 0, 0644, 1, 0, ""});
+  o.entries.back().hard_link_to = 0;
+  o.entries.push_back({EntryKind::file, "d/c", 0, 0644, 1, 0, ""});
+  o.entries.back().hard_link_to = 0;
+  Offer back = round_trip(o);
+  EXPECT_EQ(back.entries, o.entries);
+  EXPECT_EQ(back.total_bytes(), 100u);
+
+  auto refused = [](const Offer& bad) {
+    std::vector<uint8_t> bytes;
+    encode(bad, bytes);
+    Offer b;
+    return !decode(bytes, b);
+  };
+  Offer bad = o;
+  bad.entries[2].size = 5;  // a link holds no bytes of its own
+  EXPECT_TRUE(refused(bad));
+  bad = o;
+  bad.entries[2].hard_link_to = 1;  // to a directory
+  EXPECT_TRUE(refused(bad));
+  bad = o;
+  bad.entries[3].hard_link_to = 2;  // to another link
+  EXPECT_TRUE(refused(bad));
+  bad = o;
+  bad.entries[0].data.reset();
+  bad.entries[0].size = 0;
+  bad.entries[0].hard_link_to = 3;  // to a later entry (and so, in a loop)
+  EXPECT_TRUE(refused(bad));
+  bad = o;
+  bad.entries[2].hard_link_to = 2;  // to itself
+  EXPECT_TRUE(refused(bad));
+  bad = o;
+  bad.entries[1].hard_link_to = 0;  // a directory is no link
+  EXPECT_TRUE(refused(bad));
 }
 
 }  // namespace

@@ -37,6 +37,56 @@ wait_recv() {
   wait "$RECV_PID"; RECV_RC=$?; RECV_PID=
 }
 
+# pair_start_recv: a `recv --once` into $W/dst with code $PAIR_CODE, its
+# reports in $W/recv.{json,log,out,err}; sets RECV_PID and PORT.
+pair_start_recv() {
+  rm -f "$W/recv.out"
+  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 --code "$PAIR_CODE" --yes --once \
+    --json "$W/recv.json" --log "$W/recv.log" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
+  RECV_PID=$!
+  for _ in $(seq 200); do grep -q listening "$W/recv.out" 2>/dev/null && break; sleep 0.05; done
+  PORT=$(grep -o '127\.0\.0\.1:[0-9]*' "$W/recv.out" | head -1 | cut -d: -f2)
+  [ -n "$PORT" ] || fail "receiver did not start"
+}
+
+# pair_run [send args...]: one whole run, a receiver for it and the sender;
+# both must end with EXPECT (default 0). KILL_AT=BYTES kills the sender once
+# that many are acked (rate-limited to KILL_RATE, default 400Mbit/s; then
+# only SEND_RC is set, 137).
+pair_run() {
+  pair_start_recv
+  local wrap=()
+  if [ -n "${KILL_AT:-}" ]; then
+    rm -f "$W/send.log"
+    wrap=(python3 "$(dirname "${BASH_SOURCE[0]}")/kill_when.py" "$W/send.log" "$KILL_AT" --)
+    set -- --rate-limit "${KILL_RATE:-400Mbit/s}" "$@"
+  fi
+  XDG_CONFIG_HOME=$W/scfg "${wrap[@]}" "$BRAID" send --code "$PAIR_CODE" --json "$W/send.json" \
+    --log "$W/send.log" "$@" "127.0.0.1:$PORT" > "$W/send.out" 2> "$W/send.err"
+  SEND_RC=$?
+  wait_recv
+  if [ -z "${KILL_AT:-}" ]; then
+    [ "$SEND_RC" -eq "${EXPECT:-0}" ] || fail "send exited $SEND_RC, expected ${EXPECT:-0}"
+    [ "$RECV_RC" -eq "${EXPECT:-0}" ] || fail "recv exited $RECV_RC, expected ${EXPECT:-0}"
+  fi
+}
+
+# report_check EXPR...: each Python expression must hold, with `s` the
+# sender's --json ($W/send.json) and `r` the receiver's first transfer
+# ($W/recv.json); else fail, printing the sender's report.
+report_check() {
+  python3 - "$W/send.json" "$W/recv.json" "$@" <<'PY' || fail "report check failed"
+import json, sys
+s = json.load(open(sys.argv[1]))
+rj = json.load(open(sys.argv[2]))
+r = rj['transfers'][0] if rj.get('transfers') else {}
+for expr in sys.argv[3:]:
+    if not eval(expr):
+        print('not true:', expr, '| send:', {k: v for k, v in s.items() if k != 'lanes'}, file=sys.stderr)
+        sys.exit(1)
+PY
+}
+
 # A seeded pseudo-random file of $2 bytes (AES-CTR keystream: fast, not sparse).
 random_file() {
   head -c "$2" /dev/zero | openssl enc -aes-128-ctr -nosalt -pass "pass:$3" -pbkdf2 2>/dev/null > "$1"

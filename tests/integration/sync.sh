@@ -21,35 +21,10 @@ CASE=$2
 workspace sync
 MiB=$((1 << 20))
 
-start_recv() {
-  rm -f "$W/recv.out"
-  XDG_CONFIG_HOME=$W/rcfg "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 --code sync-test$CODE_SUFFIX --yes --once \
-    --json "$W/recv.json" --log "$W/recv.log" > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
-  RECV_PID=$!
-  for _ in $(seq 200); do grep -q listening "$W/recv.out" 2>/dev/null && break; sleep 0.05; done
-  PORT=$(grep -o '127\.0\.0\.1:[0-9]*' "$W/recv.out" | head -1 | cut -d: -f2)
-  [ -n "$PORT" ] || fail "receiver did not start"
-}
-
-# run [send args...]: one whole run (a receiver for it, the sender, both
-# must succeed); KILL_AT=BYTES kills the sender once that many are acked.
-run() {
-  start_recv
-  local wrap=()
-  if [ -n "${KILL_AT:-}" ]; then
-    rm -f "$W/send.log"
-    wrap=(python3 "$(dirname "$0")/kill_when.py" "$W/send.log" "$KILL_AT" --)
-    set -- --rate-limit 400Mbit/s "$@"
-  fi
-  XDG_CONFIG_HOME=$W/scfg "${wrap[@]}" "$BRAID" send --code sync-test$CODE_SUFFIX --json "$W/send.json" \
-    --log "$W/send.log" "$@" "127.0.0.1:$PORT" > "$W/send.out" 2> "$W/send.err"
-  SEND_RC=$?
-  wait_recv
-  if [ -z "${KILL_AT:-}" ]; then
-    [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
-    [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
-  fi
-}
+PAIR_CODE=sync-test$CODE_SUFFIX
+# run [send args...]: one whole run (lib.sh pair_run: both must succeed);
+# KILL_AT=BYTES kills the sender once that many are acked.
+run() { pair_run "$@"; }
 
 # Path, kind, mode, mtime, size and SHA-256 of every entry under $1.
 tree_state() {
@@ -63,18 +38,7 @@ same_trees() {
 }
 
 # sync_json EXPR...: each must hold, with `s` the sender's report and `r` the receiver's transfer.
-sync_json() {
-  python3 - "$W/send.json" "$W/recv.json" "$@" <<'PY' || fail "report check failed"
-import json, sys
-s = json.load(open(sys.argv[1]))
-rj = json.load(open(sys.argv[2]))
-r = rj['transfers'][0] if rj.get('transfers') else {}
-for expr in sys.argv[3:]:
-    if not eval(expr):
-        print('not true:', expr, '| send:', {k: v for k, v in s.items() if k != 'lanes'}, file=sys.stderr)
-        sys.exit(1)
-PY
-}
+sync_json() { report_check "$@"; }
 piece_bytes() { python3 -c "import json; print(sum(l['bytes'] for l in json.load(open('$W/send.json'))['lanes']))"; }
 
 case "$CASE" in

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 
+#include "core/wire/data_ranges.hpp"
+
 namespace braid::session::sync {
 
 std::optional<wire::FileVerdict> decide(const wire::ManifestEntry& entry, const Existing& there,
                                         const wire::SyncOptions& opts) {
   if (!opts.sync || entry.kind != wire::EntryKind::file || there.kind == Existing::Kind::none) return std::nullopt;
+  if (entry.hard_link_to) return std::nullopt;  // no bytes of its own: linked again to its file every run
   if (opts.ignore_existing) return wire::FileVerdict::exists_here;
   // Only a regular file can be compared or kept: a link or a device under
   // the name is replaced by the file sent whole.
@@ -49,27 +52,54 @@ std::vector<wire::HeldRange> kept_records(const wire::Offer& offer, const std::v
   if (offer.chunk_size == 0) return out;
   const auto starts = entry_offsets(offer);
   std::optional<Span> run;
-  for (const auto& f : files) {
-    if (f.entry >= offer.entries.size() || !keeps(f.verdict)) continue;
-    const auto& e = offer.entries[f.entry];
-    if (e.kind != wire::EntryKind::file || e.size == 0) continue;
-    const uint64_t at = starts[f.entry];
+  auto add = [&](uint64_t at, uint64_t n) {
     if (run && run->offset + run->length == at) {
-      run->length += e.size;
-      continue;
+      run->length += n;
+      return;
     }
     if (run) cut_at_chunks(*run, offer.chunk_size, out);
-    run = Span{at, e.size};
+    run = Span{at, n};
+  };
+  auto f = files.begin();
+  for (size_t i = 0; i < offer.entries.size(); ++i) {
+    const auto& e = offer.entries[i];
+    if (e.kind != wire::EntryKind::file || e.size == 0) continue;
+    while (f != files.end() && f->entry < i) ++f;
+    if (f != files.end() && f->entry == i && keeps(f->verdict)) {
+      add(starts[i], e.size);
+      continue;
+    }
+    for (const auto& h : wire::holes_of(e)) add(starts[i] + h.offset, h.length);
   }
   if (run) cut_at_chunks(*run, offer.chunk_size, out);
   return out;
 }
 
-std::vector<Span> reusable_spans(uint64_t start, uint64_t size, uint64_t old_size, uint64_t chunk_size) {
+uint64_t hole_bytes(const std::vector<wire::ManifestEntry>& entries, const std::vector<wire::FileDecision>& files) {
+  uint64_t n = 0;
+  auto f = files.begin();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].kind != wire::EntryKind::file) continue;
+    while (f != files.end() && f->entry < i) ++f;
+    if (f != files.end() && f->entry == i && keeps(f->verdict)) continue;
+    n += entries[i].size - entries[i].data_bytes();
+  }
+  return n;
+}
+
+std::vector<Span> reusable_spans(uint64_t start, uint64_t size, uint64_t old_size, uint64_t chunk_size,
+                                 const std::optional<std::vector<wire::DataRange>>& data) {
   std::vector<Span> out;
   if (chunk_size == 0) return out;
   std::vector<wire::HeldRange> cut;
-  cut_at_chunks(Span{start, std::min(size, old_size)}, chunk_size, cut);
+  if (!data) {
+    cut_at_chunks(Span{start, std::min(size, old_size)}, chunk_size, cut);
+  } else {
+    for (const auto& d : *data) {
+      const uint64_t end = std::min({d.offset + d.length, size, old_size});
+      if (end > d.offset) cut_at_chunks(Span{start + d.offset, end - d.offset}, chunk_size, cut);
+    }
+  }
   for (const auto& c : cut) out.push_back(Span{c.offset, c.length});
   return out;
 }
@@ -102,8 +132,9 @@ Tally tally(const wire::Offer& offer, const std::vector<wire::FileDecision>& fil
   auto it = files.begin();
   for (size_t i = 0; i < offer.entries.size(); ++i) {
     const auto& e = offer.entries[i];
-    if (e.kind != wire::EntryKind::file) continue;
+    if (e.kind != wire::EntryKind::file || e.hard_link_to) continue;  // a link: made again, no bytes
     while (it != files.end() && it->entry < i) ++it;
+    if (it == files.end() || it->entry != i || !keeps(it->verdict)) t.hole_bytes += e.size - e.data_bytes();
     if (it == files.end() || it->entry != i) {
       ++t.files_sent;
       continue;

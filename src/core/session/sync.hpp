@@ -38,7 +38,8 @@ struct Existing {
 /// --ignore-existing skips whatever exists; --update skips a file whose
 /// mtime is later on the receiver; otherwise the quick check (same size and
 /// same mtime, to the nanosecond) says unchanged unless --checksum, and a
-/// regular file that fails it is older_here (its chunks are compared).
+/// regular file that fails it is older_here (its chunks are compared). A
+/// hard link (ManifestEntry::hard_link_to) has no verdict: it is linked again.
 std::optional<wire::FileVerdict> decide(const wire::ManifestEntry& entry, const Existing& there,
                                         const wire::SyncOptions& opts);
 
@@ -56,18 +57,26 @@ struct Span {
 /// end to end in offer order; other entries take no bytes).
 std::vector<uint64_t> entry_offsets(const wire::Offer& offer);
 
-/// The records of the files `files` keeps, without hashes: consecutive kept
-/// files merged, then cut at every chunk boundary, in offset order. Both
-/// ends compute them from the offer and the accept; the root hash covers
-/// them as (offset, length) only.
+/// The records of what is delivered without being sent, without hashes:
+/// the files `files` keeps, and the holes of the other sparse files
+/// (ManifestEntry::data, `braid send -S`); consecutive ranges merged, then
+/// cut at every chunk boundary, in offset order. Both ends compute them from
+/// the offer and the accept; the root hash covers them as (offset, length)
+/// only (a hole's place is in the offer, hence in the transfer key).
 std::vector<wire::HeldRange> kept_records(const wire::Offer& offer, const std::vector<wire::FileDecision>& files);
+
+/// Bytes of the holes among kept_records: those of the files not kept.
+uint64_t hole_bytes(const std::vector<wire::ManifestEntry>& entries, const std::vector<wire::FileDecision>& files);
 
 /// The ranges of a file at transfer offset `start`, `size` bytes now, whose
 /// version on the receiver has `old_size` bytes, that the old version may
 /// hold at the same place: the bytes both versions have, cut at the
 /// transfer's chunk boundaries (so each lies in one chunk, as the sender's
 /// check of held ranges asks).
-std::vector<Span> reusable_spans(uint64_t start, uint64_t size, uint64_t old_size, uint64_t chunk_size);
+/// With `data` (a sparse file's data ranges, ManifestEntry::data), only the
+/// parts of those spans that are data: holes are delivered as kept records.
+std::vector<Span> reusable_spans(uint64_t start, uint64_t size, uint64_t old_size, uint64_t chunk_size,
+                                 const std::optional<std::vector<wire::DataRange>>& data = std::nullopt);
 
 /// Empty if the receiver's verdicts fit the offer (each names a regular file
 /// of it, in order, none on a transfer without sync), else why not.
@@ -80,6 +89,7 @@ struct Tally {
   uint64_t files_skipped = 0;    // --update (newer there) or --ignore-existing
   uint64_t files_updated = 0;    // an older version there: only the differing chunks sent
   uint64_t kept_bytes = 0;       // bytes of the kept files (unchanged + skipped)
+  uint64_t hole_bytes = 0;       // holes of the other sparse files (-S): delivered unsent, like kept files
 };
 /// `reused` (sorted by offset, disjoint): the held ranges the sender kept.
 /// An older_here file they cover whole (every chunk matched, --checksum on

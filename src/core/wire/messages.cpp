@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/wire/byte_codec.hpp"
+#include "core/wire/data_ranges.hpp"
 
 namespace braid::wire {
 namespace {
@@ -21,6 +22,72 @@ void get_digest(ByteReader& r, Digest& d) {
 }
 
 bool finish(const ByteReader& r) { return r.ok() && r.at_end(); }
+
+/// The offer's entry details, after its flags byte (protocol 5): u32 n, then
+/// n records of u32 entry, u8 kind and the kind's fields, by (entry, kind)
+/// strictly increasing. Kinds: 1 data ranges (u32 k, k × u64 offset, u64
+/// length), 2 hard link (u32 entry of the file it is another name of). An
+/// unknown kind is refused: it would change what the entry means.
+constexpr uint8_t kDetailDataRanges = 1;
+constexpr uint8_t kDetailHardLink = 2;
+
+void put_details(ByteWriter& w, const std::vector<ManifestEntry>& entries) {
+  uint32_t n = 0;
+  for (const auto& e : entries) n += e.data.has_value() + e.hard_link_to.has_value();
+  w.u32(n);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].data) {
+      w.u32(static_cast<uint32_t>(i));
+      w.u8(kDetailDataRanges);
+      w.u32(static_cast<uint32_t>(entries[i].data->size()));
+      for (const auto& r : *entries[i].data) {
+        w.u64(r.offset);
+        w.u64(r.length);
+      }
+    }
+    if (entries[i].hard_link_to) {
+      w.u32(static_cast<uint32_t>(i));
+      w.u8(kDetailHardLink);
+      w.u32(*entries[i].hard_link_to);
+    }
+  }
+}
+
+bool get_details(ByteReader& r, std::vector<ManifestEntry>& entries) {
+  const uint32_t n = r.u32();
+  constexpr size_t kSmallestDetail = 4 + 1 + 4;
+  if (!r.ok() || n > 2 * uint64_t{entries.size()} || n > r.remaining() / kSmallestDetail) return false;
+  int64_t last = -1;  // (entry << 8 | kind) of the record before
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    const uint32_t at = r.u32();
+    const uint8_t kind = r.u8();
+    const int64_t key = static_cast<int64_t>(at) << 8 | kind;
+    if (!r.ok() || at >= entries.size() || key <= last) return false;
+    last = key;
+    ManifestEntry& e = entries[at];
+    if (kind == kDetailHardLink) {
+      // Another name of an earlier file that holds the bytes: a link takes
+      // none itself, and never leads to another link.
+      const uint32_t first = r.u32();
+      if (!r.ok() || e.kind != EntryKind::file || e.size != 0 || e.data || first >= at ||
+          entries[first].kind != EntryKind::file || entries[first].hard_link_to)
+        return false;
+      e.hard_link_to = first;
+      continue;
+    }
+    if (kind != kDetailDataRanges) return false;
+    const uint32_t k = r.u32();
+    if (!r.ok() || e.kind != EntryKind::file || k > kMaxDataRanges || k > r.remaining() / 16) return false;
+    std::vector<DataRange> ranges(k);
+    for (auto& d : ranges) {
+      d.offset = r.u64();
+      d.length = r.u64();
+    }
+    if (!r.ok() || !valid_data_ranges(ranges, e.size)) return false;
+    e.data = std::move(ranges);
+  }
+  return r.ok();
+}
 
 /// The offer's flags byte (after the entries): discard (`braid probe`), then
 /// the sync options, a bit each in SyncOptions' order. Unknown bits are refused.
@@ -91,6 +158,20 @@ uint64_t Offer::total_bytes() const {
   return t;
 }
 
+uint64_t ManifestEntry::data_bytes() const {
+  if (kind != EntryKind::file) return 0;
+  if (!data) return size;
+  uint64_t t = 0;
+  for (const auto& r : *data) t += r.length;
+  return t;
+}
+
+uint64_t Offer::data_bytes() const {
+  uint64_t t = 0;
+  for (const auto& e : entries) t += e.data_bytes();
+  return t;
+}
+
 // ---- encode -------------------------------------------------------------------
 
 void encode(const LaneJoin& m, std::vector<uint8_t>& out) {
@@ -123,6 +204,7 @@ void encode(const Offer& m, std::vector<uint8_t>& out) {
     w.bytes(e.link_target);
   }
   w.u8(offer_flags(m));
+  put_details(w, m.entries);
 }
 
 void encode(const Accept& m, std::vector<uint8_t>& out) {
@@ -284,7 +366,11 @@ bool decode(std::span<const uint8_t> in, Offer& m) {
   if (flags & ~kOfferFlagsKnown) return false;
   m.discard = flags & kOfferDiscard;
   m.sync = sync_from_flags(flags);
-  return finish(r);
+  if (r.ok() && r.at_end()) {  // no entry details: a sender of protocol 4
+    m.version = 4;
+    return true;
+  }
+  return get_details(r, m.entries) && finish(r);
 }
 
 bool decode(std::span<const uint8_t> in, Accept& m) {

@@ -64,7 +64,9 @@ enum class FrameType : uint8_t {
 /// 3: resume (accept lists the ranges the receiver holds; refuse reason busy).
 /// 4: the offer's flags byte (discard: `braid probe`; sync options), cancel,
 ///    the accept's file verdicts and extraneous paths (sync).
-constexpr uint32_t kProtocolVersion = 4;
+/// 5: the offer's entry details after its flags byte (sparse files' data
+///    ranges, hard links).
+constexpr uint32_t kProtocolVersion = 5;
 constexpr size_t kMaxReasonLength = 1024;
 constexpr size_t kMaxPathBytes = 4095;     // PATH_MAX - 1
 constexpr size_t kMaxAddresses = 64;
@@ -76,6 +78,10 @@ constexpr size_t kMaxHeldRanges = 1u << 18;
 /// Paths an accept lists of what --delete removes (or would, --dry-run): the
 /// count is exact, the list stops here (a frame's room for names).
 constexpr size_t kMaxListedExtraneous = 1024;
+/// Data ranges one sparse file may list (`braid send -S`): a file with more
+/// is sent as plain data. 4096 × 16 bytes per file; holes this fragmented
+/// save little anyway.
+constexpr size_t kMaxDataRanges = 4096;
 
 enum class HashAlgo : uint8_t { xxh3_128 = 1, sha256 = 2 };
 const char* hash_algo_name(HashAlgo a);
@@ -107,6 +113,14 @@ struct Addresses {
 
 enum class EntryKind : uint8_t { file = 1, directory = 2, symlink = 3 };
 
+/// A range of a sparse file that holds data (`braid send -S`); the rest of
+/// the file is holes, which read as zeros.
+struct DataRange {
+  uint64_t offset = 0;
+  uint64_t length = 0;  // > 0
+  bool operator==(const DataRange&) const = default;
+};
+
 /// One item of a transfer. Regular files are laid end to end, in manifest
 /// order, to form the transfer's byte space (directories and links take none).
 struct ManifestEntry {
@@ -117,7 +131,19 @@ struct ManifestEntry {
   int64_t mtime_sec = 0;
   uint32_t mtime_nsec = 0;
   std::string link_target;  // symlinks only, raw bytes, never followed
+  /// Files only, sparse files sent with -S: the ranges that hold data
+  /// (sorted, disjoint, not adjacent, inside size, at most kMaxDataRanges);
+  /// everything else is a hole — not sent, not written, left a hole on the
+  /// receiver. nullopt: the whole file is data.
+  std::optional<std::vector<DataRange>> data{};
+  /// Files only, `braid send -H`: this name is another hard link to the
+  /// file of entry N (an earlier file entry that is no link itself). Such an
+  /// entry has size 0 and no data ranges: it takes no bytes, the receiver
+  /// links it to entry N's file once that is in place.
+  std::optional<uint32_t> hard_link_to{};
   bool operator==(const ManifestEntry&) const = default;
+  /// Bytes of the file that are data (size less holes).
+  uint64_t data_bytes() const;
 };
 
 /// How the offer meets files that exist already at their place on the
@@ -147,10 +173,13 @@ struct Offer {
   bool discard = false;
   SyncOptions sync;
   /// Not encoded: decode says 3 for an offer that ends after its entries
-  /// (a sender of protocol 3, before sync), so the receiver can refuse it
+  /// (a sender of protocol 3, before sync) and 4 for one that ends after
+  /// its flags byte (before entry details), so the receiver can refuse it
   /// with a reason that sender understands.
   uint32_t version = kProtocolVersion;
   uint64_t total_bytes() const;
+  /// total_bytes() less the sparse files' holes: what the receiver writes.
+  uint64_t data_bytes() const;
 };
 
 /// A byte range of the transfer the receiver verified, wrote and made

@@ -114,11 +114,13 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
   struct statvfs vfs {};
   if (::fstatvfs(root_fd, &vfs) == 0) {
     const unsigned long long avail = static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize;
-    const uint64_t needed = offer.total_bytes() - std::min(opts.bytes_present, offer.total_bytes());
+    // Holes of sparse files take no room: only data is written.
+    const uint64_t data = offer.data_bytes();
+    const uint64_t needed = data - std::min(opts.bytes_present, data);
     if (avail < needed)
       return PrepareError{wire::RefuseReason::no_space,
-                          "not enough space in the target directory: " + format_size(Bytes(offer.total_bytes())) +
-                              " offered" +
+                          "not enough space in the target directory: " + format_size(Bytes(data)) +
+                              (data < offer.total_bytes() ? " of data" : "") + " offered" +
                               (opts.bytes_present ? " (" + format_size(Bytes(opts.bytes_present)) + " already here)" : "") +
                               ", " + format_size(Bytes(avail)) + " available"};
   }
@@ -162,6 +164,7 @@ std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
         S_ISDIR(st.st_mode))
       return PrepareError{wire::RefuseReason::bad_offer,
                           "'" + security::printable_path(paths_[i].str()) + "' exists as a directory in the target"};
+    if (e.hard_link_to) continue;  // no bytes of its own: linked to its file in finalize
     // Without a resume, bytes an older run left in a file of this name are
     // worth nothing: start from an empty file (and give their blocks back).
     if (keep_parts) {  // what an earlier run left, before this one makes it the file's size
@@ -272,7 +275,7 @@ std::string ReceiveTree::finalize(int& err) {
   std::set<std::string> parents_touched;
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
-    if (e.kind != wire::EntryKind::file || keep_[i]) continue;
+    if (e.kind != wire::EntryKind::file || keep_[i] || e.hard_link_to) continue;
     if (keep_existing_[i]) {
       if (auto failure = settle_existing(i, err); !failure.empty()) return failure;
       continue;
@@ -295,6 +298,33 @@ std::string ReceiveTree::finalize(int& err) {
     parents_touched.insert(parent_of(paths_[i]));
   }
   fds_.clear();
+  // Hard links (-H), once every file is in place: another name for the file
+  // of an earlier entry, both beneath the target with no symlink on the way
+  // (so nothing outside the transfer can be linked in). Made under a
+  // temporary name and renamed over what stands there.
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const auto& e = entries_[i];
+    if (e.kind != wire::EntryKind::file || !e.hard_link_to) continue;
+    const size_t first = *e.hard_link_to;
+    auto from = security::open_parent_beneath(root_fd_, paths_[first], false);
+    auto to = security::open_parent_beneath(root_fd_, paths_[i], true);
+    if (!from || !to) {
+      err = EIO;
+      return !from ? from.error().message : to.error().message;
+    }
+    const int pfd = to.value().dir.get();
+    const std::string tmp_leaf = ".braid-" + tag_ + "-" + std::to_string(i) + ".link";
+    ::unlinkat(pfd, tmp_leaf.c_str(), 0);
+    if (::linkat(from.value().dir.get(), from.value().leaf.c_str(), pfd, tmp_leaf.c_str(), 0) != 0)
+      return fail("cannot link '" + security::printable_path(paths_[i].str()) + "' to '" +
+                      security::printable_path(paths_[first].str()) + "'",
+                  errno);
+    if (::renameat(pfd, tmp_leaf.c_str(), pfd, to.value().leaf.c_str()) != 0)
+      return fail("cannot move the link '" + security::printable_path(paths_[i].str()) + "' into place", errno);
+    // Already a link to the same file there (a second run): rename did nothing.
+    ::unlinkat(pfd, tmp_leaf.c_str(), 0);
+    parents_touched.insert(parent_of(paths_[i]));
+  }
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
     if (e.kind != wire::EntryKind::symlink || link_skipped_[i]) continue;

@@ -8,8 +8,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <set>
 #include <utility>
+
+#include "core/wire/data_ranges.hpp"
 
 namespace braid::files {
 namespace {
@@ -48,7 +51,30 @@ const char* kind_of(mode_t m) {
 }
 
 FileStamp stamp_of(const struct stat& st) {
-  return FileStamp{static_cast<uint64_t>(st.st_size), st.st_mtim, st.st_ctim, st.st_dev, st.st_ino};
+  return FileStamp{static_cast<uint64_t>(st.st_size), st.st_mtim, st.st_ctim, st.st_dev, st.st_ino, st.st_nlink};
+}
+
+/// The ranges of an open file that hold data, as the file system says
+/// (SEEK_DATA / SEEK_HOLE), in the offer's form (wire::data_ranges_to_offer):
+/// nullopt when it has no hole, has too many ranges, or the file system
+/// cannot tell (then it is sent as plain data).
+std::optional<std::vector<wire::DataRange>> find_data_ranges(int fd, uint64_t size) {
+  std::vector<wire::DataRange> found;
+  off_t at = 0;
+  while (static_cast<uint64_t>(at) < size && found.size() <= wire::kMaxDataRanges) {
+    const off_t data = ::lseek(fd, at, SEEK_DATA);
+    if (data < 0) {
+      if (errno == ENXIO) break;  // only a hole from here to the end
+      return std::nullopt;
+    }
+    off_t hole = ::lseek(fd, data, SEEK_HOLE);
+    if (hole < 0) return std::nullopt;
+    if (hole <= data) hole = static_cast<off_t>(size);  // cannot tell: data to the end
+    found.push_back(wire::DataRange{static_cast<uint64_t>(data), static_cast<uint64_t>(hole - data)});
+    at = hole;
+  }
+  if (found.size() > wire::kMaxDataRanges) return std::nullopt;
+  return wire::data_ranges_to_offer(std::move(found), size);
 }
 
 bool same_time(const timespec& a, const timespec& b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; }
@@ -87,9 +113,11 @@ class Walker {
       // Opened now, once, to know it can be: a file braid cannot read is skipped here, not mid-transfer.
       const int fd = ::open(open_path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
       if (fd < 0) return skip(local, std::string("cannot open: ") + std::strerror(errno));
-      ::close(fd);
       e.kind = wire::EntryKind::file;
       e.size = static_cast<uint64_t>(st.st_size);
+      // Fewer blocks than bytes: the file may have holes (or be compressed).
+      if (opts_.sparse && static_cast<uint64_t>(st.st_blocks) * 512 < e.size) e.data = find_data_ranges(fd, e.size);
+      ::close(fd);
       out_.total_bytes += e.size;
       ++out_.file_count;
       push(std::move(e), open_path, st);
@@ -193,9 +221,25 @@ ScanResult scan_sources(const std::vector<std::string>& paths, const ScanOptions
     if (!w.add(p, leaf, true)) return {{}, {}, w.error()};
   }
   ScanResult r = w.take();
+  if (opts.hard_links) group_hard_links(r.tree);
   if (r.tree.entries.empty() && !r.skipped.empty())
     r.error = "nothing to send: every PATH was skipped ('" + r.skipped.front().path + "': " + r.skipped.front().reason + ")";
   return r;
+}
+
+void group_hard_links(SourceTree& tree) {
+  std::map<std::pair<dev_t, ino_t>, uint32_t> first;
+  for (size_t i = 0; i < tree.entries.size(); ++i) {
+    wire::ManifestEntry& e = tree.entries[i];
+    const FileStamp& st = tree.stamps[i];
+    if (e.kind != wire::EntryKind::file || st.nlink < 2) continue;
+    const auto [at, fresh] = first.emplace(std::make_pair(st.dev, st.ino), static_cast<uint32_t>(i));
+    if (fresh) continue;
+    tree.total_bytes -= std::min(tree.total_bytes, e.size);
+    e.size = 0;
+    e.data.reset();
+    e.hard_link_to = at->second;
+  }
 }
 
 std::optional<std::string> check_unchanged(const SourceTree& tree, size_t entry, int fd) {

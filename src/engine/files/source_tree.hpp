@@ -36,6 +36,7 @@ struct FileStamp {
   timespec ctime{};
   dev_t dev = 0;
   ino_t ino = 0;
+  nlink_t nlink = 1;
 };
 
 struct SourceTree {
@@ -54,6 +55,13 @@ struct SkippedSource {
 struct ScanOptions {
   bool follow_symlinks = false;
   bool strict = false;  // a source that would be skipped is an error
+  /// `braid send -S`: a file with holes lists its data ranges
+  /// (ManifestEntry::data); its holes are not read, sent or written.
+  bool sparse = false;
+  /// `braid send -H`: files with several names in the tree (same device and
+  /// inode) are sent once; the later names are links to the first
+  /// (ManifestEntry::hard_link_to, group_hard_links).
+  bool hard_links = false;
 };
 
 struct ScanResult {
@@ -64,6 +72,12 @@ struct ScanResult {
 };
 
 ScanResult scan_sources(const std::vector<std::string>& paths, const ScanOptions& opts);
+
+/// Hard links (-H), on a scanned tree: every file entry whose stamp has more
+/// than one link and the device and inode of an earlier file entry becomes
+/// a link to that first one — size 0, no data ranges, out of total_bytes and
+/// file_count's bytes (it still counts as a file). No I/O: it reads the stamps.
+void group_hard_links(SourceTree& tree);
 inline ScanResult scan_sources(const std::vector<std::string>& paths, bool follow_symlinks = false) {
   return scan_sources(paths, ScanOptions{follow_symlinks, false});
 }

@@ -52,7 +52,7 @@ bool hash_reusable(IncomingTransfer& t, const std::vector<wire::FileDecision>& f
     security::UniqueFd fd = t.tree->open_existing(f.entry);
     if (!fd.valid()) continue;
     for (const auto& span :
-         session::sync::reusable_spans(starts[f.entry], e.size, old_size, t.offer.chunk_size)) {
+         session::sync::reusable_spans(starts[f.entry], e.size, old_size, t.offer.chunk_size, e.data)) {
       if (interrupted && interrupted->load()) return false;
       if (held.overlaps(span.offset, span.length)) continue;  // this run's journal has newer bytes there
       files::PieceHasher h(t.offer.hash);

@@ -407,13 +407,14 @@ TransferReport ReceiverSession::report_locked(const IncomingTransfer& t, bool fi
   const uint64_t crossed = total - std::min(total, resumed + view.kept_bytes);
   rep.resumed_bytes = resumed;
   rep.sent_bytes = crossed;
+  rep.hole_bytes = t.tally.hole_bytes;
   if (t.offer.sync.sync) {
     rep.sync.on = true;
     rep.sync.files_sent = t.tally.files_sent;
     rep.sync.files_unchanged = t.tally.files_unchanged;
     rep.sync.files_skipped = t.tally.files_skipped;
     rep.sync.files_updated = t.tally.files_updated;
-    rep.sync.kept_bytes = view.kept_bytes;
+    rep.sync.kept_bytes = view.kept_bytes - std::min(view.kept_bytes, t.tally.hole_bytes);
     rep.sync.reused_bytes = resumed;
     rep.sync.extraneous = t.extraneous_found;
     rep.sync.deleted = t.deleted;

@@ -128,6 +128,7 @@ nlohmann::json to_json(const TransferReport& r) {
           {"duplicates", r.duplicates},
           {"abandoned", r.abandoned},
           {"sent_bytes", r.sent_bytes},
+          {"hole_bytes", r.hole_bytes},
           {"lanes", lanes}};
   if (r.sync.on) j["sync"] = to_json(r.sync);
   return j;

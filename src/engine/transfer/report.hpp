@@ -116,6 +116,8 @@ struct TransferReport {
   /// The bytes that crossed as pieces this run: bytes less resumed, reused
   /// and kept ones (duplicates not counted).
   uint64_t sent_bytes = 0;
+  /// Holes of sparse files (`send -S`): in `bytes`, never sent nor written.
+  uint64_t hole_bytes = 0;
   SyncReport sync;
   double seconds = 0;
   double rate_bytes_per_sec = 0;  // (bytes - resumed_bytes) / seconds: what crossed the network

@@ -1,0 +1,90 @@
+// Sparse files (`braid send -S`): the data ranges a sender offers
+// (core/wire/data_ranges.hpp) and how both ends deliver the holes without a
+// byte sent — as kept records, the way sync keeps unchanged files
+// (core/session/sync.hpp).
+#include <gtest/gtest.h>
+
+#include "core/session/sync.hpp"
+#include "core/wire/data_ranges.hpp"
+
+namespace braid::session {
+namespace {
+
+using wire::DataRange;
+constexpr uint64_t MiB = 1 << 20;
+
+wire::ManifestEntry file(const std::string& path, uint64_t size,
+                         std::optional<std::vector<DataRange>> data = std::nullopt) {
+  wire::ManifestEntry e;
+  e.path = path;
+  e.size = size;
+  e.data = std::move(data);
+  return e;
+}
+
+TEST(SparseRanges, WhatTheFileSystemReportsIsClippedMergedAndSorted) {
+  // Out of order, touching, overlapping, past the end, empty.
+  const auto r = wire::data_ranges_to_offer({{100, 50}, {0, 10}, {10, 5}, {120, 10}, {190, 50}, {60, 0}}, 200);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r, (std::vector<DataRange>{{0, 15}, {100, 50}, {190, 10}}));
+  EXPECT_TRUE(wire::valid_data_ranges(*r, 200));
+}
+
+TEST(SparseRanges, AFileWithoutHolesOrWithTooManyRangesIsSentAsData) {
+  EXPECT_EQ(wire::data_ranges_to_offer({{0, 100}}, 100), std::nullopt);           // no hole
+  EXPECT_EQ(wire::data_ranges_to_offer({{0, 60}, {60, 40}}, 100), std::nullopt);  // no hole, two reports
+  EXPECT_EQ(wire::data_ranges_to_offer({{0, 10}, {20, 10}, {40, 10}}, 100, 2), std::nullopt);  // past the bound
+  EXPECT_EQ(wire::data_ranges_to_offer({{0, 10}, {20, 10}}, 100, 2), (std::vector<DataRange>{{0, 10}, {20, 10}}));
+  EXPECT_EQ(wire::data_ranges_to_offer({}, 100), std::vector<DataRange>{});  // all hole
+  EXPECT_EQ(wire::data_ranges_to_offer({}, 0), std::nullopt);                // empty file: nothing to say
+}
+
+TEST(SparseRanges, HolesAreTheFileLessItsData) {
+  EXPECT_EQ(wire::holes_of(file("a", 100, std::vector<DataRange>{{10, 10}, {50, 50}})),
+            (std::vector<DataRange>{{0, 10}, {20, 30}}));
+  EXPECT_EQ(wire::holes_of(file("a", 100, std::vector<DataRange>{})), (std::vector<DataRange>{{0, 100}}));
+  EXPECT_TRUE(wire::holes_of(file("a", 100)).empty());  // no data ranges: all data
+}
+
+wire::Offer offer_of(std::vector<wire::ManifestEntry> entries) {
+  wire::Offer o;
+  o.chunk_size = MiB;
+  o.entries = std::move(entries);
+  return o;
+}
+
+TEST(SparseRecords, HolesAreDeliveredAsKeptRecordsCutAtChunks) {
+  // a: 1 MiB dense; b: 4 MiB, data only in [1.5 MiB, 2 MiB); c: all hole, 1 MiB.
+  const auto o = offer_of({file("a", MiB), file("b", 4 * MiB, std::vector<DataRange>{{MiB + MiB / 2, MiB / 2}}),
+                           file("c", MiB, std::vector<DataRange>{})});
+  const auto rec = sync::kept_records(o, {});
+  std::vector<sync::Span> spans;
+  for (const auto& r : rec) {
+    EXPECT_EQ(r.hash.size, 0);
+    spans.push_back({r.offset, r.length});
+  }
+  // b's first hole [1, 2.5) MiB cut at 2 MiB; its tail [3, 5) MiB runs into c's hole [5, 6) MiB: merged, then cut.
+  EXPECT_EQ(spans, (std::vector<sync::Span>{{MiB, MiB}, {2 * MiB, MiB / 2}, {3 * MiB, MiB}, {4 * MiB, MiB},
+                                            {5 * MiB, MiB}}));
+  EXPECT_EQ(sync::hole_bytes(o.entries, {}), 4 * MiB + MiB / 2);
+  EXPECT_EQ(o.data_bytes(), MiB + MiB / 2);
+  EXPECT_EQ(sync::tally(o, {}).hole_bytes, 4 * MiB + MiB / 2);
+}
+
+TEST(SparseRecords, AKeptSparseFileIsOneRecordNotItsHolesTwice) {
+  const auto o = offer_of({file("b", 2 * MiB, std::vector<DataRange>{{0, 10}})});
+  const auto rec = sync::kept_records(o, {{0, wire::FileVerdict::unchanged}});
+  ASSERT_EQ(rec.size(), 2u);
+  EXPECT_EQ(rec[0].offset, 0u);
+  EXPECT_EQ(rec[0].length + rec[1].length, 2 * MiB);
+  EXPECT_EQ(sync::hole_bytes(o.entries, {{0, wire::FileVerdict::unchanged}}), 0u);
+  // An older version there: its holes are still kept records, and only its
+  // data is compared chunk by chunk.
+  const auto older = sync::kept_records(o, {{0, wire::FileVerdict::older_here}});
+  ASSERT_EQ(older.size(), 2u);
+  EXPECT_EQ(older[0].offset, 10u);
+  EXPECT_EQ(sync::reusable_spans(0, 2 * MiB, 2 * MiB, MiB, o.entries[0].data), (std::vector<sync::Span>{{0, 10}}));
+}
+
+}  // namespace
+}  // namespace braid::session
