@@ -177,7 +177,10 @@ case "$CASE" in
     ;;
 
   code-sources)  # BRAID_CODE and --code-file keep the code out of argv; conflicts, bad files, weak codes: exit 2
-    chosen=$(head -c 15 /dev/urandom | base64 | tr '+/' 'xy')  # 20 random characters
+    # 20 random-looking characters, fixed: a fresh random draw is now and then
+    # judged weak by the conservative estimator (runs, keyboard walks) and
+    # the test failed by chance (seen once in make test).
+    chosen=k7Qm2Vx9Rt4Lp8Wz3Nc6
     printf '%s\n' "$chosen" > "$W/code.txt"
     chmod 600 "$W/code.txt"
     start_recv --code-file "$W/code.txt"
