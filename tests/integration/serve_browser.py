@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 
+from browser_procs import stop_all
+
 braid = sys.argv[1]
 shot = sys.argv[2] if len(sys.argv) > 2 else None
 
@@ -147,11 +149,4 @@ try:
     finally:
         browser.quit()
 finally:
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-    shutil.rmtree(W, ignore_errors=True)
+    stop_all(procs, W)

@@ -30,6 +30,8 @@ import tempfile
 import threading
 import time
 
+from browser_procs import stop_all
+
 braid = sys.argv[1]
 shot = sys.argv[2] if len(sys.argv) > 2 else None
 chromium = shutil.which("chromium")
@@ -269,11 +271,4 @@ try:
     print("PASS: 20 MiB downloaded over 2 addresses (one corrupt chunk detected, fetched again), "
           "5 MiB uploaded, both identical")
 finally:
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-    shutil.rmtree(W, ignore_errors=True)
+    stop_all(procs, W)
