@@ -30,6 +30,20 @@
 
 namespace braid::transfer {
 
+namespace {
+/// TCP lanes that leave by one interface share its uplink: one delay group
+/// (transport::TcpGroupCap). The interface a lane is bound to, else the one
+/// that holds its local address, else the address itself.
+std::string bottleneck_key(const std::vector<paths::Interface>& interfaces, const std::string& local_host,
+                           const std::string& interface) {
+  if (!interface.empty()) return interface;
+  for (const auto& i : interfaces)
+    for (const auto& a : i.addresses)
+      if (a.text == local_host) return i.name;
+  return local_host;
+}
+}  // namespace
+
 SenderSession::SenderSession(EventLog& log, const ConnectOptions& opts) : log_(log), opts_(opts) {}
 
 SenderSession::~SenderSession() { close(); }
@@ -165,7 +179,8 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   {
     std::lock_guard lock(s->mu_);
     s->machine_ = std::make_unique<session::Sender>(cfg);
-    StreamLane::Options lo{traits0, local.str(), remote.str(), true, s->background_, nullptr, {}};
+    StreamLane::Options lo{traits0, local.str(), remote.str(), true, s->background_, nullptr, {},
+                           bottleneck_key(plan.interfaces, local.host(), {})};
     s->lanes_[0] = std::make_unique<StreamLane>(std::move(link), lo, static_cast<DataLaneEvents&>(*s));
     s->alive_.insert(0);
     log.write("lane_open", lane0);
@@ -199,12 +214,16 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
     std::unique_lock lock(s->mu_);
     s->cv_.wait_for(lock, grace, [&] { return s->machine_->opening_lanes() == 0; });
   }
-  if (s->background_) s->pacer_ = std::thread([p = s.get()] { p->tcp_pacing_loop(); });
+  // TCP lanes run under a pacing cap: --background's scavenger, else the
+  // coupled low-delay cap (unless --latency-target 0).
+  if (s->background_ || opts.latency_target > Duration::zero())
+    s->pacer_ = std::thread([p = s.get()] { p->tcp_pacing_loop(); });
   if (s->watch_fd_.valid()) s->watcher_ = std::thread([p = s.get()] { p->watch_network(); });
   return s;
 }
 
 // ---- paths that come and go --------------------------------------------------------
+
 
 namespace {
 /// Changes come in bursts (a link going down drops its addresses and
@@ -378,7 +397,9 @@ void SenderSession::connect_lane(session::LaneNo id, session::PathSpec path) {
     if (lanes::set_congestion_control(link->fd(), opts_.tcp_cc)) fields["cc"] = opts_.tcp_cc;
     else fields["cc_error"] = "the kernel refused " + opts_.tcp_cc + ": " + std::strerror(errno);
   }
-  StreamLane::Options lo{traits, local, remote, tcp, background_ && tcp, owner, where.interface};
+  const std::string bottleneck =
+      tcp ? bottleneck_key(plan_.interfaces, lanes::local_endpoint_of(link->fd()).host(), where.interface) : std::string();
+  StreamLane::Options lo{traits, local, remote, tcp, background_ && tcp, owner, where.interface, bottleneck};
   lanes_[id] = std::make_unique<StreamLane>(std::move(link), lo, static_cast<DataLaneEvents&>(*this));
   alive_.insert(id);
   pending_open_[id] = std::move(fields);
@@ -703,9 +724,46 @@ void SenderSession::tcp_pacing_loop() {
     // TCP_INFO and setsockopt only: cheap enough to do under the lock, and
     // the lanes cannot be destroyed meanwhile.
     const Time n = now();
-    for (const auto& v : machine_->lanes())
-      if (v.open && v.data)
-        if (DataLane* l = lane_locked(v.id)) l->pace(n);
+    if (background_) {
+      for (const auto& v : machine_->lanes())
+        if (v.open && v.data)
+          if (DataLane* l = lane_locked(v.id)) l->pace(n);
+    } else {
+      cap_delay_groups_locked(n);
+    }
+  }
+}
+
+void SenderSession::cap_delay_groups_locked(Time n) {
+  // Each group of TCP lanes on one bottleneck gets one coupled cap.
+  struct Member {
+    DataLane* lane;
+    transport::TcpLaneSample sample;
+  };
+  std::map<std::string, std::vector<Member>> groups;
+  for (const auto& v : machine_->lanes()) {
+    if (!v.open || !v.data) continue;
+    DataLane* l = lane_locked(v.id);
+    lanes::TcpKernelInfo k;
+    if (!l || l->bottleneck().empty() || !l->tcp_info(k) || k.rtt_us == 0) continue;
+    transport::TcpLaneSample s;
+    s.lane = v.id;
+    s.tcp.now = n;
+    s.tcp.srtt = Duration::micros(k.rtt_us);
+    s.tcp.bytes_acked = k.bytes_acked;
+    s.tcp.retransmits = k.total_retrans;
+    s.tcp.segs_in = k.segs_in;
+    if (k.snd_mss) s.tcp.mss = Bytes(k.snd_mss);
+    s.min_rtt = Duration::micros(k.min_rtt_us);
+    s.pacing = Rate::bytes_per_sec(static_cast<double>(k.pacing_rate));
+    groups[l->bottleneck()].push_back({l, s});
+  }
+  for (auto& [key, members] : groups) {
+    auto& g = delay_groups_.try_emplace(key, transport::TcpGroupCapConfig{opts_.latency_target}).first->second;
+    std::vector<transport::TcpLaneSample> samples;
+    for (const auto& m : members) samples.push_back(m.sample);
+    const auto caps = g.on_samples(n, samples);
+    for (size_t i = 0; i < members.size(); ++i) members[i].lane->set_delay_cap(caps[i], g.queuing_delay());
   }
 }
 

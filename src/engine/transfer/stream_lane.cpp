@@ -234,8 +234,27 @@ DataLaneCounters StreamLane::counters() const { return {link_->bytes_sent(), lin
 //
 // The kernel runs TCP's congestion control; braid can only cap the socket's
 // pacing rate (SO_MAX_PACING_RATE). The cap is the lower of the lane's
-// --rate-limit share and, under --background, TcpPacingCap's answer (pure,
-// src/core/transport), fed every few ms with TCP_INFO.
+// --rate-limit share and either, by default, the coupled cap its bottleneck
+// group gets (TcpGroupCap, decided by the session over the group's lanes) or,
+// under --background, its own TcpPacingCap's answer (pure, src/core/transport),
+// fed every few ms with TCP_INFO.
+
+namespace {
+std::optional<Rate> lower(std::optional<Rate> a, std::optional<Rate> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::min(*a, *b);
+}
+}  // namespace
+
+void StreamLane::apply_cap_locked(std::optional<Rate> want) {
+  if (on_socket_set_ && want == on_socket_) return;
+  const bool ok = want ? lanes::set_max_pacing_rate(link_->fd(), *want) : lanes::clear_max_pacing_rate(link_->fd());
+  if (ok) {
+    on_socket_ = want;
+    on_socket_set_ = true;
+  }
+}
 
 void StreamLane::set_rate(std::optional<Rate> rate) {
   if (!opts_.tcp) return;
@@ -243,12 +262,30 @@ void StreamLane::set_rate(std::optional<Rate> rate) {
   rate_cap_ = rate;
   // At once, even under --background (pace() lowers it further from its
   // next look): unpaced, a loopback lane moves megabytes in those 10 ms.
-  std::optional<Rate> want = rate;
-  if (opts_.background && on_socket_set_ && on_socket_ && (!want || *on_socket_ < *want)) want = on_socket_;
-  const bool ok = want ? lanes::set_max_pacing_rate(link_->fd(), *want) : lanes::clear_max_pacing_rate(link_->fd());
-  if (ok) {
-    on_socket_ = want;
-    on_socket_set_ = true;
+  std::optional<Rate> want = lower(rate, delay_cap_);
+  if (opts_.background && on_socket_set_) want = lower(want, on_socket_);
+  apply_cap_locked(want);
+}
+
+void StreamLane::set_delay_cap(std::optional<Rate> cap, Duration queue) {
+  if (!opts_.tcp || opts_.background) return;
+  lanes::TcpKernelInfo k;
+  const bool have = lanes::tcp_kernel_info(link_->fd(), k);
+  std::lock_guard lock(pace_mu_);
+  delay_cap_ = cap;
+  apply_cap_locked(lower(cap, rate_cap_));
+  auto& p = pacing_state_;
+  p.active = true;
+  p.cap = on_socket_ ? on_socket_->bytes_per_second() : -1.0;
+  p.queue_ms = queue.to_millis();
+  if (have) {
+    p.srtt_ms = k.rtt_us / 1000.0;
+    p.min_rtt_ms = k.min_rtt_us / 1000.0;
+    p.acked = k.bytes_acked;
+    p.kernel_pacing = k.pacing_rate;
+    p.delivery_rate = k.delivery_rate;
+    p.retrans = k.total_retrans;
+    p.cwnd = k.snd_cwnd;
   }
 }
 
@@ -270,13 +307,7 @@ void StreamLane::pace(Time now) {
   std::optional<Rate> want = d.cap;
   if (rate_cap_ && (!want || *want > *rate_cap_)) want = rate_cap_;
   if (d.restart_probe) lanes::restart_congestion_control(fd);
-  if (!on_socket_set_ || want != on_socket_) {
-    const bool ok = want ? lanes::set_max_pacing_rate(fd, *want) : lanes::clear_max_pacing_rate(fd);
-    if (ok) {
-      on_socket_ = want;
-      on_socket_set_ = true;
-    }
-  }
+  apply_cap_locked(want);
   auto& p = pacing_state_;
   p.active = true;
   p.cap = on_socket_ ? on_socket_->bytes_per_second() : -1.0;

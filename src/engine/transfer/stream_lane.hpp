@@ -41,6 +41,8 @@ class StreamLane final : public DataLane {
     std::shared_ptr<void> owner;
     /// The interface it is bound to (SO_BINDTODEVICE), if any.
     std::string interface;
+    /// The lanes with the same key share a bottleneck (DataLane::bottleneck).
+    std::string bottleneck;
   };
   StreamLane(std::unique_ptr<lanes::LaneLink> link, Options opts, DataLaneEvents& events);
   ~StreamLane() override;
@@ -59,6 +61,8 @@ class StreamLane final : public DataLane {
   DataLaneCounters counters() const override;
   void add_to_report(LaneReport& r) const override;
   void pace(Time now) override;
+  void set_delay_cap(std::optional<Rate> cap, Duration queue) override;
+  std::string bottleneck() const override { return opts_.tcp ? opts_.bottleneck : std::string(); }
   nlohmann::json sample() const override;
   bool tcp_info(lanes::TcpKernelInfo& out) const override;
   int fd() const { return link_->fd(); }
@@ -101,6 +105,9 @@ class StreamLane final : public DataLane {
   // pacing cap's answer; the socket gets the lower.
   mutable std::mutex pace_mu_;
   std::optional<Rate> rate_cap_;
+  std::optional<Rate> delay_cap_;  // the coupled default cap (set_delay_cap)
+  /// Puts `want` on the socket (SO_MAX_PACING_RATE) unless it is there already.
+  void apply_cap_locked(std::optional<Rate> want);
   std::unique_ptr<transport::TcpPacingCap> pacing_;
   std::optional<Rate> on_socket_;
   bool on_socket_set_ = false;
