@@ -53,7 +53,8 @@ class LiveSampler {
     double rtt_ms = 0;  // 0: unknown
   };
   struct Sample {
-    double t = 0;  // seconds since the transfer began
+    double t = 0;       // seconds since the transfer began
+    double window = 0;  // seconds the rates are measured over: since the sample before
     uint64_t done = 0;
     std::vector<PathPoint> paths;
   };
