@@ -35,8 +35,12 @@ class DevTools:
         self.from_chrome, from_chrome_w = os.pipe()
 
         def fds():
-            os.dup2(to_chrome_r, 3)
-            os.dup2(from_chrome_w, 4)
+            # Through fds >= 10 first: a pipe end that already is fd 3 or 4 would keep its close-on-exec
+            # flag (dup2 onto itself does nothing) and Chromium would find it closed.
+            import fcntl
+            r, w = fcntl.fcntl(to_chrome_r, fcntl.F_DUPFD, 10), fcntl.fcntl(from_chrome_w, fcntl.F_DUPFD, 10)
+            os.dup2(r, 3)
+            os.dup2(w, 4)
         self.proc = subprocess.Popen(args, preexec_fn=fds, close_fds=False, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=open(stderr_path, "w"))
         os.close(to_chrome_r)

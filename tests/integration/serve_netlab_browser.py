@@ -65,7 +65,13 @@ TOLERANCE = 0.05
 
 def fail(msg):
     print("FAIL:", msg, file=sys.stderr)
-    for name in ("serve.err", "send.out", "chromium.err"):
+    keep = os.path.join(tempfile.gettempdir(), "serve-netlab-failed-%d" % os.getpid())
+    os.makedirs(keep, exist_ok=True)  # for whoever debugs it: the log, the chart, the screenshots' moments
+    for name in os.listdir(W):
+        if name.endswith((".log", ".json", ".out", ".err")):
+            shutil.copy(os.path.join(W, name), keep)
+    print("logs kept in " + keep, file=sys.stderr)
+    for name in ("serve.err", "send.out"):
         p = os.path.join(W, name)
         if os.path.exists(p):
             print("--- " + name + "\n" + open(p, errors="replace").read()[-3000:], file=sys.stderr)
@@ -203,6 +209,7 @@ try:
     # The last sample reaches the page within a sampling period or two.
     time.sleep(1.5)
     chart = json.loads(dt.eval(page, series))
+    json.dump(chart, open(os.path.join(W, "chart.json"), "w"))
 
     labels = sorted(d["label"] for d in chart)
     want = sorted("10.77.%d.2 -> 10.77.%d.1" % (i, i) for i in (1, 2, 3))
@@ -214,8 +221,12 @@ try:
     # The clocks' offset: the sender's log counts from its start, the chart from the receiver's
     # transfer start. Fitted once, over every point, within 30 s of 'sending'.
     base = sending or 0.0
-    offset = min((base + k / 100.0 for k in range(-3000, 3001)),
-                 key=lambda o: error(compare(chart, log, o)) if compare(chart, log, o) else 1e9)
+    # The most points inside the log first (a smaller error over fewer points is no better fit), then
+    # the smallest mean error.
+    def fit(o):
+        rows = compare(chart, log, o)
+        return (-len(rows), error(rows))
+    offset = min((base + k / 100.0 for k in range(-3000, 3001)), key=fit)
     rows = compare(chart, log, offset)
     if len(rows) < 3 * 4:
         fail("only %d chart points could be compared with the log: %s" % (len(rows), chart))

@@ -112,7 +112,7 @@ try:
     with open(big, "wb") as f:
         f.write(os.urandom(SIZE))
     tree = os.path.join(W, "tree")
-    for rel, n in (("a.bin", (3 << 20) + 17), ("sub/b.bin", (2 << 20) + 5), ("sub/deep/c.txt", 1000),
+    for rel, n in (("a.bin", (8 << 20) + 17), ("sub/b.bin", (2 << 20) + 5), ("sub/deep/c.txt", 1000),
                    ("sub/deep/empty", 0), ("d.bin", (1 << 20) + 1)):
         os.makedirs(os.path.dirname(os.path.join(tree, rel)), exist_ok=True)
         with open(os.path.join(tree, rel), "wb") as f:
@@ -165,8 +165,12 @@ try:
                 flipped.append(p["request"]["url"])
                 dt.call("Fetch.fulfillRequest", page, requestId=p["requestId"], responseCode=200,
                         responseHeaders=p.get("responseHeaders", []), body=base64.b64encode(bytes(data)).decode())
+                dt.call("Fetch.disable", page)  # one corruption; the rest of the chunks go unhindered
             else:
-                dt.call("Fetch.continueRequest", page, requestId=p["requestId"])
+                try:
+                    dt.call("Fetch.continueRequest", page, requestId=p["requestId"])
+                except DevToolsError:
+                    pass  # interception already off: it went on by itself
 
     dt.call("Page.navigate", page, url=link + "#get=0")
     state = ("window.braidShare && JSON.stringify({d: braidShare.downloads[0], v: braidShare.verifier, "
@@ -181,7 +185,6 @@ try:
             break
     if s is None:
         fail("the download did not finish in 45 s: %s" % dt.eval(page, state))
-    dt.call("Fetch.disable", page)
     if s["d"].get("error"):
         fail("the page says: " + s["d"]["error"])
     saved = os.path.join(dl, "big.bin")
@@ -204,8 +207,6 @@ try:
     total = sum(c["bytes"] for c in served.values())
     if total < SIZE + 1:  # every chunk once, the corrupted one again
         fail("serve served %d bytes for a %d-byte file and a chunk fetched again" % (total, SIZE))
-    if shot:
-        dt.screenshot(page, shot)
     print("download: 64 MiB identical in %.1f s, verifier %s; serve's counters per address %s; corrupted %s, "
           "detected and fetched again" % (s["d"]["seconds"], s["v"],
                                          {a: (c["chunks"], c["bytes"]) for a, c in served.items()}, flipped[0]))
@@ -231,6 +232,8 @@ try:
             fail("serve's counters show no upload bytes over %s: %s" % (a, stats["uploaded"]))
     print("upload: %d files in %d directories identical; serve's counters per address %s" %
           (n, len({os.path.dirname(k) for k in want}), {a: (c["chunks"], c["bytes"]) for a, c in stats["uploaded"].items()}))
+    if shot:
+        dt.screenshot(page, shot)
     print("PASS")
 except DevToolsError as e:
     fail(str(e))

@@ -233,7 +233,7 @@ async function showPaths() {
     const rows = mine.length ? mine : [null];
     rows.forEach((p, i) => {
       const tr = row([i ? '' : f.name + (f.up ? '' : ' (down)'), i ? '' : f.addresses.join(' '),
-        p ? p.name + ' → ' + p.remote : '–', p ? p.capacity_mbit.toFixed(1) + ' Mbit/s' : '–',
+        p ? p.name : '–', p ? p.capacity_mbit.toFixed(1) + ' Mbit/s' : '–',
         p ? ms(p.idle_rtt_ms) : '–', p ? ms(p.added_delay_p50_ms) : '–']);
       tr.dataset.iface = f.name;
       if (p) { tr.dataset.capacity = p.capacity_mbit; tr.dataset.rtt = p.idle_rtt_ms; tr.dataset.remote = p.remote; }
