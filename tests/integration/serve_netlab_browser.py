@@ -16,6 +16,11 @@ the page's throughput chart is read back with JavaScript and checked:
     moments, so one offset between them is fitted (and printed); the first
     and last point of a path (ramp-up, end game) are left out.
 
+Then the paths view: a real `braid probe --json` from serve's namespace
+(towards a braid recv in the sender's) written into STATE_DIR/probes; the
+page shows each link's interface with the report's capacity and idle RTT
+(screenshot serve-netlab-paths.png).
+
 serve_netlab_browser.py BRAID NETLAB_EMU ARTEFACT_DIR. Exits 77 and says why
 without root, /dev/net/tun, the emulator or Chromium."""
 import json
@@ -219,14 +224,16 @@ try:
     if sorted(log) != want:
         fail("the sender's log has paths %s, not %s" % (sorted(log), want))
     # The clocks' offset: the sender's log counts from its start, the chart from the receiver's
-    # transfer start. Fitted once, over every point, within 30 s of 'sending'.
+    # transfer start — which is about when the sender logs 'sending' (both follow the offer's
+    # acceptance). Fitted once, over every point, within 0.5 s of that.
     base = sending or 0.0
+    span = 50 if sending is not None else 3000
     # The most points inside the log first (a smaller error over fewer points is no better fit), then
     # the smallest mean error.
     def fit(o):
         rows = compare(chart, log, o)
         return (-len(rows), error(rows))
-    offset = min((base + k / 100.0 for k in range(-3000, 3001)), key=fit)
+    offset = min((base + k / 100.0 for k in range(-span, span + 1)), key=fit)
     rows = compare(chart, log, offset)
     if len(rows) < 3 * 4:
         fail("only %d chart points could be compared with the log: %s" % (len(rows), chart))
@@ -246,8 +253,59 @@ try:
     if bad:
         fail("%d of %d points differ from the --log by more than %d %%, e.g. %s (path, t, chart, log in Mbit/s)" %
              (len(bad), len(rows), TOLERANCE * 100, bad[:5]))
-    print("PASS: 3 series, one per path; %d points within %d %% of the sender's --log (worst %s)" %
+    # The comparison has teeth: the same chart with one path 8 % high, or two paths' series swapped,
+    # fails it at that offset.
+    high = [dict(d, data=[dict(p, y=p["y"] * 1.08) for p in d["data"]]) if d["label"] == want[2] else d for d in chart]
+    swapped = [dict(d, label={want[0]: want[1], want[1]: want[0]}.get(d["label"], d["label"])) for d in chart]
+    for name, fake in (("8 % high", high), ("swapped", swapped)):
+        if not [r for r in compare(fake, log, offset) if abs(r[2] - r[3]) > TOLERANCE * r[3]]:
+            fail("a chart %s passes the comparison too: it proves nothing" % name)
+    print("chart: 3 series, one per path; %d points within %d %% of the sender's --log (worst %s)" %
           (len(rows), TOLERANCE * 100, worst))
+
+    # The paths view: a real braid probe from serve's side (towards a braid recv in the sender's
+    # namespace), its --json in STATE_DIR/probes; the page shows each link's interface with the
+    # capacity and idle RTT the report has.
+    pcode = "braid-serve-netlab-probe-code"
+    plisten = sum((["--listen", "10.77.%d.1:7879" % i] for i in (1, 2, 3)), [])
+    precv = subprocess.Popen(in_ns("snd", "env", "XDG_CONFIG_HOME=" + os.path.join(W, "pcfg-recv"), braid, "recv",
+                                   "--dir", os.path.join(W, "pdst"), *plisten, "--code", pcode, "--yes",
+                                   "--no-announce"), stdin=subprocess.DEVNULL,
+                             stdout=open(os.path.join(W, "precv.out"), "w"), stderr=subprocess.STDOUT)
+    procs.append(precv)
+    wait_for("the probe's receiver", lambda: "listening" in open(os.path.join(W, "precv.out")).read(), timeout=20)
+    os.makedirs(os.path.join(W, "state", "probes"), exist_ok=True)
+    report_file = os.path.join(W, "state", "probes", "lab.json")
+    probe = subprocess.run(in_ns("rcv", "env", "XDG_CONFIG_HOME=" + os.path.join(W, "pcfg-send"), braid, "probe",
+                                 "--code", pcode, "--seconds", "0.5", "--size", "64MiB", "--json", report_file,
+                                 "10.77.1.1:7879"), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=90)
+    if probe.returncode != 0:
+        fail("braid probe exited %d: %s" % (probe.returncode, probe.stdout[-1500:] + probe.stderr[-1500:]))
+    report = json.load(open(report_file))
+    dt.eval(page, "showPaths()")
+    shown = json.loads(wait_for("the probed paths in the paths view", lambda: (lambda v: v if v and len(
+        json.loads(v)) >= 3 else None)(dt.try_eval(page, "JSON.stringify([...document.querySelectorAll("
+                                                         "'#paths tr[data-capacity]')].map(r => ({iface: "
+                                                         "r.dataset.iface, capacity: +r.dataset.capacity, "
+                                                         "text: r.textContent})))")), timeout=15))
+    for rp in report["paths"]:
+        mine = [r for r in shown if r["iface"] == rp["interface"]]
+        cap = rp["alone"]["mbit_per_second"]
+        if not mine or abs(mine[0]["capacity"] - cap) > 1e-6 * cap or "%.1f Mbit/s" % cap not in mine[0]["text"]:
+            fail("the paths view shows %s for the probed %s (%s, %.2f Mbit/s)" % (mine, rp["name"], rp["interface"],
+                                                                                  cap))
+        if rp["idle_rtt_ms"] is not None and "%.2f ms" % rp["idle_rtt_ms"] not in mine[0]["text"]:
+            fail("the paths view does not show %s's idle RTT %.2f ms: %s" % (rp["interface"], rp["idle_rtt_ms"],
+                                                                             mine[0]["text"]))
+    if sorted(r["iface"] for r in shown) != ["nl-A", "nl-B", "nl-C"]:
+        fail("the paths view's probed interfaces are %s, not the three links" % [r["iface"] for r in shown])
+    dt.eval(page, "document.getElementById('paths-view').scrollIntoView()")
+    dt.screenshot(page, os.path.join(artefacts, "serve-netlab-paths.png"))
+    print("paths view: %s (links 80, 60, 40 Mbit/s)" % ", ".join(
+        "%s %.1f Mbit/s idle RTT %.2f ms" % (rp["interface"], rp["alone"]["mbit_per_second"], rp["idle_rtt_ms"] or 0)
+        for rp in report["paths"]))
+    print("PASS")
 except DevToolsError as e:
     fail(str(e))
 finally:

@@ -172,7 +172,33 @@ try:
                 except DevToolsError:
                     pass  # interception already off: it went on by itself
 
-    dt.call("Page.navigate", page, url=link + "#get=0")
+    dt.call("Page.navigate", page, url=link)
+    wait_for("the share page", lambda: dt.try_eval(page, "!!(window.braidShare && braidShare.lanes.length === 2 && "
+                                                         "document.querySelector('#files button'))"))
+    # The tree upload through the folder input — first, while both addresses are fresh to the page's
+    # scheduler (the download's interception slows the second address, and the page remembers).
+    dt.call("DOM.enable", page)
+    doc = dt.call("DOM.getDocument", page)["root"]["nodeId"]
+    node = dt.call("DOM.querySelector", page, nodeId=doc, selector="#pick-dir")["nodeId"]
+    dt.call("DOM.setFileInputFiles", page, nodeId=node, files=[tree])
+    want = {os.path.join("tree", k): v for k, v in tree_files(tree).items()}
+    n = len(want)
+    wait_for("the %d files of the tree to be uploaded" % n, lambda: dt.try_eval(
+        page, "Object.values(braidShare.uploads).filter(u => u.done).length") == n, timeout=40)
+    errors = dt.eval(page, "JSON.stringify(Object.entries(braidShare.uploads).filter(([k, u]) => u.error))")
+    if errors != "[]":
+        fail("the page's uploads failed: " + errors)
+    got = tree_files(up)
+    if got != want:
+        fail("the uploaded tree differs: %s vs %s" % (sorted(got), sorted(want)))
+    stats = json.loads(dt.eval(page, "fetch('stats').then(r => r.text())"))
+    for a in ADDRS:
+        if stats["uploaded"].get(a, {}).get("bytes", 0) == 0:
+            fail("serve's counters show no upload bytes over %s: %s" % (a, stats["uploaded"]))
+    print("upload: %d files in %d directories identical; serve's counters per address %s" %
+          (n, len({os.path.dirname(k) for k in want}), {a: (c["chunks"], c["bytes"]) for a, c in stats["uploaded"].items()}))
+    # The download, started by a click on its button.
+    dt.click(page, "#files button")
     state = ("window.braidShare && JSON.stringify({d: braidShare.downloads[0], v: braidShare.verifier, "
              "lanes: braidShare.lanes.map(l => ({o: l.origin, c: l.chunks, b: l.bytes, bad: l.bad}))})")
     started = time.time()
@@ -211,27 +237,6 @@ try:
           "detected and fetched again" % (s["d"]["seconds"], s["v"],
                                          {a: (c["chunks"], c["bytes"]) for a, c in served.items()}, flipped[0]))
 
-    # The tree upload through the folder input.
-    dt.call("DOM.enable", page)
-    doc = dt.call("DOM.getDocument", page)["root"]["nodeId"]
-    node = dt.call("DOM.querySelector", page, nodeId=doc, selector="#pick-dir")["nodeId"]
-    dt.call("DOM.setFileInputFiles", page, nodeId=node, files=[tree])
-    want = {os.path.join("tree", k): v for k, v in tree_files(tree).items()}
-    n = len(want)
-    wait_for("the %d files of the tree to be uploaded" % n, lambda: dt.try_eval(
-        page, "Object.values(braidShare.uploads).filter(u => u.done).length") == n, timeout=40)
-    errors = dt.eval(page, "JSON.stringify(Object.entries(braidShare.uploads).filter(([k, u]) => u.error))")
-    if errors != "[]":
-        fail("the page's uploads failed: " + errors)
-    got = tree_files(up)
-    if got != want:
-        fail("the uploaded tree differs: %s vs %s" % (sorted(got), sorted(want)))
-    stats = json.loads(dt.eval(page, "fetch('stats').then(r => r.text())"))
-    for a in ADDRS:
-        if stats["uploaded"].get(a, {}).get("bytes", 0) == 0:
-            fail("serve's counters show no upload bytes over %s: %s" % (a, stats["uploaded"]))
-    print("upload: %d files in %d directories identical; serve's counters per address %s" %
-          (n, len({os.path.dirname(k) for k in want}), {a: (c["chunks"], c["bytes"]) for a, c in stats["uploaded"].items()}))
     if shot:
         dt.screenshot(page, shot)
     print("PASS")
