@@ -376,6 +376,15 @@ PY
     [ "$(ls -a "$W/up/in" | grep -c braid-upload)" = 0 ] || fail "a temporary file was left"
     [ "$(api -X POST --data "{\"name\":\"in/up.bin\",\"size\":1,\"chunks\":[\"$(printf %064d 0)\"]}" "${LINK}upload")" = 409 ] \
       || fail "an upload over an existing file was not refused"
+    # serve's own counters per local address: the three good upload chunks (not the corrupt one), and
+    # the chunks served — all over 127.0.0.1, the address curl came in on.
+    [ "$(api "${LINK}stats")" = 200 ] || fail "no stats"
+    python3 - "$W/api.out" <<'PY' || fail "the share's counters are wrong: $(cat "$W/api.out")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["uploaded"] == {"127.0.0.1": {"chunks": 3, "bytes": 2500000}}, s["uploaded"]
+assert list(s["served"]) == ["127.0.0.1"] and s["served"]["127.0.0.1"]["bytes"] > 2600000, s["served"]
+PY
     ;;
   share-https)  # [share] cert and key: the same share over HTTPS (cpp-httplib's SSLServer, OpenSSL 3)
     command -v openssl > /dev/null || { echo "SKIP: no openssl command to make a certificate"; exit 77; }
