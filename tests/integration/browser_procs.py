@@ -1,4 +1,4 @@
-"""What the browser tests (serve_browser.py, share_browser.py) share: ending
+"""What the browser tests share: ending
 the processes they started — SIGTERM, 5 s, then SIGKILL — and their scratch dir."""
 import shutil
 import signal
