@@ -1,5 +1,6 @@
-"""What the browser tests share: ending
-the processes they started — SIGTERM, 5 s, then SIGKILL — and their scratch dir."""
+"""What the browser tests share: ending the processes they started —
+SIGTERM, 5 s, then SIGKILL — and their scratch dir; driving headless
+Chromium over the DevTools pipe (DevTools, chromium_args)."""
 import shutil
 import signal
 import subprocess
