@@ -230,6 +230,12 @@ void run_serve(const ServeArgs& a) {
     finish(kExitFailure, why);
   // The dashboard's send view: sends it starts are `braid send` children, their reports in STATE_DIR/sends.
   serve::SendRoots send_roots(cfg.send_roots);
+  {
+    // Where the paths view looks for `braid probe --json` reports: made now, so the command the page
+    // suggests works as it is.
+    std::error_code ec;
+    std::filesystem::create_directories(cfg.state_dir / "probes", ec);
+  }
   serve::SendLauncher launcher(send_roots, cfg.state_dir / "sends");
   std::unique_ptr<serve::Dashboard> dashboard;
   std::string ready = receiver->ready_line() + "\n";
