@@ -13,9 +13,11 @@ are refused by the server, for listing and for sending.
 Paths view: a real `braid probe --json` (against serve itself, over
 loopback) is written into STATE_DIR/probes; the page then shows, beside the
 interface the probe left through, that path's capacity and idle RTT as the
-report has them.
+report has them. And the pairing code's QR image decodes (zbarimg) to the
+code serve printed.
 
 serve_views_browser.py BRAID [SCREENSHOT.png]. Exits 77 and says why without Chromium."""
+import base64
 import hashlib
 import json
 import os
@@ -121,6 +123,24 @@ try:
     target = dt.call("Target.createTarget", url=link)["targetId"]
     page = dt.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
     wait_for("the send view's files", lambda: dt.try_eval(page, "!!document.querySelector('#files a[data-dir=photos]')"))
+
+    # The pairing code's QR image on the page decodes (zbarimg) to the code serve printed.
+    zbarimg = shutil.which("zbarimg")
+    if zbarimg:
+        box = json.loads(wait_for("the QR image", lambda: dt.try_eval(page, "(() => { const e = document.querySelector("
+                                                                         "'#qr svg'); if (!e) return null; const r = "
+                                                                         "e.getBoundingClientRect(); return JSON.stringify("
+                                                                         "{x: r.x, y: r.y, width: r.width, height: r.height, "
+                                                                         "scale: 1}); })()")))
+        png = os.path.join(W, "qr.png")
+        data = dt.call("Page.captureScreenshot", page, format="png", clip=box)["data"]
+        open(png, "wb").write(base64.b64decode(data))
+        decoded = subprocess.run([zbarimg, "--quiet", "--raw", png], capture_output=True, text=True).stdout.strip()
+        if decoded != serve_code:
+            fail("the QR code decodes to %r, not the pairing code %r" % (decoded, serve_code))
+        print("QR code: decodes to the pairing code %s" % serve_code)
+    else:
+        print("note: zbar-tools is not installed: the QR code is not decoded")
 
     # Out of the root: refused for listing and for sending, by the server.
     escapes = json.loads(dt.eval(page, """(async () => {
