@@ -208,12 +208,18 @@ try:
     shots = [os.path.join(artefacts, "serve-netlab-%d.png" % i) for i in (1, 2)]
     wait_for("three paths with two points each in the chart", lambda: (lambda c: len(c) >= 3 and all(
         len([p for p in d["data"] if p["y"] > 0]) >= 2 for d in c))(json.loads(dt.eval(page, series))), timeout=40)
+    points_now = lambda: sum(len(d["data"]) for d in json.loads(dt.eval(page, series)))
+    progress_now = lambda: dt.eval(page, "document.querySelector('.transfer .bar div').style.width")
     dt.screenshot(page, shots[0])
+    moment1 = (points_now(), progress_now())
     first_at = time.time()
     time.sleep(2.5)
     if send.poll() is not None:
         fail("the transfer ended before the second screenshot: make it longer")
     dt.screenshot(page, shots[1])
+    moment2 = (points_now(), progress_now())
+    if not (moment2[0] > moment1[0] and float(moment2[1].rstrip("%")) > float(moment1[1].rstrip("%"))):
+        fail("the page did not move between the screenshots: %s then %s (points, progress)" % (moment1, moment2))
     gap = time.time() - first_at
     if send.wait(timeout=60) != 0:
         fail("braid send exited %d" % send.returncode)
@@ -254,8 +260,9 @@ try:
         errs = sorted(abs(c - l) / l * 100 for _, _, c, l in mine if l > 0)
         print("%s: %d points, chart %.1f Mbit/s median, error median %.2f %% max %.2f %%" %
               (path, len(mine), sorted(c for _, _, c, _ in mine)[len(mine) // 2], errs[len(errs) // 2], errs[-1]))
-    print("clock offset fitted: %.2f s (sender's 'sending' at %.2f s); screenshots %.1f s apart: %s" %
-          (offset, base, gap, " ".join(shots)))
+    print("clock offset fitted: %.2f s (sender's 'sending' at %.2f s); screenshots %.1f s apart (%d points at "
+          "%s, then %d at %s): %s" % (offset, base, gap, moment1[0], moment1[1], moment2[0], moment2[1],
+                                      " ".join(shots)))
     if bad:
         fail("%d of %d points differ from the --log by more than %d %%, e.g. %s (path, t, chart, log in Mbit/s)" %
              (len(bad), len(rows), TOLERANCE * 100, bad[:5]))
