@@ -17,6 +17,11 @@ constexpr double kGain = 0.5;
 constexpr double kMaxProbe = 1.25;
 // Above it, at most halve per look (a lane never stops: acks keep coming).
 constexpr double kMaxDrain = 0.5;
+// Below the target R grows by the probing factor per RTT up to this many
+// times B, and one look (the engine's 10 ms, or a late one) counts for at
+// most 2 RTTs.
+constexpr double kMaxRoom = 1.5;
+constexpr double kMaxRttsPerLook = 2.0;
 // The bottleneck's rate: the largest acked rate over 2 RTTs seen within the
 // last 10 RTTs (BBR's filter window; a single RTT's rate carries bursts of
 // compressed ACKs, 1.06 × the link per lane on netlab).
@@ -39,8 +44,11 @@ constexpr Duration kLastRetry = Duration::seconds(40);
 // Lanes share R by their acked rates, with this much shared evenly so a
 // lane held low by its share can show that it could do more.
 constexpr double kEvenShare = 0.25;
-// A lane that carries has at least this many segments per unloaded RTT.
-constexpr uint64_t kClockedSegments = 4;
+// A lane's kernel pacing below 0.7 of its cap for max(1 s, 20 RTTs) with
+// data waiting: its controller is restarted (TcpLaneDecision::restart).
+constexpr double kLaggingPace = 0.7;
+constexpr Duration kLaggingTime = Duration::seconds(1);
+constexpr double kLaggingRtts = 20;
 // A lane's delay counts towards the group's while its last ACK is this recent.
 constexpr double kFreshRtts = 2;
 constexpr Duration kFreshMin = Duration::millis(50);
@@ -115,17 +123,19 @@ void TcpGroupCap::update_lane(Lane& l, const TcpLaneSample& s, Time now) {
   l.last = t;
 }
 
-std::vector<std::optional<Rate>> TcpGroupCap::on_samples(Time now, const std::vector<TcpLaneSample>& samples) {
-  std::vector<std::optional<Rate>> caps(samples.size());
+std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector<TcpLaneSample>& samples) {
+  std::vector<TcpLaneDecision> caps(samples.size());
   if (last_ != Time::never() && now <= last_) {
     for (size_t i = 0; i < samples.size(); ++i)
-      if (auto it = lanes_.find(samples[i].lane); it != lanes_.end()) caps[i] = it->second.cap;
+      if (auto it = lanes_.find(samples[i].lane); it != lanes_.end()) caps[i].cap = it->second.cap;
     return caps;
   }
   last_ = now;
 
   // Lanes: new ones start, gone ones are forgotten.
   std::map<uint64_t, Lane> kept;
+  bool app_limited = !samples.empty();
+  for (const auto& s : samples) app_limited = app_limited && s.app_limited;
   Duration srtt = Duration::infinite();
   Bytes mss{1448};
   for (const auto& s : samples) {
@@ -140,34 +150,30 @@ std::vector<std::optional<Rate>> TcpGroupCap::on_samples(Time now, const std::ve
   if (srtt != Duration::infinite()) srtt_ = std::max(srtt, kMinTcpRtt);
   update_rates(now, acked_total_);
 
-  // The group's queue: the smallest current delay among lanes acked lately
-  // less the smallest base. One queue, so the same excess on every lane:
+  // The group's queue: the mean current delay of the lanes acked lately,
+  // weighted by their rates, less the smallest base (the least of them
+  // read several ms low with six lanes, each sample noisy with ACK timing). One queue, so the same excess on every lane:
   // the group's base is what a lane that opened while others already sent
   // never saw (its handshake crossed their queue), and lanes to farther
   // addresses have larger bases and currents alike.
   const Duration fresh = std::max(kFreshMin, srtt_ * kFreshRtts);
   std::optional<Duration> current, base;
-  double current_sum = 0, idle_sum = 0;
-  int current_n = 0, idle_n = 0;
+  double current_sum = 0, weights = 0, total_share = 0;
+  for (const auto& [id, l] : lanes_) total_share += l.share_rate.bytes_per_second();
   for (const auto& [id, l] : lanes_) {
     if (!l.delays.has_sample()) continue;
     const Duration b = l.min_rtt.ns() > 0 ? std::min(l.delays.base(), l.min_rtt) : l.delays.base();
     base = base ? std::min(*base, b) : b;
     if (l.last_ack != Time::never() && now - l.last_ack <= fresh) {
-      const double c = (l.delays.base() + l.delays.queuing_delay()).to_seconds();
-      // The lanes that carry the rate measure it: an idle lane's lone
-      // segments wait for the receiver's ACK timer, noise of tens of ms.
-      if (l.carrying) {
-        current_sum += c;
-        ++current_n;
-      } else {
-        idle_sum += c;
-        ++idle_n;
-      }
+      // Weighted by what the lane carries: a lane that carries little (one
+      // just opened, a trial stream, one the scheduler left dry) sends lone
+      // segments whose ACKs wait, and its samples read high.
+      const double w = l.share_rate.bytes_per_second() + 0.01 * total_share + 1e-9;
+      current_sum += (l.delays.base() + l.delays.queuing_delay()).to_seconds() * w;
+      weights += w;
     }
   }
-  if (current_n) current = Duration::seconds_f(current_sum / current_n);
-  else if (idle_n) current = Duration::seconds_f(idle_sum / idle_n);
+  if (weights > 0) current = Duration::seconds_f(current_sum / weights);
   if (base) base_ = *base;
   if (current && base) {
     queue_ = std::max(*current - *base, Duration::zero());
@@ -176,6 +182,8 @@ std::vector<std::optional<Rate>> TcpGroupCap::on_samples(Time now, const std::ve
 
   const Duration rtt = std::max(srtt_, kMinLoopRtt);
   const Duration target = cfg_.target;
+  const Duration dt = last_look_ == Time::never() ? Duration::zero() : now - last_look_;
+  last_look_ = now;
   // The group's floor is RFC 6817's two segments per RTT — for the group,
   // not per lane: six lanes on a 2 Mbit/s uplink at two segments per RTT
   // each add up to the link, and the cap could not drain its own queue.
@@ -184,7 +192,7 @@ std::vector<std::optional<Rate>> TcpGroupCap::on_samples(Time now, const std::ve
   const Rate recent = acked_since(now, now - rtt * kRateRtts);
 
   if (competing_) {
-    if (now < retry_at_) return std::vector<std::optional<Rate>>(samples.size());
+    if (now < retry_at_) return std::vector<TcpLaneDecision>(samples.size());
     // Try again: if the other flow has gone, the queue drains under the cap.
     competing_ = false;
     capped_ = true;
@@ -192,9 +200,14 @@ std::vector<std::optional<Rate>> TcpGroupCap::on_samples(Time now, const std::ve
     above_since_ = Time::never();
   } else if (!capped_) {
     if (!have_queue_ || queue_ < target * ledbat::kSlowStartExit)
-      return std::vector<std::optional<Rate>>(samples.size());
+      return std::vector<TcpLaneDecision>(samples.size());
     capped_ = true;
     rate_ = std::max(recent, floor);
+  } else if (app_limited) {
+    // Nothing waits in any lane's socket: what was acked says what the
+    // source gave, not what the path takes. Keep the rate (a lane the
+    // scheduler left dry for a moment otherwise came back to a cap at its
+    // idle rate, and the kernel's own estimate had followed it down).
   } else if (!bottleneck_.is_zero()) {
     // Above the target: drain the excess in about rtt / k. Below it: probe
     // by up to a quarter, by how far below the target the queue is — not
@@ -212,7 +225,19 @@ std::vector<std::optional<Rate>> TcpGroupCap::on_samples(Time now, const std::ve
     // the group find a link that got faster.
     Rate b = bottleneck_;
     if (queue_ >= target * kBusyQueue) b = std::min(b, acked_since(now, now - rtt * kBusyRateRtts));
-    rate_ = std::max(b * factor, floor);
+    Rate next = b * factor;
+    // Below the target R also grows from itself, by the same factor per
+    // RTT, up to 1.5 × B: a kernel controller paced by the cap measures the
+    // cap as the path's rate and paces a little under it, so a cap that
+    // only followed what was acked stalled there (four lanes on a 4 Mbit/s
+    // uplink held at 0.5 Mbit/s each with the queue empty). Room above
+    // what is acked lets the kernel's own probing find the link.
+    if (queue_ < target && dt > Duration::zero()) {
+      const double grown = rate_.bytes_per_second() *
+                           std::pow(factor, std::min(dt.to_seconds() / rtt.to_seconds(), kMaxRttsPerLook));
+      next = std::max(next, Rate::bytes_per_sec(std::min(grown, b.bytes_per_second() * kMaxRoom)));
+    }
+    rate_ = std::max(next, floor);
   }
 
   // A queue that stays although the group drains it belongs to someone else.
@@ -234,52 +259,35 @@ std::vector<std::optional<Rate>> TcpGroupCap::on_samples(Time now, const std::ve
       retry_after_ = std::min(retry_after_ * 2.0, kLastRetry);
       above_since_ = Time::never();
       for (auto& [id, l] : lanes_) l.cap.reset();
-      return std::vector<std::optional<Rate>>(samples.size());
+      return std::vector<TcpLaneDecision>(samples.size());
     }
   } else {
     above_since_ = Time::never();
     if (queue_ <= target) retry_after_ = kFirstRetry;
   }
 
-  // Share R among the lanes that carry it: no more of them than can each
-  // have a few segments per RTT. Below that a lane loses its ACK clock
-  // (a lone segment's ACK waits 40 ms for a second one, and the kernel's
-  // window, sized from the unloaded RTT, runs out meanwhile): four lanes
-  // on a 4 Mbit/s uplink moved 1.7 Mbit/s between them on netlab, one lane
-  // 3.8. The busiest lanes carry (the scheduler has given them the most);
-  // the others idle at their share of the floor until the rate grows.
-  const size_t n = lanes_.size();
-  const Rate clocked = Rate::over(Bytes(kClockedSegments * mss.count()), std::max(base_, kMinLoopRtt));
-  const size_t carriers =
-      std::clamp<size_t>(static_cast<size_t>(rate_.bytes_per_second() / std::max(clocked.bytes_per_second(), 1.0)),
-                         1, std::max<size_t>(n, 1));
-  std::vector<std::pair<double, uint64_t>> ranked;  // (-share rate, id): busiest first, then by id
-  for (const auto& [id, l] : lanes_) ranked.push_back({-l.share_rate.bytes_per_second(), id});
-  std::sort(ranked.begin(), ranked.end());
-  std::map<uint64_t, bool> carries;
+  // Share R: mostly by what each lane delivers, a quarter evenly.
   double total = 0;
-  for (size_t i = 0; i < ranked.size(); ++i) {
-    carries[ranked[i].second] = i < carriers;
-    if (i < carriers) total += -ranked[i].first;
-  }
-  // ...mostly by what each delivers, a quarter evenly.
-  const double m = static_cast<double>(carriers);
-  const Rate lane_floor = floor * (1.0 / static_cast<double>(std::max<size_t>(n, 1)));
-  // The idle lanes' floors are part of R too.
-  const Rate carried = Rate::bytes_per_sec(std::max(
-      rate_.bytes_per_second() - lane_floor.bytes_per_second() * static_cast<double>(n - carriers),
-      lane_floor.bytes_per_second() * m));
+  for (const auto& [id, l] : lanes_) total += l.share_rate.bytes_per_second();
+  const double n = static_cast<double>(std::max<size_t>(lanes_.size(), 1));
+  const Rate lane_floor = floor * (1.0 / n);
   for (size_t i = 0; i < samples.size(); ++i) {
     Lane& l = lanes_.at(samples[i].lane);
-    l.carrying = carries[samples[i].lane];
-    if (!l.carrying) {
-      l.cap = lane_floor;
+    const double share = total > 0 ? (1 - kEvenShare) * l.share_rate.bytes_per_second() / total + kEvenShare / n
+                                   : 1.0 / n;
+    l.cap = std::max(rate_ * share, lane_floor);
+    caps[i].cap = l.cap;
+    // A kernel that stays well below its cap with data waiting starts over.
+    const TcpLaneSample& s = samples[i];
+    if (!s.app_limited && !s.pacing.is_zero() && s.pacing < *l.cap * kLaggingPace) {
+      if (l.lagging_since == Time::never()) l.lagging_since = now;
+      if (now - l.lagging_since >= std::max(kLaggingTime, base_ * kLaggingRtts)) {
+        caps[i].restart = true;
+        l.lagging_since = Time::never();
+      }
     } else {
-      const double share = total > 0 ? (1 - kEvenShare) * l.share_rate.bytes_per_second() / total + kEvenShare / m
-                                     : 1.0 / m;
-      l.cap = std::max(carried * share, lane_floor);
+      l.lagging_since = Time::never();
     }
-    caps[i] = l.cap;
   }
   return caps;
 }

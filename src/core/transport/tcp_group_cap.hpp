@@ -13,8 +13,8 @@
 //  - queueing delay: per lane the kernel's srtt, de-smoothed by the ACKs
 //    since the last look and less the receiver's delayed-ACK wait
 //    (`latest_rtt_sample`, shared with TcpPacingCap), filtered as RFC 6817
-//    does; the group's delay is the smallest current delay among the lanes
-//    acked lately less the smallest base of any lane (the kernel's min_rtt
+//    does; the group's delay is the mean current delay of the lanes acked
+//    lately, weighted by their rates, less the smallest base of any lane (the kernel's min_rtt
 //    counts: the handshake's RTT) — they cross one queue, and a lane that
 //    opened while the others already sent never saw the empty path;
 //  - no cap until the kernels' start-up has met the queue (3/4 target):
@@ -25,14 +25,19 @@
 //    1 − k (q − target) / rtt, which drains the excess in about rtt / k
 //    (k = 1/2: stable for feedback delays up to about an RTT and a half —
 //    sampling and the delay filter add 10-20 ms to the path's RTT), at most
-//    halving; below it up to 1.25 (BBR's probing gain) by how far below;
+//    halving; below it up to 1.25 (BBR's probing gain) by how far below,
+//    and R also grows by that factor per RTT from itself up to 1.5 × B, so a
+//    kernel paced by the cap (which then takes the cap for the path's rate)
+//    has room to probe;
 //  - a queue that is not ours: while the delay stays above twice the target
 //    for 1 s (≥ 10 RTTs) without shrinking by a quarter although R is below
 //    B, another flow holds the queue (a cubic download, a backup). A foreground transfer competes
 //    then: the cap is lifted (the kernel's controller runs free) and tried
 //    again after 5 s, 10 s, … up to 40 s while the queue stays;
 //  - lanes share R by their acked rates (3/4) and evenly (1/4), so a lane
-//    that can deliver more shows it at the next look.
+//    that can deliver more shows it at the next look;
+//  - while no lane has anything waiting in its socket the group sends what
+//    the source gives, and R holds.
 //
 // Pure: samples come in with their time, caps go out as the return value.
 // The engine samples every ~10 ms.
@@ -59,6 +64,18 @@ struct TcpLaneSample {
   TcpSample tcp;
   Duration min_rtt;  // tcpi_min_rtt (0: not known): the lane's base, before its own samples show one
   Rate pacing;       // tcpi_pacing_rate, the kernel's own pace under any cap (0: not known)
+  bool app_limited = false;  // nothing waits in its socket (tcpi_notsent_bytes 0): it sends what it is given
+};
+
+/// What a lane gets: its cap, and whether its kernel controller should start over.
+struct TcpLaneDecision {
+  std::optional<Rate> cap;  // nullopt: uncapped
+  /// The kernel has paced this lane well below its cap for a while though
+  /// it had data waiting: its own estimate fell with an earlier, lower cap
+  /// and at a few segments per RTT (delayed ACKs, a window sized from the
+  /// unloaded RTT) it does not climb back. Restarting its start-up lets it
+  /// refill the cap in a few RTTs (TcpPacingCap's restart_probe, for one lane).
+  bool restart = false;
 };
 
 class TcpGroupCap {
@@ -66,9 +83,9 @@ class TcpGroupCap {
   explicit TcpGroupCap(const TcpGroupCapConfig& cfg = {});
 
   /// One round of samples of the group's lanes (times must not go back).
-  /// Returns each lane's cap in the order given (nullopt: uncapped). Lanes
-  /// not in a round are forgotten.
-  std::vector<std::optional<Rate>> on_samples(Time now, const std::vector<TcpLaneSample>& lanes);
+  /// Returns each lane's decision in the order given. Lanes not in a round
+  /// are forgotten.
+  std::vector<TcpLaneDecision> on_samples(Time now, const std::vector<TcpLaneSample>& lanes);
 
   /// The group's rate (nullopt: uncapped).
   std::optional<Rate> rate() const { return capped_ ? std::optional<Rate>(rate_) : std::nullopt; }
@@ -81,13 +98,13 @@ class TcpGroupCap {
   struct Lane {
     TcpSample last;
     bool started = false;
-    ledbat::DelayFilter delays{2};
+    ledbat::DelayFilter delays{2};  // the kernel's srtt is smoothed already (as TcpPacingCap)
     Duration min_rtt;              // the kernel's (tcpi_min_rtt), 0: not known
     Time last_ack = Time::never();
     uint64_t acked_in_window = 0;  // bytes acked since the group's last rate point
     Rate share_rate;               // its acked rate, smoothed
     std::optional<Rate> cap;       // its cap last round
-    bool carrying = true;          // it carried a share of the rate last round (else: idle at the floor)
+    Time lagging_since = Time::never();  // paced well below its cap with data waiting, since
   };
   void update_lane(Lane& l, const TcpLaneSample& s, Time now);
   void update_rates(Time now, uint64_t acked_now);
@@ -109,6 +126,7 @@ class TcpGroupCap {
   Time retry_at_ = Time::never();
   Duration retry_after_ = Duration::seconds(5);
   Time last_ = Time::never();
+  Time last_look_ = Time::never();
 
   // The group's acked bytes over time (cumulative, summed from the lanes' deltas).
   static constexpr size_t kHistory = 128;

@@ -93,7 +93,10 @@ class DataLane {
   /// The default TCP lanes' coupled cap (transport::TcpGroupCap), decided
   /// for the group of lanes that share this lane's bottleneck; `queue` is
   /// the group's queueing delay, for the report. nullopt: uncapped.
-  virtual void set_delay_cap(std::optional<Rate> cap, Duration queue) { (void)cap, (void)queue; }
+  /// `restart`: put the kernel's controller back into its start-up.
+  virtual void set_delay_cap(std::optional<Rate> cap, Duration queue, bool restart) {
+    (void)cap, (void)queue, (void)restart;
+  }
   /// Which lanes share a bottleneck (their group for set_delay_cap): the
   /// interface they leave by, else their local address. Empty: none (not TCP).
   virtual std::string bottleneck() const { return {}; }

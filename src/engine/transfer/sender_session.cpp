@@ -756,6 +756,7 @@ void SenderSession::cap_delay_groups_locked(Time n) {
     if (k.snd_mss) s.tcp.mss = Bytes(k.snd_mss);
     s.min_rtt = Duration::micros(k.min_rtt_us);
     s.pacing = Rate::bytes_per_sec(static_cast<double>(k.pacing_rate));
+    s.app_limited = k.notsent_bytes == 0;
     groups[l->bottleneck()].push_back({l, s});
   }
   for (auto& [key, members] : groups) {
@@ -763,7 +764,8 @@ void SenderSession::cap_delay_groups_locked(Time n) {
     std::vector<transport::TcpLaneSample> samples;
     for (const auto& m : members) samples.push_back(m.sample);
     const auto caps = g.on_samples(n, samples);
-    for (size_t i = 0; i < members.size(); ++i) members[i].lane->set_delay_cap(caps[i], g.queuing_delay());
+    for (size_t i = 0; i < members.size(); ++i)
+      members[i].lane->set_delay_cap(caps[i].cap, g.queuing_delay(), caps[i].restart);
   }
 }
 

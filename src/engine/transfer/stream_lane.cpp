@@ -267,8 +267,9 @@ void StreamLane::set_rate(std::optional<Rate> rate) {
   apply_cap_locked(want);
 }
 
-void StreamLane::set_delay_cap(std::optional<Rate> cap, Duration queue) {
+void StreamLane::set_delay_cap(std::optional<Rate> cap, Duration queue, bool restart) {
   if (!opts_.tcp || opts_.background) return;
+  if (restart) lanes::restart_congestion_control(link_->fd());
   lanes::TcpKernelInfo k;
   const bool have = lanes::tcp_kernel_info(link_->fd(), k);
   std::lock_guard lock(pace_mu_);
@@ -278,6 +279,7 @@ void StreamLane::set_delay_cap(std::optional<Rate> cap, Duration queue) {
   p.active = true;
   p.cap = on_socket_ ? on_socket_->bytes_per_second() : -1.0;
   p.queue_ms = queue.to_millis();
+  p.restarts += restart;
   if (have) {
     p.srtt_ms = k.rtt_us / 1000.0;
     p.min_rtt_ms = k.min_rtt_us / 1000.0;

@@ -61,7 +61,7 @@ class StreamLane final : public DataLane {
   DataLaneCounters counters() const override;
   void add_to_report(LaneReport& r) const override;
   void pace(Time now) override;
-  void set_delay_cap(std::optional<Rate> cap, Duration queue) override;
+  void set_delay_cap(std::optional<Rate> cap, Duration queue, bool restart) override;
   std::string bottleneck() const override { return opts_.tcp ? opts_.bottleneck : std::string(); }
   nlohmann::json sample() const override;
   bool tcp_info(lanes::TcpKernelInfo& out) const override;

@@ -32,7 +32,8 @@ struct GroupRun {
   // A greedy competitor that keeps the queue near `other_queue_ms` between these times.
   double other_from_s = -1, other_to_s = -1, other_queue_ms = 300;
   double target_ms = 5;
-  int trace_every = 5000;  // steps of 0.1 ms between lines of BRAID_TEST_TRACE
+  int trace_every = 5000;
+  double last_joins_s = -1;  // the last lane opens then (a trial stream), its handshake through the queue  // steps of 0.1 ms between lines of BRAID_TEST_TRACE
 
   // What came out.
   std::vector<double> queue_ms;  // the queue every 50 ms (a ping's added delay)
@@ -112,6 +113,11 @@ struct GroupRun {
         last_depart = std::max(last_depart, t) + C * dt * 1.5 / C;
       for (int i = 0; i < lanes; ++i) {
         LaneState& l = L[i];
+        if (i == lanes - 1 && t < last_joins_s) {
+          l.min_rtt = R + std::max(0.0, last_depart - t);
+          l.round_start = t;
+          continue;
+        }
         const double rtt_now = l.srtt > 0 ? l.srtt : R;
         if (t - l.round_start >= rtt_now) {
           l.round_start = t;
@@ -189,6 +195,7 @@ struct GroupRun {
         std::vector<TcpLaneSample> samples;
         for (int i = 0; i < lanes; ++i) {
           const LaneState& l = L[i];
+          if (i == lanes - 1 && t < last_joins_s) continue;
           TcpLaneSample s;
           s.lane = static_cast<uint64_t>(i) + 1;
           s.tcp.now = Time::zero() + Duration::seconds_f(t);
@@ -200,7 +207,7 @@ struct GroupRun {
           samples.push_back(s);
         }
         const auto caps = group.on_samples(Time::zero() + Duration::seconds_f(t), samples);
-        for (int i = 0; i < lanes; ++i) L[i].cap = caps[i];
+        for (size_t i = 0; i < samples.size(); ++i) L[samples[i].lane - 1].cap = caps[i].cap;
         if (std::getenv("BRAID_TEST_TRACE") && step % trace_every == trace_every - 1)
           std::printf("%6.2f real %7.1f ms  q %6.1f ms  rate %7.3f  B %7.3f Mbit/s  srtt0 %6.1f\n", t,
                       std::max(0.0, last_depart - t) * 1000, group.queuing_delay().to_millis(),
@@ -247,19 +254,31 @@ TEST(TcpGroupCap, FourLanesAddNoMoreQueueThanTwo) {
   EXPECT_GE(four.utilisation(), 0.9);
 }
 
-TEST(TcpGroupCap, ManyLanesOnASlowLinkLeaveTheRateToFewAndKeepTheQueueLow) {
-  // Six lanes on 2 Mbit/s: 0.33 Mbit/s each would be a segment every 35 ms,
-  // each ACK held for the next one. The cap gives the rate to one lane and
-  // idles the others. What it does not reach: the carrying lane's delay
-  // samples at ~90 segments/s still read a few ms high, and the group holds
-  // the link at ~3/4 (a known limit, docs/engine.md).
+TEST(TcpGroupCap, ManyLanesAtAFewSegmentsPerRttStillFillTheLink) {
+  // 0.33 Mbit/s a lane: a segment every 35 ms, each ACK held for the next
+  // one — delay samples inflated by most of an RTT, which the cap allows for.
   GroupRun r;
   r.link_mbit = 2;
   r.lanes = 6;
   r.run();
-  EXPECT_GE(r.utilisation(), 0.75);
-  EXPECT_LE(r.queue_percentile(50), 10);
+  EXPECT_GE(r.utilisation(), 0.9);
+  // Two packets of 1500 bytes are 12 ms at 2 Mbit/s.
+  EXPECT_LE(r.queue_percentile(50), 15);
   EXPECT_LE(r.queue_percentile(95), 30);
+}
+
+TEST(TcpGroupCap, ALaneThatJoinsLaterDoesNotDragTheGroupDown) {
+  // A trial stream opens at 8 s: its first samples, at the small share it
+  // is given, carry ACK timing; weighted by what it carries they do not
+  // read as a queue (on netlab they once sent the group to 0.5 Mbit/s).
+  GroupRun r;
+  r.lanes = 3;
+  r.last_joins_s = 8;
+  r.measure_from_s = 9;
+  r.run();
+  EXPECT_GE(r.utilisation(), 0.9);
+  EXPECT_LE(r.queue_percentile(50, 9), 10);
+  EXPECT_LE(r.queue_percentile(95, 9), 30);
 }
 
 TEST(TcpGroupCap, UncoupledLanesBuildTheQueueTheCapPrevents) {
