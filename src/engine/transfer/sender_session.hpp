@@ -190,7 +190,12 @@ class SenderSession : private DataLaneEvents {
   explicit SenderSession(EventLog& log, const ConnectOptions& opts);
   Time now() const;
   /// Carries out the machine's actions (under mu_; nothing here blocks).
+  /// Wakes the threads waiting on cv_ only when something they wait for may
+  /// have changed (see drain_locked's comment).
   void drain_locked();
+  /// Before a loop sleeps on cv_ until `wake`: drain_locked then wakes it
+  /// early only for a timer due before that.
+  void plan_wake_locked(std::chrono::steady_clock::time_point wake) { planned_wake_ = wake; }
   void act(session::SendMessage& a);
   void act(session::OpenLane& a);
   void act(session::CloseLane& a);
@@ -257,6 +262,10 @@ class SenderSession : private DataLaneEvents {
   std::map<std::string, transport::TcpGroupCap> delay_groups_;
   void cap_delay_groups_locked(Time n);
   bool closing_ = false;
+  // When the thread sleeping on cv_ means to wake anyway, and how many lanes
+  // were opening at the last drain (the start waits for that to reach 0).
+  std::chrono::steady_clock::time_point planned_wake_ = std::chrono::steady_clock::time_point::min();
+  size_t opening_seen_ = 0;
 
   // Discovered paths follow the host's network: a watcher hears link,
   // address and route changes (rtnetlink), plans the paths again and gives

@@ -170,10 +170,8 @@ StreamLane::PieceEnd StreamLane::send_one(const Work& w, std::string& error) {
   const core::Assign& a = w.a;
   events_.on_piece_started(id(), src.transfer_id(), a.piece);
   files::PieceHasher hasher(src.hash());
-  const uint64_t begin = a.offset.count();
-  const uint64_t end = begin + a.length.count();
-  uint8_t* data = frame_.data() + kFrameHeaderSize + wire::PieceHeader::kSize;
-  for (uint64_t off = begin; off < end;) {
+  const uint64_t end = a.offset.count() + a.length.count();
+  for (uint64_t off = a.offset.count(); off < end;) {
     {
       // Messages (acks' answers, lane_closed, a join) pass between frames.
       std::unique_lock lock(mu_);
@@ -184,30 +182,38 @@ StreamLane::PieceEnd StreamLane::send_one(const Work& w, std::string& error) {
       return link_->send_message(abort) ? PieceEnd::cancelled : PieceEnd::lane_failed;
     }
     const uint64_t n = std::min<uint64_t>(kFrameData, end - off);
-    // Read the bytes once, straight into the frame buffer, and hash them
-    // while they are hot in the cache; the sealer then encrypts in place.
-    if (!src.read(off, n, data, error)) return PieceEnd::read_failed;
-    hasher.update(std::span<const uint8_t>(data, n));
-    wire::PieceHeader h;
-    h.transfer_id = src.transfer_id();
-    h.piece = a.piece;
-    h.chunk = a.chunk;
-    h.piece_offset = begin;
-    h.piece_length = a.length.count();
-    h.data_offset = off;
-    if (off + n == end) {
-      h.flags = wire::PieceHeader::kLast;
-      h.hash = hasher.finish();
-      events_.on_piece_hashed(id(), src.transfer_id(), a.piece, h.hash);
-    }
-    wire::encode_piece_header(h, std::span<uint8_t, wire::PieceHeader::kSize>(frame_.data() + kFrameHeaderSize,
-                                                                               wire::PieceHeader::kSize));
-    if (!link_->send_in_place(wire::FrameType::piece_data, frame_, wire::PieceHeader::kSize + n))
-      return PieceEnd::lane_failed;
+    const std::optional<size_t> payload = load_frame(src, a, off, n, hasher, error);
+    if (!payload) return PieceEnd::read_failed;
+    if (!link_->send_in_place(wire::FrameType::piece_data, frame_, *payload)) return PieceEnd::lane_failed;
     off += n;
   }
   events_.on_piece_written(id(), src.transfer_id(), a.piece);
   return PieceEnd::sent;
+}
+
+std::optional<size_t> StreamLane::load_frame(PieceSource& src, const core::Assign& a, uint64_t off, uint64_t n,
+                                             files::PieceHasher& hasher, std::string& error) {
+  uint8_t* data = frame_.data() + kFrameHeaderSize + wire::PieceHeader::kSize;
+  // Read the bytes once, straight into the frame buffer, and hash them
+  // while they are hot in the cache; the link then seals them in place.
+  if (!src.read(off, n, data, error)) return std::nullopt;
+  hasher.update(std::span<const uint8_t>(data, n));
+  const uint64_t begin = a.offset.count();
+  wire::PieceHeader h;
+  h.transfer_id = src.transfer_id();
+  h.piece = a.piece;
+  h.chunk = a.chunk;
+  h.piece_offset = begin;
+  h.piece_length = a.length.count();
+  h.data_offset = off;
+  if (off + n == begin + a.length.count()) {
+    h.flags = wire::PieceHeader::kLast;
+    h.hash = hasher.finish();
+    events_.on_piece_hashed(id(), src.transfer_id(), a.piece, h.hash);
+  }
+  wire::encode_piece_header(h, std::span<uint8_t, wire::PieceHeader::kSize>(frame_.data() + kFrameHeaderSize,
+                                                                             wire::PieceHeader::kSize));
+  return wire::PieceHeader::kSize + n;
 }
 
 void StreamLane::reader_loop() {

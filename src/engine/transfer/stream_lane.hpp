@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "core/transport/tcp_pacing_cap.hpp"
+#include "engine/files/piece_hasher.hpp"
 #include "engine/lanes/lane_link.hpp"
 #include "engine/transfer/data_lane.hpp"
 
@@ -75,7 +76,18 @@ class StreamLane final : public DataLane {
   enum class PieceEnd { sent, cancelled, lane_failed, read_failed };
   void writer_loop();
   void reader_loop();
+  /// A piece's whole way out, frame by frame: load_frame, then the link
+  /// seals the frame in place and sends it; messages pass between frames.
   PieceEnd send_one(const Work& w, std::string& error);
+  /// The bytes at [off, off + n) of the piece into frame_, ready to seal:
+  /// read straight into the frame's payload (no other copy), hashed while
+  /// hot (the piece's hash is of the file's bytes), the piece header in
+  /// front (with the hash on the piece's last frame). Returns the payload's
+  /// length (header + data), nullopt if the source could not be read.
+  /// The one place a step between the read and the seal belongs (e.g. a
+  /// per-frame compression, after the hash, into the payload).
+  std::optional<size_t> load_frame(PieceSource& src, const core::Assign& a, uint64_t off, uint64_t n,
+                                   files::PieceHasher& hasher, std::string& error);
   /// Sends queued messages; false if the lane failed.
   bool flush_messages(std::unique_lock<std::mutex>& lock);
   void failed(const std::string& reason);
