@@ -33,13 +33,18 @@ namespace braid::transfer {
 namespace {
 /// TCP lanes that leave by one interface share its uplink: one delay group
 /// (transport::TcpGroupCap). The interface a lane is bound to, else the one
-/// that holds its local address, else the address itself.
+/// that holds its local address, else the address itself. None (empty) on
+/// loopback: no queue there to keep short, and its delay is the CPU's
+/// scheduling — a busy host's milliseconds would read as a queue.
 std::string bottleneck_key(const std::vector<paths::Interface>& interfaces, const std::string& local_host,
                            const std::string& interface) {
+  for (const auto& i : interfaces) {
+    const bool holds = std::any_of(i.addresses.begin(), i.addresses.end(),
+                                   [&](const paths::InterfaceAddress& a) { return a.text == local_host; });
+    if (i.name == interface || (interface.empty() && holds)) return i.loopback ? std::string() : i.name;
+  }
   if (!interface.empty()) return interface;
-  for (const auto& i : interfaces)
-    for (const auto& a : i.addresses)
-      if (a.text == local_host) return i.name;
+  if (local_host.rfind("127.", 0) == 0 || local_host == "::1") return {};
   return local_host;
 }
 }  // namespace
