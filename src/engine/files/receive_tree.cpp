@@ -100,15 +100,62 @@ ReceiveTree::ReceiveTree(int root_fd, const wire::Offer& offer, std::string tag)
       tag_(std::move(tag)),
       layout_(offer.entries),
       dirs_(root_fd, 64),
-      fds_(256, [this](size_t entry, std::string& error) {
-        auto dir = parent_dir(entry, false, error);
-        if (!dir) return security::UniqueFd();
-        // One name in a directory opened beneath the target: O_NOFOLLOW
-        // keeps a link planted under the temporary name from being followed.
-        security::UniqueFd fd(::openat(dir->get(), temp_leaf(entry).c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
-        if (!fd.valid()) error = "cannot open '" + security::printable_path(temp_path(entry)) + "': " + errno_text(errno);
-        return fd;
-      }) {}
+      fds_(256, [this](size_t entry, std::string& error) { return open_temp(entry, error); }) {}
+
+security::UniqueFd ReceiveTree::open_temp(size_t entry, std::string& error) {
+  auto dir = parent_dir(entry, false, error);
+  if (!dir) return security::UniqueFd();
+  // A temporary file not made at prepare is made by the first thread that
+  // needs it; another one that needs it meanwhile waits for it.
+  if (create_state_) {
+    auto& state = create_state_[entry];
+    for (uint8_t now = state.load(); now != kCreated; now = state.load()) {
+      if (now == kCreating) {
+        state.wait(kCreating);
+        continue;
+      }
+      uint8_t expected = kToCreate;
+      if (!state.compare_exchange_strong(expected, kCreating)) continue;
+      security::UniqueFd fd = create_temp(dir->get(), entry, error);
+      state.store(fd.valid() ? kCreated : kToCreate);
+      state.notify_all();
+      return fd;
+    }
+  }
+  // One name in a directory opened beneath the target: O_NOFOLLOW
+  // keeps a link planted under the temporary name from being followed.
+  security::UniqueFd fd(::openat(dir->get(), temp_leaf(entry).c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) error = "cannot open '" + security::printable_path(temp_path(entry)) + "': " + errno_text(errno);
+  return fd;
+}
+
+security::UniqueFd ReceiveTree::create_temp(int dir, size_t entry, std::string& error) {
+  const auto& e = entries_[entry];
+  // Bytes an older run left under this name are worth nothing here (no
+  // resume): start from an empty file.
+  security::UniqueFd fd(::openat(dir, temp_leaf(entry).c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd.valid()) {
+    error = "cannot create '" + security::printable_path(temp_path(entry)) + "': " + errno_text(errno);
+    return fd;
+  }
+  // At its full size from the start, as a resume expects to find it (and
+  // a sparse file's holes are never written).
+  if (e.size > 0 && ::ftruncate(fd.get(), static_cast<off_t>(e.size)) != 0) {
+    error = "cannot size '" + security::printable_path(temp_path(entry)) + "': " + errno_text(errno);
+    return security::UniqueFd();
+  }
+  set_final_mode(fd.get(), entry);
+  return fd;
+}
+
+void ReceiveTree::set_final_mode(int fd, size_t entry) {
+  // Its final permission bits now, on the fd at hand, when they let us go on
+  // writing it (owner read and write, no set-id bit, which a write would
+  // clear): finalize then need not open it again (mode_set_). Others see no
+  // more of it than they will of the finished file.
+  const mode_t mode = entries_[entry].mode & 07777;
+  if ((mode & 0600) == 0600 && (mode & 07000) == 0 && ::fchmod(fd, mode) == 0) mode_set_[entry] = 1;
+}
 
 std::string ReceiveTree::temp_leaf(size_t entry) const { return ".braid-" + tag_ + "-" + std::to_string(entry) + ".part"; }
 
@@ -208,6 +255,10 @@ std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
     }
     if (e.kind == wire::EntryKind::file && !keep_[i]) files.push_back(i);
   }
+  if (!keep_parts) {
+    create_state_ = std::make_unique<std::atomic<uint8_t>[]>(entries_.size());
+    for (size_t i : files) create_state_[i] = kToCreate;
+  }
   std::mutex mu;
   std::optional<PrepareError> first_error;
   for_each_directory(files, [&](size_t i) {
@@ -238,36 +289,29 @@ std::optional<PrepareError> ReceiveTree::create_file(size_t i, bool keep_parts) 
     return PrepareError{wire::RefuseReason::bad_offer,
                         "'" + security::printable_path(paths_[i].str()) + "' exists as a directory in the target"};
   if (e.hard_link_to) return std::nullopt;  // no bytes of its own: linked to its file in finalize
-  // Without a resume, bytes an older run left in a file of this name are
-  // worth nothing: start from an empty file (and give their blocks back).
+  // Without a resume, the file is made when its first bytes come (or at
+  // finalize, for an empty one): creating a tree's files overlaps its
+  // transfer instead of coming before it.
+  if (!keep_parts) return std::nullopt;
   const std::string tmp = temp_leaf(i);
-  if (keep_parts) {  // what an earlier run left, before this one makes it the file's size
-    struct stat before {};
-    if (::fstatat(dir, tmp.c_str(), &before, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(before.st_mode))
-      found_[i] = static_cast<int64_t>(before.st_size);
-  }
-  security::UniqueFd fd(
-      ::openat(dir, tmp.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (keep_parts ? 0 : O_TRUNC), 0600));
+  // What an earlier run left, before this one makes it the file's size.
+  struct stat before {};
+  if (::fstatat(dir, tmp.c_str(), &before, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(before.st_mode))
+    found_[i] = static_cast<int64_t>(before.st_size);
+  security::UniqueFd fd(::openat(dir, tmp.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd.valid()) {
     const int err = errno;
     return PrepareError{reason_for_errno(err),
                         "cannot create '" + security::printable_path(temp_path(i)) + "': " + errno_text(err)};
   }
   struct stat part {};
-  if (keep_parts)
-    kept_[i] = ::fstat(fd.get(), &part) == 0 && S_ISREG(part.st_mode) && static_cast<uint64_t>(part.st_size) == e.size;
-  // A fresh empty file needs no truncate (O_TRUNC made it so).
-  if ((keep_parts || e.size > 0) && ::ftruncate(fd.get(), static_cast<off_t>(e.size)) != 0) {
+  kept_[i] = ::fstat(fd.get(), &part) == 0 && S_ISREG(part.st_mode) && static_cast<uint64_t>(part.st_size) == e.size;
+  if (::ftruncate(fd.get(), static_cast<off_t>(e.size)) != 0) {
     const int err = errno;
     return PrepareError{reason_for_errno(err), "cannot size '" + security::printable_path(temp_path(i)) +
                                                    "': " + errno_text(err)};
   }
-  // Its final permission bits now, on the fd at hand, when they let us go on
-  // writing it (owner read and write, no set-id bit, which a write would
-  // clear): finalize then need not open it again (mode_set_). Others see no
-  // more of it than they will of the finished file.
-  const mode_t mode = e.mode & 07777;
-  if ((mode & 0600) == 0600 && (mode & 07000) == 0 && ::fchmod(fd.get(), mode) == 0) mode_set_[i] = 1;
+  set_final_mode(fd.get(), i);
   return std::nullopt;
 }
 

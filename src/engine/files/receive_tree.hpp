@@ -2,12 +2,14 @@
 // directory (every open goes through engine/security/safe_path.h, so no path
 // from the peer and no symlink planted in the target can lead outside).
 //
-//   prepare   checks every path of the offer, creates the directories and
-//             one temporary file per regular file, in the file's final
+//   prepare   checks every path of the offer, creates the directories; one
+//             temporary file per regular file, in the file's final
 //             directory: ".braid-<tag>-<index>.part" (tag: TransferKey::tag,
 //             so the same offer from the same sender finds the same names
-//             again; with `keep_parts` an existing one is reopened as it is,
-//             for a resume);
+//             again) is made when the file's first bytes are written (or
+//             at finalize, for an empty file), so making a big tree's files
+//             overlaps its transfer; with `keep_parts` (a resume) they are
+//             all opened at prepare, an existing one as it is;
 //   write     pwrite of verified bytes at their transfer offset (any thread);
 //   finalize  fsync (one syncfs for a tree of many files), mode, mtime,
 //             then rename into place — so no partial file ever stands under
@@ -20,6 +22,7 @@
 // On any failure the temporary files stay where they are.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -137,6 +140,12 @@ class ReceiveTree {
  private:
   ReceiveTree(int root_fd, const wire::Offer& offer, std::string tag);
   std::optional<PrepareError> create_all(bool keep_parts);
+  /// FdCache's opener: the entry's temporary file, made first if it is not yet.
+  security::UniqueFd open_temp(size_t entry, std::string& error);
+  /// Makes the entry's temporary file in `dir` (empty; a sparse one sized).
+  security::UniqueFd create_temp(int dir, size_t entry, std::string& error);
+  /// Gives a temporary file its final mode when that keeps it writable (mode_set_).
+  void set_final_mode(int fd, size_t entry);
   /// A file entry's temporary file (create_all, on any of its threads).
   std::optional<PrepareError> create_file(size_t entry, bool keep_parts);
   /// Puts a file entry in place (finalize, on any of its threads); empty or what failed.
@@ -164,7 +173,11 @@ class ReceiveTree {
   std::shared_mutex sealing_;  // write: shared; finalize: exclusive
   bool sealed_ = false;
   std::vector<uint8_t> kept_;      // by entry (bytes, not bits: prepare's threads set them)
-  std::vector<uint8_t> mode_set_;  // by entry: prepare gave the temporary file its final mode
+  std::vector<uint8_t> mode_set_;  // by entry: its temporary file got its final mode when it was made
+  /// Without keep_parts, by entry: whether its temporary file is made yet
+  /// (prepare only checks; the first write makes it). Null with keep_parts.
+  static constexpr uint8_t kCreated = 0, kToCreate = 1, kCreating = 2;
+  std::unique_ptr<std::atomic<uint8_t>[]> create_state_;
   std::vector<int64_t> found_;  // by entry: part_size_found
   std::vector<SkippedLink> skipped_links_;
   std::vector<bool> link_skipped_;  // by entry
