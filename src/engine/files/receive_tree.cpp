@@ -415,6 +415,16 @@ int ReceiveTree::read(uint64_t offset, std::span<uint8_t> out) {
   return result;
 }
 
+int ReceiveTree::sync_files(const std::set<size_t>& entries) {
+  // Many files (a resume journal's batch of small files: 32,768 of 4 KiB in
+  // 128 MiB): one syncfs, not an fdatasync each — on ext4 each of those is
+  // a journal commit and a disk flush, which made a million files take hours.
+  if (entries.size() > kSyncEachFileUpTo) return ::syncfs(root_fd_) == 0 ? 0 : errno;
+  for (size_t entry : entries)
+    if (const int err = sync_file(entry); err != 0) return err;
+  return 0;
+}
+
 int ReceiveTree::sync_file(size_t entry) {
   std::string error;
   auto fd = fds_.get(entry, error);
