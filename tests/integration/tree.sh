@@ -2,10 +2,10 @@
 # Big trees through the real `braid` binary over loopback (issue 18, docs/
 # engine.md "Big trees"). One case per run: tree.sh BRAID_BINARY CASE.
 #   150k   150,000 entries (149,250 files of 0–3 bytes in 750 directories
-#          with long names) — an offer of ~21 MB, past what one frame holds
+#          with long names) — an offer of ~25 MB, past what one frame holds
 #          (16 MiB, protocol 5's limit) — arrive identical: names, sizes,
 #          bytes, modes and mtimes; the sender's offer went in parts.
-#          Tiny files on tmpfs keep it quick (~20 s on 2 cores).
+#          Tiny files on tmpfs keep it quick (~30 s on 2 busy cores).
 set -uo pipefail
 BRAID=$1
 CASE=$2
@@ -18,7 +18,7 @@ case "$CASE" in
     python3 - "$W/src/big" <<'PY'
 import os, sys
 root = sys.argv[1]
-# Long names make the manifest big: ~140 bytes an entry on the wire.
+# Long names make the manifest big: ~165 bytes an entry on the wire.
 for d in range(750):
     dd = os.path.join(root, f"a-directory-with-a-rather-long-name-so-that-the-manifest-grows-{d:04d}")
     os.makedirs(dd)

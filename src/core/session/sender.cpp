@@ -175,9 +175,8 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   transfer_ = std::move(t);
   // A big offer goes as several frames (protocol 6): the receiver starts
   // checking the first while the rest are still on the way.
-  wire::SplitOffer split = wire::split_offer(transfer_->offer);
-  transfer_->offer_parts = std::move(split.parts);
-  send_request(Request::Kind::offer, std::move(split.head), 0, now);
+  transfer_->offer_cuts = wire::offer_cuts(transfer_->offer);
+  send_request(Request::Kind::offer, wire::offer_head(transfer_->offer, transfer_->offer_cuts), 0, now);
   check_lanes_left(now);
   return transfer_->id;
 }
@@ -570,7 +569,8 @@ void Sender::push_request_message(LaneNo lane, const ToReceiver& msg) {
   // time it is sent (the receiver ignores the parts it has already).
   const auto* offer = std::get_if<wire::Offer>(&msg);
   if (offer && offer->continued && transfer_ && transfer_->id == offer->transfer_id)
-    for (const auto& part : transfer_->offer_parts) push(SendMessage{lane, part});
+    for (size_t k = 1; k + 1 < transfer_->offer_cuts.size(); ++k)
+      push(SendMessage{lane, wire::offer_part(transfer_->offer, transfer_->offer_cuts, k)});
 }
 
 void Sender::resend_requests_from(LaneNo dead, Time now) {
@@ -639,7 +639,7 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
               transfer_->phase != Transfer::Phase::offered)
             return;
           std::erase_if(requests_, [](const auto& r) { return r.first.kind == Request::Kind::offer; });
-          transfer_->offer_parts = {};  // answered: never sent again
+          transfer_->offer_cuts = {};  // answered: never sent again
           if constexpr (std::is_same_v<M, wire::Refuse>) {
             TransferOutcome o = make_outcome(TransferOutcome::End::refused, m.message);
             o.refusal = m.reason;

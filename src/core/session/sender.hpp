@@ -394,8 +394,9 @@ class Sender {
   struct Transfer {
     uint32_t id = 0;
     wire::Offer offer;
-    /// The offer's frames after its head (wire::split_offer), until it is answered.
-    std::vector<wire::OfferPart> offer_parts;
+    /// Where the offer is cut into frames (wire::offer_cuts), until it is
+    /// answered: each part is made from `offer` when it is sent.
+    std::vector<size_t> offer_cuts;
     bool answer_only = false;
     std::optional<std::vector<PathSpec>> only_paths;
     std::unique_ptr<core::Policy> policy;  // until the answer

@@ -228,40 +228,49 @@ uint64_t Offer::data_bytes() const {
   return t;
 }
 
-SplitOffer split_offer(const Offer& offer, size_t part_bytes) {
-  SplitOffer out;
+std::vector<size_t> offer_cuts(const Offer& offer, size_t part_bytes) {
+  std::vector<size_t> cuts{0};
   size_t bytes = 0;
-  size_t cut = 0;  // entries [0, cut) go in the offer frame itself
-  while (cut < offer.entries.size() && cut < kMaxManifestEntries) {
-    const size_t b = entry_wire_bytes(offer.entries[cut]) + details_wire_bytes(offer.entries[cut]);
-    if (cut > 0 && bytes + b > part_bytes) break;
-    bytes += b;
-    ++cut;
-  }
-  out.head.transfer_id = offer.transfer_id;
-  out.head.hash = offer.hash;
-  out.head.chunk_size = offer.chunk_size;
-  out.head.discard = offer.discard;
-  out.head.sync = offer.sync;
-  out.head.version = offer.version;
-  out.head.entries.assign(offer.entries.begin(), offer.entries.begin() + static_cast<ptrdiff_t>(cut));
-  out.head.continued = cut < offer.entries.size();
-  while (cut < offer.entries.size()) {
-    OfferPart p;
-    p.transfer_id = offer.transfer_id;
-    p.first_entry = static_cast<uint32_t>(cut);
-    bytes = 0;
-    while (cut < offer.entries.size() && p.entries.size() < kMaxManifestEntries) {
-      const ManifestEntry& e = offer.entries[cut];
-      const size_t b = entry_wire_bytes(e) + details_wire_bytes(e);
-      if (!p.entries.empty() && bytes + b > part_bytes) break;
-      bytes += b;
-      p.entries.push_back(e);
-      ++cut;
+  for (size_t i = 0; i < offer.entries.size(); ++i) {
+    const size_t b = entry_wire_bytes(offer.entries[i]) + details_wire_bytes(offer.entries[i]);
+    const size_t in_part = i - cuts.back();
+    if (in_part > 0 && (bytes + b > part_bytes || in_part >= kMaxManifestEntries)) {
+      cuts.push_back(i);
+      bytes = 0;
     }
-    p.last = cut == offer.entries.size();
-    out.parts.push_back(std::move(p));
+    bytes += b;
   }
+  cuts.push_back(offer.entries.size());
+  return cuts;
+}
+
+Offer offer_head(const Offer& offer, const std::vector<size_t>& cuts) {
+  Offer head;
+  head.transfer_id = offer.transfer_id;
+  head.hash = offer.hash;
+  head.chunk_size = offer.chunk_size;
+  head.discard = offer.discard;
+  head.sync = offer.sync;
+  head.version = offer.version;
+  head.entries.assign(offer.entries.begin(), offer.entries.begin() + static_cast<ptrdiff_t>(cuts[1]));
+  head.continued = cuts.size() > 2;
+  return head;
+}
+
+OfferPart offer_part(const Offer& offer, const std::vector<size_t>& cuts, size_t k) {
+  OfferPart p;
+  p.transfer_id = offer.transfer_id;
+  p.first_entry = static_cast<uint32_t>(cuts[k]);
+  p.entries.assign(offer.entries.begin() + static_cast<ptrdiff_t>(cuts[k]),
+                   offer.entries.begin() + static_cast<ptrdiff_t>(cuts[k + 1]));
+  p.last = k + 2 == cuts.size();
+  return p;
+}
+
+SplitOffer split_offer(const Offer& offer, size_t part_bytes) {
+  const std::vector<size_t> cuts = offer_cuts(offer, part_bytes);
+  SplitOffer out{offer_head(offer, cuts), {}};
+  for (size_t k = 1; k + 1 < cuts.size(); ++k) out.parts.push_back(offer_part(offer, cuts, k));
   return out;
 }
 

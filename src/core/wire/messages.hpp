@@ -221,6 +221,12 @@ struct SplitOffer {
   std::vector<OfferPart> parts;
 };
 SplitOffer split_offer(const Offer& offer, size_t part_bytes = kOfferPartBytes);
+/// The same cut without the copies, for a sender that makes each frame as
+/// it sends it: frame k holds entries [cuts[k], cuts[k + 1]); frame 0 is the
+/// offer itself (offer_head), frames 1 … cuts.size() - 2 its parts (offer_part).
+std::vector<size_t> offer_cuts(const Offer& offer, size_t part_bytes = kOfferPartBytes);
+Offer offer_head(const Offer& offer, const std::vector<size_t>& cuts);
+OfferPart offer_part(const Offer& offer, const std::vector<size_t>& cuts, size_t k);
 
 /// The receiver puts a continued offer together: appends `part` to
 /// `offer`'s entries. Returns an empty string when it did (or when it is a
