@@ -87,7 +87,7 @@ wire::Offer sample_offer() {
 
 // ---- wire messages -----------------------------------------------------------
 
-// wire_messages picks its decoder by data[0] % 19 + 1 (the frame type).
+// wire_messages picks its decoder by data[0] % 20 + 1 (the frame type).
 template <class M>
 void message(const std::string& name, const M& m) {
   put("wire_messages", name, prefixed(static_cast<uint8_t>(M::kType) - 1, wire::encode_message(m)));
@@ -117,6 +117,10 @@ void wire_seeds() {
     Offer linked = sparse;  // -H: an empty file as another name of a sparse one
     linked.entries[3].hard_link_to = 1;
     message("offer_hard_link", linked);
+    // Protocol 6: an offer cut in parts (tiny ones, so the sample makes three).
+    const wire::SplitOffer split = wire::split_offer(linked, 40);
+    message("offer_continued", split.head);
+    for (size_t i = 0; i < split.parts.size(); ++i) message("offer_part_" + std::to_string(i), split.parts[i]);
   }
   message("refuse", Refuse{42, RefuseReason::busy, "the same transfer is being received elsewhere"});
   message("piece_abort", PieceAbort{42, 9});
@@ -154,6 +158,36 @@ void piece_header_seeds() {
   put_h("empty_piece", PieceHeader{1, 0, 0, PieceHeader::kLast, 7, 0, 7, digest(16, 1)}, 0);
   put_h("near_2_64", PieceHeader{1, 0, 0, PieceHeader::kLast, UINT64_MAX - 10, 10, UINT64_MAX - 4, digest(16, 1)}, 4);
   put("piece_header", "short", Bytes_(71, 0));
+}
+
+/// offer_parts: u8 count, then each frame as a u16 length and its bytes.
+void offer_parts_seeds() {
+  auto put_frames = [](const std::string& name, const std::vector<Bytes_>& frames) {
+    Bytes_ b{static_cast<uint8_t>(frames.size() - 1)};
+    for (const auto& f : frames) {
+      b.push_back(static_cast<uint8_t>(f.size() >> 8));
+      b.push_back(static_cast<uint8_t>(f.size()));
+      b.insert(b.end(), f.begin(), f.end());
+    }
+    put("offer_parts", name, b);
+  };
+  wire::Offer linked = sample_offer();
+  linked.entries[1].data = std::vector<wire::DataRange>{{0, 4096}, {1 << 20, 8192}};
+  linked.entries[3].hard_link_to = 1;
+  for (size_t part_bytes : {size_t{40}, size_t{120}}) {
+    const wire::SplitOffer split = wire::split_offer(linked, part_bytes);
+    std::vector<Bytes_> frames{wire::encode_message(split.head)};
+    for (const auto& p : split.parts) frames.push_back(wire::encode_message(p));
+    put_frames("split_" + std::to_string(part_bytes), frames);
+    if (frames.size() > 2) {  // the second part twice (its lane died), then the rest
+      std::vector<Bytes_> again{frames[0], frames[1], frames[1]};
+      again.insert(again.end(), frames.begin() + 2, frames.end());
+      put_frames("repeat_" + std::to_string(part_bytes), again);
+      std::vector<Bytes_> gap{frames[0], frames[2]};  // a part missing: refused
+      put_frames("gap_" + std::to_string(part_bytes), gap);
+    }
+  }
+  put_frames("whole", {wire::encode_message(sample_offer())});
 }
 
 void offer_seeds() {
@@ -407,6 +441,7 @@ int main(int argc, char** argv) {
   wire_seeds();
   piece_header_seeds();
   offer_seeds();
+  offer_parts_seeds();
   frame_seeds();
   udp_seeds();
   journal_seeds();

@@ -82,6 +82,25 @@ void limits(std::span<const uint8_t> payload, FrameType type) {
       }
       break;
     }
+    case FrameType::offer_part: {
+      // Never empty, within one frame's entry limit and the whole offer's;
+      // a hard link names an earlier entry of the whole offer, and one in
+      // this part is a file that is no link.
+      OfferPart p;
+      if (!decode(payload, p)) break;
+      FUZZ_CHECK(!p.entries.empty() && p.entries.size() <= kMaxManifestEntries);
+      FUZZ_CHECK(uint64_t{p.first_entry} + p.entries.size() <= kMaxOfferEntries);
+      for (size_t i = 0; i < p.entries.size(); ++i) {
+        const auto& e = p.entries[i];
+        if (!e.hard_link_to) continue;
+        FUZZ_CHECK(e.kind == EntryKind::file && e.size == 0 && !e.data && *e.hard_link_to < p.first_entry + i);
+        if (*e.hard_link_to >= p.first_entry) {
+          const auto& first = p.entries[*e.hard_link_to - p.first_entry];
+          FUZZ_CHECK(first.kind == EntryKind::file && !first.hard_link_to);
+        }
+      }
+      break;
+    }
     case FrameType::refuse: {
       Refuse r;
       if (decode(payload, r)) FUZZ_CHECK(r.message.size() <= kMaxReasonLength && refuse_reason_name(r.reason) != std::string("unknown"));
@@ -111,7 +130,7 @@ void limits(std::span<const uint8_t> payload, FrameType type) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  // Any byte picks a decoder (20 choices: the 19 types and the piece header).
+  // Any byte picks a decoder (20 choices: the 20 types, piece_data's header among them).
   const auto type = static_cast<FrameType>(data[0] % 20 + 1);
   const std::span<const uint8_t> payload(data + 1, size - 1);
   switch (type) {
@@ -138,6 +157,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case FrameType::udp_ready: check<UdpReady>(payload); break;
     case FrameType::udp_piece: check<UdpPiece>(payload); break;
     case FrameType::lane_ack: check<LaneAck>(payload); break;
+    case FrameType::offer_part: check<OfferPart>(payload, false); break;
     case FrameType::cancel: check<Cancel>(payload); break;
     default: {
       // 20: the piece header's second overload, data elsewhere.

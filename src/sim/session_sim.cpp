@@ -51,6 +51,7 @@ LaneTraits traits_for(LaneKind k, Duration rtt) {
 
 size_t message_size(const session::ToReceiver& m) {
   if (const auto* o = std::get_if<wire::Offer>(&m)) return 64 + 64 * o->entries.size();
+  if (const auto* p = std::get_if<wire::OfferPart>(&m)) return 16 + 64 * p->entries.size();
   return 96;
 }
 

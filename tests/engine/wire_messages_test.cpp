@@ -118,8 +118,9 @@ TEST(WireMessages, AnOffersDiscardFlagRoundTripsAndUnknownFlagsAreRefused) {
   bytes[flags] = 0;
   ASSERT_TRUE(decode(bytes, back));
   EXPECT_FALSE(back.discard);
-  bytes[flags] = 0x80;  // a flag this version does not know: refused, not ignored
-  EXPECT_FALSE(decode(bytes, back));
+  bytes[flags] = 0x80;  // protocol 6: the offer goes on in offer_part frames
+  ASSERT_TRUE(decode(bytes, back));
+  EXPECT_TRUE(back.continued);
   bytes.resize(flags);  // an offer of version 3 (no flags) is told apart, for a refusal it understands
   ASSERT_TRUE(decode(bytes, back));
   EXPECT_EQ(back.version, 3u);
@@ -194,7 +195,11 @@ TEST(WireMessages, OfferCarriesSyncOptionsAndTellsAnOlderSenderApart) {
   }
   std::vector<uint8_t> bytes;
   encode(o, bytes);
-  bytes[bytes.size() - 5] = 0x80;  // a bit no version defines
+  // Every bit of the flags byte has its meaning now (bit 7, protocol 6: the
+  // offer is continued); a continued offer from a protocol 4 sender (no
+  // entry details) cannot be, and is refused.
+  bytes[bytes.size() - 5] = 0x80;
+  bytes.resize(bytes.size() - 4);
   Offer back;
   EXPECT_FALSE(decode(bytes, back));
 }

@@ -15,7 +15,7 @@ namespace braid::session {
 
 /// Sender -> receiver.
 using ToReceiver = std::variant<wire::LaneJoin, wire::Offer, wire::LaneClosed, wire::Done, wire::ErrorMessage,
-                                wire::Bye, wire::UdpOpen, wire::UdpPiece, wire::Cancel>;
+                                wire::Bye, wire::UdpOpen, wire::UdpPiece, wire::Cancel, wire::OfferPart>;
 /// Receiver -> sender.
 using ToSender = std::variant<wire::LaneWelcome, wire::Addresses, wire::Accept, wire::Refuse, wire::Ack,
                               wire::LaneClosed, wire::TransferResult, wire::ErrorMessage, wire::UdpReady,

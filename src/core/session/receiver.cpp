@@ -154,6 +154,8 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
           auto it = transfers_.find(m.transfer_id);
           if (it != transfers_.end()) {
             // Sent again (its lane died before our answer): the same answer.
+            // Still being put together: its parts follow again, and those
+            // we have are ignored.
             if (it->second.answer)
               std::visit([&](const auto& a) { reply(on, a); }, *it->second.answer);
             return;
@@ -163,8 +165,27 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
           t.asked_on = on;
           t.view.id = m.transfer_id;
           t.view.total = m.total_bytes();
-          transfers_.emplace(m.transfer_id, std::move(t));
-          push(PrepareOffer{m});
+          t.assembling = m.continued;
+          auto& placed = transfers_.emplace(m.transfer_id, std::move(t)).first->second;
+          if (placed.assembling) return push(RecvNote{"offer_part", on, std::to_string(m.entries.size()) + " entries"});
+          push(PrepareOffer{placed.offer});
+        } else if constexpr (std::is_same_v<M, wire::OfferPart>) {
+          auto it = transfers_.find(m.transfer_id);
+          if (it == transfers_.end() || !it->second.assembling) return;  // no head, or complete (a part sent again)
+          Transfer& t = it->second;
+          bool complete = false;
+          if (const std::string bad = wire::append_offer_part(t.offer, m, complete); !bad.empty()) {
+            t.assembling = false;
+            push(RecvNote{"offer_refused", on, bad});
+            wire::Refuse no{m.transfer_id, wire::RefuseReason::bad_offer, "a malformed offer: " + bad};
+            t.answer = no;
+            return reply(on, no);
+          }
+          if (!complete) return;
+          t.assembling = false;
+          t.view.total = t.offer.total_bytes();
+          push(RecvNote{"offer_complete", on, std::to_string(t.offer.entries.size()) + " entries"});
+          push(PrepareOffer{t.offer});
         } else if constexpr (std::is_same_v<M, wire::Done>) {
           auto it = transfers_.find(m.transfer_id);
           if (it == transfers_.end() || !accepted(m.transfer_id)) return;

@@ -185,6 +185,8 @@ class Receiver {
   };
   struct Transfer {
     wire::Offer offer;
+    /// A continued offer whose last part has not come yet: not prepared.
+    bool assembling = false;
     LaneNo asked_on = 0;
     std::optional<std::variant<wire::Accept, wire::Refuse>> answer;
     std::map<uint32_t, PieceRecord> pieces;  // verified, by piece id

@@ -173,7 +173,10 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   t->policy = spec.policy ? std::move(spec.policy) : core::make_policy("braid");
   t->answer_only = spec.answer_only;
   transfer_ = std::move(t);
-  send_request(Request::Kind::offer, transfer_->offer, 0, now);
+  // A big offer goes as several frames (protocol 6): the receiver starts
+  // checking the first while the rest are still on the way.
+  transfer_->offer_cuts = wire::offer_cuts(transfer_->offer);
+  send_request(Request::Kind::offer, wire::offer_head(transfer_->offer, transfer_->offer_cuts), 0, now);
   check_lanes_left(now);
   return transfer_->id;
 }
@@ -276,7 +279,7 @@ void Sender::lane_open(Lane& l, Time now) {
     for (auto& [req, msg] : requests_)
       if (req.sent_on == UINT32_MAX) {
         req.sent_on = l.id;
-        push(SendMessage{l.id, msg});
+        push_request_message(l.id, msg);
         req.resend_after = resend_after(l.id);
         req.resend_at = now + req.resend_after;
       }
@@ -553,11 +556,21 @@ void Sender::send_request(Request::Kind kind, ToReceiver msg, LaneNo udp_lane, T
   const auto lane = control_lane();
   r.sent_on = lane ? *lane : UINT32_MAX;  // sent when a message lane opens
   if (lane) {
-    push(SendMessage{*lane, msg});
+    push_request_message(*lane, msg);
     r.resend_after = resend_after(*lane);
     r.resend_at = now + r.resend_after;
   }
   requests_.emplace_back(r, std::move(msg));
+}
+
+void Sender::push_request_message(LaneNo lane, const ToReceiver& msg) {
+  push(SendMessage{lane, msg});
+  // An offer in parts: every part follows its head on the same lane, each
+  // time it is sent (the receiver ignores the parts it has already).
+  const auto* offer = std::get_if<wire::Offer>(&msg);
+  if (offer && offer->continued && transfer_ && transfer_->id == offer->transfer_id)
+    for (size_t k = 1; k + 1 < transfer_->offer_cuts.size(); ++k)
+      push(SendMessage{lane, wire::offer_part(transfer_->offer, transfer_->offer_cuts, k)});
 }
 
 void Sender::resend_requests_from(LaneNo dead, Time now) {
@@ -566,7 +579,7 @@ void Sender::resend_requests_from(LaneNo dead, Time now) {
     const auto lane = control_lane();
     req.sent_on = lane ? *lane : UINT32_MAX;
     if (!lane) continue;
-    push(SendMessage{*lane, msg});
+    push_request_message(*lane, msg);
     req.resend_after = resend_after(*lane);
     req.resend_at = now + req.resend_after;
     push(Note{"request_resent", *lane, "its lane " + std::to_string(dead) + " closed before the answer"});
@@ -626,6 +639,7 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
               transfer_->phase != Transfer::Phase::offered)
             return;
           std::erase_if(requests_, [](const auto& r) { return r.first.kind == Request::Kind::offer; });
+          transfer_->offer_cuts = {};  // answered: never sent again
           if constexpr (std::is_same_v<M, wire::Refuse>) {
             TransferOutcome o = make_outcome(TransferOutcome::End::refused, m.message);
             o.refusal = m.reason;
@@ -1161,7 +1175,7 @@ void Sender::handle_timeout(Time now) {
     r.resend_after = r.resend_after * 2.0;
     r.resend_at = now + r.resend_after;
     if (!other) continue;
-    push(SendMessage{*other, m});
+    push_request_message(*other, m);
     push(Note{"request_resent", *other, "no answer on lane " + std::to_string(r.sent_on) + " in time"});
     r.sent_on = *other;
   }

@@ -394,6 +394,9 @@ class Sender {
   struct Transfer {
     uint32_t id = 0;
     wire::Offer offer;
+    /// Where the offer is cut into frames (wire::offer_cuts), until it is
+    /// answered: each part is made from `offer` when it is sent.
+    std::vector<size_t> offer_cuts;
     bool answer_only = false;
     std::optional<std::vector<PathSpec>> only_paths;
     std::unique_ptr<core::Policy> policy;  // until the answer
@@ -426,6 +429,8 @@ class Sender {
   void lane_gone(Lane& lane, const std::string& reason, bool announce, Time now);
   void send_control(ToReceiver msg, Time now);
   void send_request(Request::Kind kind, ToReceiver msg, LaneNo udp_lane, Time now);
+  /// Sends a request's message on `lane` (an offer in parts: with its parts).
+  void push_request_message(LaneNo lane, const ToReceiver& msg);
   void resend_requests_from(LaneNo dead, Time now);
   /// When a request sent on `lane` now is sent again if unanswered.
   Duration resend_after(LaneNo lane) const;

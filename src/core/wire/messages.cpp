@@ -53,7 +53,11 @@ void put_details(ByteWriter& w, const std::vector<ManifestEntry>& entries) {
   }
 }
 
-bool get_details(ByteReader& r, std::vector<ManifestEntry>& entries) {
+/// `base`: the index in the whole offer of entries[0] (an offer_part's
+/// first_entry). A hard link must name an earlier entry; one that names an
+/// entry of an earlier part is checked when the parts are put together
+/// (append_offer_part), the rest here.
+bool get_details(ByteReader& r, std::vector<ManifestEntry>& entries, uint64_t base = 0) {
   const uint32_t n = r.u32();
   constexpr size_t kSmallestDetail = 4 + 1 + 4;
   if (!r.ok() || n > 2 * uint64_t{entries.size()} || n > r.remaining() / kSmallestDetail) return false;
@@ -69,8 +73,9 @@ bool get_details(ByteReader& r, std::vector<ManifestEntry>& entries) {
       // Another name of an earlier file that holds the bytes: a link takes
       // none itself, and never leads to another link.
       const uint32_t first = r.u32();
-      if (!r.ok() || e.kind != EntryKind::file || e.size != 0 || e.data || first >= at ||
-          entries[first].kind != EntryKind::file || entries[first].hard_link_to)
+      if (!r.ok() || e.kind != EntryKind::file || e.size != 0 || e.data || first >= base + at) return false;
+      if (first >= base &&
+          (entries[first - base].kind != EntryKind::file || entries[first - base].hard_link_to))
         return false;
       e.hard_link_to = first;
       continue;
@@ -89,15 +94,66 @@ bool get_details(ByteReader& r, std::vector<ManifestEntry>& entries) {
   return r.ok();
 }
 
+/// Bytes one entry takes in an offer's entry list (without its details).
+size_t entry_wire_bytes(const ManifestEntry& e) { return 1 + 4 + e.path.size() + 8 + 4 + 8 + 4 + 4 + e.link_target.size(); }
+size_t details_wire_bytes(const ManifestEntry& e) {
+  return (e.data ? 4 + 1 + 4 + 16 * e.data->size() : 0) + (e.hard_link_to ? 4 + 1 + 4 : 0);
+}
+
+void put_entries(ByteWriter& w, std::span<const ManifestEntry> entries) {
+  w.u32(static_cast<uint32_t>(entries.size()));
+  for (const auto& e : entries) {
+    w.u8(static_cast<uint8_t>(e.kind));
+    w.bytes(e.path);
+    w.u64(e.size);
+    w.u32(e.mode);
+    w.i64(e.mtime_sec);
+    w.u32(e.mtime_nsec);
+    w.bytes(e.link_target);
+  }
+}
+
+/// `total`: the sum of file sizes so far (of earlier parts too), which must
+/// not wrap past 2^64 - 1.
+bool get_entries(ByteReader& r, std::vector<ManifestEntry>& out, uint64_t& total) {
+  const uint32_t n = r.u32();
+  if (!r.ok() || n > kMaxManifestEntries || n > r.remaining() / 30) return false;  // 30: smallest entry
+  out.clear();
+  out.reserve(n);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    ManifestEntry e;
+    const uint8_t kind = r.u8();
+    if (kind < 1 || kind > 3) return false;
+    e.kind = static_cast<EntryKind>(kind);
+    e.path = r.bytes(kMaxPathBytes);
+    e.size = r.u64();
+    e.mode = r.u32() & 07777;
+    e.mtime_sec = r.i64();
+    e.mtime_nsec = r.u32();
+    e.link_target = r.bytes(kMaxPathBytes);
+    if (e.mtime_nsec >= 1'000'000'000u) return false;
+    if (e.kind != EntryKind::file && e.size != 0) return false;
+    // The receiver sizes the transfer's byte space (and its free-space check)
+    // by the sum: sizes that wrap past 2^64 would make it tiny.
+    if (e.size > UINT64_MAX - total) return false;
+    total += e.size;
+    out.push_back(std::move(e));
+  }
+  return r.ok();
+}
+
 /// The offer's flags byte (after the entries): discard (`braid probe`), then
 /// the sync options, a bit each in SyncOptions' order. Unknown bits are refused.
+/// Bit 7: the offer is continued in offer_part frames (protocol 6).
 constexpr uint8_t kOfferDiscard = 1;
-constexpr uint8_t kOfferFlagsKnown = 0x7f;
+constexpr uint8_t kOfferContinued = 0x80;
+constexpr uint8_t kOfferFlagsKnown = 0xff;
 
 uint8_t offer_flags(const Offer& m) {
   const SyncOptions& s = m.sync;
   return static_cast<uint8_t>((m.discard ? kOfferDiscard : 0) | s.sync << 1 | s.checksum << 2 | s.update << 3 |
-                              s.ignore_existing << 4 | s.delete_extraneous << 5 | s.dry_run << 6);
+                              s.ignore_existing << 4 | s.delete_extraneous << 5 | s.dry_run << 6 |
+                              (m.continued ? kOfferContinued : 0));
 }
 
 SyncOptions sync_from_flags(uint8_t b) {
@@ -172,6 +228,82 @@ uint64_t Offer::data_bytes() const {
   return t;
 }
 
+std::vector<size_t> offer_cuts(const Offer& offer, size_t part_bytes) {
+  std::vector<size_t> cuts{0};
+  size_t bytes = 0;
+  for (size_t i = 0; i < offer.entries.size(); ++i) {
+    const size_t b = entry_wire_bytes(offer.entries[i]) + details_wire_bytes(offer.entries[i]);
+    const size_t in_part = i - cuts.back();
+    if (in_part > 0 && (bytes + b > part_bytes || in_part >= kMaxManifestEntries)) {
+      cuts.push_back(i);
+      bytes = 0;
+    }
+    bytes += b;
+  }
+  cuts.push_back(offer.entries.size());
+  return cuts;
+}
+
+Offer offer_head(const Offer& offer, const std::vector<size_t>& cuts) {
+  Offer head;
+  head.transfer_id = offer.transfer_id;
+  head.hash = offer.hash;
+  head.chunk_size = offer.chunk_size;
+  head.discard = offer.discard;
+  head.sync = offer.sync;
+  head.version = offer.version;
+  head.entries.assign(offer.entries.begin(), offer.entries.begin() + static_cast<ptrdiff_t>(cuts[1]));
+  head.continued = cuts.size() > 2;
+  return head;
+}
+
+OfferPart offer_part(const Offer& offer, const std::vector<size_t>& cuts, size_t k) {
+  OfferPart p;
+  p.transfer_id = offer.transfer_id;
+  p.first_entry = static_cast<uint32_t>(cuts[k]);
+  p.entries.assign(offer.entries.begin() + static_cast<ptrdiff_t>(cuts[k]),
+                   offer.entries.begin() + static_cast<ptrdiff_t>(cuts[k + 1]));
+  p.last = k + 2 == cuts.size();
+  return p;
+}
+
+SplitOffer split_offer(const Offer& offer, size_t part_bytes) {
+  const std::vector<size_t> cuts = offer_cuts(offer, part_bytes);
+  SplitOffer out{offer_head(offer, cuts), {}};
+  for (size_t k = 1; k + 1 < cuts.size(); ++k) out.parts.push_back(offer_part(offer, cuts, k));
+  return out;
+}
+
+std::string append_offer_part(Offer& offer, const OfferPart& part, bool& complete) {
+  complete = false;
+  if (part.transfer_id != offer.transfer_id) return "an offer part of another transfer";
+  const uint64_t have = offer.entries.size();
+  const uint64_t end = uint64_t{part.first_entry} + part.entries.size();
+  if (end <= have) return {};  // sent again: already here
+  if (!offer.continued) return "an offer part after the offer's last one";
+  if (part.first_entry != have)
+    return "an offer part for entries " + std::to_string(part.first_entry) + "… where entry " + std::to_string(have) +
+           " comes next";
+  if (end > kMaxOfferEntries) return "an offer of more than " + std::to_string(kMaxOfferEntries) + " entries";
+  uint64_t total = offer.total_bytes();
+  for (const auto& e : part.entries) {
+    if (e.size > UINT64_MAX - total) return "an offer whose sizes add up past 2^64 bytes";
+    total += e.size;
+    // A link to an entry of an earlier part: decode could not see it.
+    if (e.hard_link_to && *e.hard_link_to < have) {
+      const ManifestEntry& first = offer.entries[*e.hard_link_to];
+      if (first.kind != EntryKind::file || first.hard_link_to)
+        return "an offer part links a file to an entry that is no file";
+    }
+  }
+  offer.entries.insert(offer.entries.end(), part.entries.begin(), part.entries.end());
+  if (part.last) {
+    offer.continued = false;
+    complete = true;
+  }
+  return {};
+}
+
 // ---- encode -------------------------------------------------------------------
 
 void encode(const LaneJoin& m, std::vector<uint8_t>& out) {
@@ -193,17 +325,17 @@ void encode(const Offer& m, std::vector<uint8_t>& out) {
   w.u32(m.transfer_id);
   w.u8(static_cast<uint8_t>(m.hash));
   w.u64(m.chunk_size);
-  w.u32(static_cast<uint32_t>(m.entries.size()));
-  for (const auto& e : m.entries) {
-    w.u8(static_cast<uint8_t>(e.kind));
-    w.bytes(e.path);
-    w.u64(e.size);
-    w.u32(e.mode);
-    w.i64(e.mtime_sec);
-    w.u32(e.mtime_nsec);
-    w.bytes(e.link_target);
-  }
+  put_entries(w, m.entries);
   w.u8(offer_flags(m));
+  put_details(w, m.entries);
+}
+
+void encode(const OfferPart& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(m.transfer_id);
+  w.u32(m.first_entry);
+  w.u8(m.last ? 1 : 0);
+  put_entries(w, m.entries);
   put_details(w, m.entries);
 }
 
@@ -331,31 +463,10 @@ bool decode(std::span<const uint8_t> in, Offer& m) {
   if (hash != static_cast<uint8_t>(HashAlgo::xxh3_128) && hash != static_cast<uint8_t>(HashAlgo::sha256)) return false;
   m.hash = static_cast<HashAlgo>(hash);
   m.chunk_size = r.u64();
-  const uint32_t n = r.u32();
-  if (!r.ok() || n > kMaxManifestEntries || n > r.remaining() / 30) return false;  // 30: smallest entry
-  m.entries.clear();
-  m.entries.reserve(n);
   uint64_t total = 0;
-  for (uint32_t i = 0; i < n && r.ok(); ++i) {
-    ManifestEntry e;
-    const uint8_t kind = r.u8();
-    if (kind < 1 || kind > 3) return false;
-    e.kind = static_cast<EntryKind>(kind);
-    e.path = r.bytes(kMaxPathBytes);
-    e.size = r.u64();
-    e.mode = r.u32() & 07777;
-    e.mtime_sec = r.i64();
-    e.mtime_nsec = r.u32();
-    e.link_target = r.bytes(kMaxPathBytes);
-    if (e.mtime_nsec >= 1'000'000'000u) return false;
-    if (e.kind != EntryKind::file && e.size != 0) return false;
-    // The receiver sizes the transfer's byte space (and its free-space check)
-    // by the sum: sizes that wrap past 2^64 would make it tiny.
-    if (e.size > UINT64_MAX - total) return false;
-    total += e.size;
-    m.entries.push_back(std::move(e));
-  }
+  if (!get_entries(r, m.entries, total)) return false;
   m.discard = false;
+  m.continued = false;
   m.sync = {};
   m.version = kProtocolVersion;
   if (r.ok() && r.at_end()) {  // no flags byte: a sender of protocol 3
@@ -365,12 +476,26 @@ bool decode(std::span<const uint8_t> in, Offer& m) {
   const uint8_t flags = r.u8();
   if (flags & ~kOfferFlagsKnown) return false;
   m.discard = flags & kOfferDiscard;
+  m.continued = flags & kOfferContinued;
   m.sync = sync_from_flags(flags);
   if (r.ok() && r.at_end()) {  // no entry details: a sender of protocol 4
     m.version = 4;
-    return true;
+    return !m.continued;
   }
   return get_details(r, m.entries) && finish(r);
+}
+
+bool decode(std::span<const uint8_t> in, OfferPart& m) {
+  ByteReader r(in);
+  m.transfer_id = r.u32();
+  m.first_entry = r.u32();
+  const uint8_t flags = r.u8();
+  if (!r.ok() || flags > 1) return false;
+  m.last = flags == 1;
+  uint64_t total = 0;  // this part's own sum; the whole offer's is checked by append_offer_part
+  if (!get_entries(r, m.entries, total) || m.entries.empty()) return false;
+  if (uint64_t{m.first_entry} + m.entries.size() > kMaxOfferEntries) return false;
+  return get_details(r, m.entries, m.first_entry) && finish(r);
 }
 
 bool decode(std::span<const uint8_t> in, Accept& m) {

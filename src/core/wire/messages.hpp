@@ -26,6 +26,7 @@
 //   udp_piece     c→s  a piece sent on a UDP lane: where it goes and its hash
 //   lane_ack      s→c  an ack for a piece that came on another lane (UDP lanes)
 //   cancel        c→s  the sender stops a transfer; the session goes on
+//   offer_part    c→s  more entries of an offer too big for one frame
 // The udp_* messages and lane_ack travel over a TCP lane (docs/engine.md).
 #pragma once
 
@@ -58,6 +59,7 @@ enum class FrameType : uint8_t {
   udp_piece = 17,
   lane_ack = 18,
   cancel = 19,
+  offer_part = 20,
 };
 
 /// 2: UDP lanes (udp_open, udp_ready, udp_piece, lane_ack).
@@ -66,11 +68,23 @@ enum class FrameType : uint8_t {
 ///    the accept's file verdicts and extraneous paths (sync).
 /// 5: the offer's entry details after its flags byte (sparse files' data
 ///    ranges, hard links).
-constexpr uint32_t kProtocolVersion = 5;
+/// 6: an offer in parts (its flags byte's bit 7, offer_part): no entry limit
+///    from the frame size.
+constexpr uint32_t kProtocolVersion = 6;
 constexpr size_t kMaxReasonLength = 1024;
 constexpr size_t kMaxPathBytes = 4095;     // PATH_MAX - 1
 constexpr size_t kMaxAddresses = 64;
+/// Entries one offer or offer_part frame may carry (and file verdicts one
+/// accept may list).
 constexpr size_t kMaxManifestEntries = 1u << 20;
+/// Entries a whole offer may have, over all its parts: far above any tree
+/// we have seen (a million files take ~0.2 GB on each end, docs/engine.md
+/// "Big trees"), and below what entry indices (u32) can name.
+constexpr size_t kMaxOfferEntries = 1u << 28;
+/// How many encoded bytes of entries the sender puts in one offer or
+/// offer_part frame: well inside a frame (16 MiB), and small enough that the
+/// receiver checks the first part while later ones are still on the wire.
+constexpr size_t kOfferPartBytes = 1u << 20;
 /// Ranges one accept may list: 2^18 × at most 49 bytes stays well inside a
 /// frame (16 MiB). A receiver holding more lists the first ones; the sender
 /// sends the rest again.
@@ -172,6 +186,9 @@ struct Offer {
   /// bytes only measure the paths (`braid probe`). Its entries name no file.
   bool discard = false;
   SyncOptions sync;
+  /// The entries are the first part of the offer: offer_part frames with
+  /// the rest follow on the same lane (bit 7 of the flags byte).
+  bool continued = false;
   /// Not encoded: decode says 3 for an offer that ends after its entries
   /// (a sender of protocol 3, before sync) and 4 for one that ends after
   /// its flags byte (before entry details), so the receiver can refuse it
@@ -181,6 +198,43 @@ struct Offer {
   /// total_bytes() less the sparse files' holes: what the receiver writes.
   uint64_t data_bytes() const;
 };
+
+/// More entries of an offer that is `continued`: they are entries
+/// first_entry, first_entry + 1, … of the whole offer. Parts come in order on
+/// one lane; a part sent again (its lane died) repeats the same entries. A
+/// hard link may name any earlier entry of the whole offer (checked when the
+/// parts are put together: append_offer_part).
+struct OfferPart {
+  static constexpr FrameType kType = FrameType::offer_part;
+  uint32_t transfer_id = 0;
+  uint32_t first_entry = 0;
+  bool last = false;
+  std::vector<ManifestEntry> entries;
+  bool operator==(const OfferPart&) const = default;
+};
+
+/// Cuts an offer into an offer frame and the parts that follow it, each
+/// holding entries of at most about `part_bytes` encoded (at least one
+/// entry each). An offer that fits is returned whole with no parts.
+struct SplitOffer {
+  Offer head;
+  std::vector<OfferPart> parts;
+};
+SplitOffer split_offer(const Offer& offer, size_t part_bytes = kOfferPartBytes);
+/// The same cut without the copies, for a sender that makes each frame as
+/// it sends it: frame k holds entries [cuts[k], cuts[k + 1]); frame 0 is the
+/// offer itself (offer_head), frames 1 … cuts.size() - 2 its parts (offer_part).
+std::vector<size_t> offer_cuts(const Offer& offer, size_t part_bytes = kOfferPartBytes);
+Offer offer_head(const Offer& offer, const std::vector<size_t>& cuts);
+OfferPart offer_part(const Offer& offer, const std::vector<size_t>& cuts, size_t k);
+
+/// The receiver puts a continued offer together: appends `part` to
+/// `offer`'s entries. Returns an empty string when it did (or when it is a
+/// part already appended, sent again: nothing changes), else why the part
+/// is refused (a gap, another transfer, too many entries, sizes that wrap,
+/// a hard link to an entry that is no file). `complete` is set when `part`
+/// was the last.
+std::string append_offer_part(Offer& offer, const OfferPart& part, bool& complete);
 
 /// A byte range of the transfer the receiver verified, wrote and made
 /// durable in an earlier, interrupted run of the same offer, with the hash
@@ -371,6 +425,7 @@ void encode(const UdpOpen& m, std::vector<uint8_t>& out);
 void encode(const UdpReady& m, std::vector<uint8_t>& out);
 void encode(const UdpPiece& m, std::vector<uint8_t>& out);
 void encode(const LaneAck& m, std::vector<uint8_t>& out);
+void encode(const OfferPart& m, std::vector<uint8_t>& out);
 /// Writes exactly PieceHeader::kSize bytes (in place, in front of the data).
 void encode_piece_header(const PieceHeader& h, std::span<uint8_t, PieceHeader::kSize> out);
 
@@ -393,6 +448,7 @@ bool decode(std::span<const uint8_t> in, UdpOpen& m);
 bool decode(std::span<const uint8_t> in, UdpReady& m);
 bool decode(std::span<const uint8_t> in, UdpPiece& m);
 bool decode(std::span<const uint8_t> in, LaneAck& m);
+bool decode(std::span<const uint8_t> in, OfferPart& m);
 /// Decodes the header at the start of a piece_data payload and checks it is
 /// self-consistent (data inside the piece, a hash of the right size on the
 /// last frame). `data_length` is the payload size minus the header.

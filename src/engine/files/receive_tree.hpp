@@ -2,24 +2,35 @@
 // directory (every open goes through engine/security/safe_path.h, so no path
 // from the peer and no symlink planted in the target can lead outside).
 //
-//   prepare   checks every path of the offer, creates the directories and
-//             one temporary file per regular file, in the file's final
+//   prepare   checks every path of the offer, creates the directories; one
+//             temporary file per regular file, in the file's final
 //             directory: ".braid-<tag>-<index>.part" (tag: TransferKey::tag,
 //             so the same offer from the same sender finds the same names
-//             again; with `keep_parts` an existing one is reopened as it is,
-//             for a resume);
+//             again) is made when the file's first bytes are written (or
+//             at finalize, for an empty file), so making a big tree's files
+//             overlaps its transfer; with `keep_parts` (a resume) they are
+//             all opened at prepare, an existing one as it is;
 //   write     pwrite of verified bytes at their transfer offset (any thread);
-//   finalize  fsync, mode, mtime, then rename into place — so no partial file
-//             ever stands under its final name; then symlinks, then the
-//             directories' modes and mtimes (deepest first).
+//   finalize  fsync (one syncfs for a tree of many files), mode, mtime,
+//             then rename into place — so no partial file ever stands under
+//             its final name; then symlinks, then the directories' modes
+//             and mtimes (deepest first).
+// A tree of many small files costs a few system calls per file: the
+// directories that hold them are opened once (beneath the target, never
+// through a symlink) and kept open while their files are created, written
+// and renamed (DirCache below).
 // On any failure the temporary files stay where they are.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -57,6 +68,28 @@ struct SkippedLink {
   std::string reason;
 };
 
+/// Open directories beneath the target by relative path ("" is the target
+/// itself), opened on first use and shared by every thread, bounded like
+/// FdCache: a tree's files come directory by directory, so a few dozen
+/// hold nearly every hit.
+class DirCache {
+ public:
+  using Fd = std::shared_ptr<security::UniqueFd>;
+  DirCache(int root_fd, size_t capacity) : root_fd_(root_fd), capacity_(capacity) {}
+  /// The directory at `parent` (components joined by '/'), created (like
+  /// mkdir -p, mode `create_mode`) when `create` is set; nullptr with
+  /// `error` set if it cannot be opened as a directory beneath the target.
+  Fd get(const std::string& parent, bool create, std::string& error, security::Errc* code = nullptr,
+         mode_t create_mode = 0755);
+  void clear();
+
+ private:
+  int root_fd_;
+  size_t capacity_;
+  std::mutex mu_;
+  std::unordered_map<std::string, Fd> open_;
+};
+
 class ReceiveTree {
  public:
   /// `root_fd`: the target directory (borrowed; must outlive the tree).
@@ -70,6 +103,9 @@ class ReceiveTree {
 
   /// Makes the written bytes of a file entry durable (fdatasync). 0 or errno.
   int sync_file(size_t entry);
+  /// The same for several entries: one syncfs of the target's file system
+  /// when they are many. 0 or the errno of the first failure.
+  int sync_files(const std::set<size_t>& entries);
   /// With keep_parts: the entry's temporary file was there already, at its
   /// full size, and was kept as it was (its bytes may be resumed).
   bool part_kept(size_t entry) const { return entry < kept_.size() && kept_[entry]; }
@@ -108,18 +144,44 @@ class ReceiveTree {
  private:
   ReceiveTree(int root_fd, const wire::Offer& offer, std::string tag);
   std::optional<PrepareError> create_all(bool keep_parts);
+  /// FdCache's opener: the entry's temporary file, made first if it is not yet.
+  security::UniqueFd open_temp(size_t entry, std::string& error);
+  /// Makes the entry's temporary file in `dir` (empty; a sparse one sized).
+  security::UniqueFd create_temp(int dir, size_t entry, std::string& error);
+  /// Gives a temporary file its final mode when that keeps it writable (mode_set_).
+  void set_final_mode(int fd, size_t entry);
+  /// A file entry's temporary file (create_all, on any of its threads).
+  std::optional<PrepareError> create_file(size_t entry, bool keep_parts);
+  /// Puts a file entry in place (finalize, on any of its threads); empty or what failed.
+  std::string finalize_file(size_t entry, bool synced, int& err);
+  /// `work(entry)` for each of `entries` (in manifest order within each
+  /// directory), directories in parallel for a big tree; stops once a call
+  /// returns false.
+  template <class Work>
+  void for_each_directory(const std::vector<size_t>& entries, Work work);
   /// finalize of a keep_existing entry.
   std::string settle_existing(size_t entry, int& err);
+  /// The temporary file's name in its directory: ".braid-<tag>-<entry>.part".
+  std::string temp_leaf(size_t entry) const;
+  /// The directory that holds entry `entry` (DirCache).
+  DirCache::Fd parent_dir(size_t entry, bool create, std::string& error, security::Errc* code = nullptr);
 
   int root_fd_;
   std::vector<wire::ManifestEntry> entries_;
   std::vector<security::RelativePath> paths_;  // validated, one per entry
   std::string tag_;
   FileLayout layout_;
+  std::vector<std::string> parents_;  // by entry: its parent's relative path ("" for the target)
+  DirCache dirs_;
   FdCache fds_;
   std::shared_mutex sealing_;  // write: shared; finalize: exclusive
   bool sealed_ = false;
-  std::vector<bool> kept_;  // by entry
+  std::vector<uint8_t> kept_;      // by entry (bytes, not bits: prepare's threads set them)
+  std::vector<uint8_t> mode_set_;  // by entry: its temporary file got its final mode when it was made
+  /// Without keep_parts, by entry: whether its temporary file is made yet
+  /// (prepare only checks; the first write makes it). Null with keep_parts.
+  static constexpr uint8_t kCreated = 0, kToCreate = 1, kCreating = 2;
+  std::unique_ptr<std::atomic<uint8_t>[]> create_state_;
   std::vector<int64_t> found_;  // by entry: part_size_found
   std::vector<SkippedLink> skipped_links_;
   std::vector<bool> link_skipped_;  // by entry

@@ -78,19 +78,17 @@ void ResumeRecorder::commit() {
     if (journal_gone_locked()) return;
   }
   // Every piece in the batch was written before it was reported, so one
-  // fdatasync per file it touched makes all of them durable.
+  // fdatasync per file it touched (one syncfs for many) makes all of them durable.
   std::set<size_t> files;
   for (const auto& r : batch)
     (void)tree_.layout().for_each(r.offset, r.length, [&](const Extent& x) {
       files.insert(x.entry);
       return true;
     });
-  for (size_t entry : files) {
-    if (const int err = tree_.sync_file(entry); err != 0) {
-      std::lock_guard j(journal_mu_);
-      (void)give_up_locked(std::string("cannot make the received bytes durable: ") + std::strerror(err));
-      return;
-    }
+  if (const int err = tree_.sync_files(files); err != 0) {
+    std::lock_guard j(journal_mu_);
+    (void)give_up_locked(std::string("cannot make the received bytes durable: ") + std::strerror(err));
+    return;
   }
   std::lock_guard j(journal_mu_);
   if (journal_gone_locked()) return;

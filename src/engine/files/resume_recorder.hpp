@@ -3,7 +3,7 @@
 // Lanes report each piece once it is written and verified (`verified`); a
 // background thread commits them in batches — every `interval`, or sooner
 // once `batch_bytes` are waiting: it fdatasyncs the temporary files the
-// batch touched, then appends the batch's records to the journal (which
+// batch touched (one syncfs when they are many), then appends the batch's records to the journal (which
 // fdatasyncs too). A piece is therefore claimed only once its bytes are on
 // disk; a crash of the receiver loses at most the pieces of the batch in
 // progress (about one interval of transfer).

@@ -83,14 +83,20 @@ class Walker {
  public:
   explicit Walker(const ScanOptions& opts) : opts_(opts) {}
 
-  /// false: stop (error() says why).
-  bool add(const std::string& local, const std::string& rel, bool operand) {
+  /// false: stop (error() says why). `at`/`name`: the open directory that
+  /// holds it and its name there (a walked entry: no path to resolve again
+  /// for each call, which a tree of small files pays per file); AT_FDCWD
+  /// and `local` for an operand.
+  bool add(const std::string& local, const std::string& rel, bool operand, int at = AT_FDCWD,
+           const char* name = nullptr) {
+    if (!name) name = local.c_str();
     struct stat st {};
-    if (::lstat(local.c_str(), &st) != 0) {
+    if (::fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
       const int e = errno;
       if (operand) return fail("cannot read '" + local + "': " + std::strerror(e));
       return skip(local, e == ENOENT ? "vanished while the tree was read" : std::string("cannot read: ") + std::strerror(e));
     }
+    const mode_t lst_mode = st.st_mode;
     std::string open_path = local;
     if (S_ISLNK(st.st_mode) && opts_.follow_symlinks) {
       struct stat target {};
@@ -111,7 +117,9 @@ class Walker {
     e.mtime_nsec = static_cast<uint32_t>(st.st_mtim.tv_nsec);
     if (S_ISREG(st.st_mode)) {
       // Opened now, once, to know it can be: a file braid cannot read is skipped here, not mid-transfer.
-      const int fd = ::open(open_path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+      const bool followed = open_path != local;
+      const int fd = ::openat(followed ? AT_FDCWD : at, followed ? open_path.c_str() : name,
+                              O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
       if (fd < 0) return skip(local, std::string("cannot open: ") + std::strerror(errno));
       e.kind = wire::EntryKind::file;
       e.size = static_cast<uint64_t>(st.st_size);
@@ -125,7 +133,7 @@ class Walker {
     }
     if (S_ISLNK(st.st_mode)) {
       std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
-      ssize_t n = ::readlink(local.c_str(), target.data(), target.size());
+      ssize_t n = ::readlinkat(at, name, target.data(), target.size());
       if (n < 0) return skip(local, std::string("cannot read the link: ") + std::strerror(errno));
       target.resize(static_cast<size_t>(n));
       e.kind = wire::EntryKind::symlink;
@@ -137,8 +145,18 @@ class Walker {
       for (const auto& [where, id] : ancestors_)
         if (id.first == st.st_dev && id.second == st.st_ino)
           return skip(local, "a symlink loop: it leads back to '" + where + "', which contains it");
-      DIR* d = ::opendir(local.c_str());
-      if (!d) return skip(local, std::string("cannot list: ") + std::strerror(errno));
+      // An operand and a followed link to a directory are opened as
+      // opendir would; a walked directory by its name in its parent, never
+      // through a link.
+      const int dfd = at == AT_FDCWD || S_ISLNK(lst_mode)
+                          ? ::open(local.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                          : ::openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      DIR* d = dfd < 0 ? nullptr : ::fdopendir(dfd);
+      if (!d) {
+        const int e = errno;
+        if (dfd >= 0) ::close(dfd);
+        return skip(local, std::string("cannot list: ") + std::strerror(e));
+      }
       e.kind = wire::EntryKind::directory;
       push(std::move(e), local, st);
       ancestors_.emplace_back(local, std::make_pair(st.st_dev, st.st_ino));
@@ -158,17 +176,21 @@ class Walker {
   const std::string& error() const { return error_; }
 
  private:
+  /// Lists `d`, then adds its entries by name while it stays open (one
+  /// open directory per level of the tree).
   bool walk_dir(DIR* d, const std::string& local, const std::string& rel) {
     std::vector<std::string> names;
     while (dirent* de = ::readdir(d)) {
       std::string n = de->d_name;
       if (n != "." && n != "..") names.push_back(std::move(n));
     }
-    ::closedir(d);
     std::sort(names.begin(), names.end());
+    const int fd = ::dirfd(d);
+    bool ok = true;
     for (const auto& n : names)
-      if (!add(local + "/" + n, rel + "/" + n, false)) return false;
-    return true;
+      if (!(ok = add(local + "/" + n, rel + "/" + n, false, fd, n.c_str()))) break;
+    ::closedir(d);
+    return ok;
   }
 
   void push(wire::ManifestEntry e, const std::string& local, const struct stat& st) {
