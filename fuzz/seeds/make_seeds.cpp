@@ -117,6 +117,14 @@ void wire_seeds() {
     Offer linked = sparse;  // -H: an empty file as another name of a sparse one
     linked.entries[3].hard_link_to = 1;
     message("offer_hard_link", linked);
+    Offer owned = sample_offer();  // -a -X -A: owners, groups, xattrs and ACLs
+    owned.entries[0].owner = OwnerId{1000, "alice"};
+    owned.entries[0].group = OwnerId{100, "users"};
+    owned.entries[0].xattrs = XattrList{true, true, {{"system.posix_acl_default", std::string("\x02\0\0\0", 4)}}};
+    owned.entries[1].owner = OwnerId{4242, ""};
+    owned.entries[1].xattrs = XattrList{true, false, {{"trusted.t", "x"}, {"user.comment", "hello"}}};
+    owned.entries[4].group = OwnerId{7, "lp"};
+    message("offer_owners_xattrs", owned);
   }
   message("refuse", Refuse{42, RefuseReason::busy, "the same transfer is being received elsewhere"});
   message("piece_abort", PieceAbort{42, 9});

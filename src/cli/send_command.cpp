@@ -46,6 +46,8 @@ struct SendArgs {
   bool strict_sources = false;
   bool sparse = false;     // -S: holes of sparse files cross as nothing and stay holes
   bool hard_links = false;  // -H: a file with several names crosses once and arrives with them all
+  files::MetadataOptions metadata;  // -o -g --numeric-ids -X -A
+  bool archive = false;             // -a: -o -g (the rest of rsync's -a is always on)
   wire::SyncOptions sync;  // --sync and the flags that imply it
   std::string transport = "tcp";
   std::string cc;
@@ -188,7 +190,10 @@ void run_send(const SendArgs& a) {
       finish(kExitUsage, "bad --rate-limit '" + a.rate_limit + "' (e.g. 200Mbit/s)");
   }
 
-  auto scan = files::scan_sources(paths, files::ScanOptions{a.follow_symlinks, a.strict_sources, a.sparse, a.hard_links});
+  files::MetadataOptions metadata = a.metadata;
+  if (a.archive) metadata.owner = metadata.group = true;
+  auto scan = files::scan_sources(paths,
+                                  files::ScanOptions{a.follow_symlinks, a.strict_sources, a.sparse, a.hard_links, metadata});
   if (!scan.ok()) finish(kExitFailure, scan.error);
   for (const auto& sk : scan.skipped)
     std::cerr << "braid send: skipped '" << security::printable_path(sk.path) << "': " << sk.reason << "\n";
@@ -349,6 +354,19 @@ void add_send_command(CLI::App& app) {
                     std::to_string(wire::kMaxDataRanges) + " data ranges is sent as plain data)");
   cmd->add_flag("-H,--hard-links", args->hard_links,
                 "Send a file with several names in the tree once and recreate its other names as hard links");
+  cmd->add_flag("-o,--owner", args->metadata.owner,
+                "Give each entry its owner here (by name, else by id; applied when the receiver runs as root)");
+  cmd->add_flag("-g,--group", args->metadata.group,
+                "Give each entry its group here (by name, else by id; as root, or a group the receiver is in)");
+  cmd->add_flag("--numeric-ids", args->metadata.numeric_ids,
+                "With -o/-g: send user and group ids only, never map them by name");
+  cmd->add_flag("-X,--xattrs", args->metadata.xattrs,
+                "Send extended attributes (user.*; trusted.* and security.* where readable) of files and directories");
+  cmd->add_flag("-A,--acls", args->metadata.acls,
+                "Send POSIX ACLs (access, and directories' default ACLs) of files and directories");
+  cmd->add_flag("-a,--archive", args->archive,
+                "rsync's -a: -o -g (recursion, symlinks as links, permissions and mtimes are always kept; devices "
+                "and special files are skipped); -H, -S, -X, -A are separate, as with rsync");
   // Sync: rsync's flags with rsync's meanings (docs/engine.md, "Sync").
   cmd->add_flag("--sync", args->sync.sync,
                 "Files that exist on the receiver: skip those whose size and mtime match, send only the changed "

@@ -26,14 +26,22 @@ bool finish(const ByteReader& r) { return r.ok() && r.at_end(); }
 /// The offer's entry details, after its flags byte (protocol 5): u32 n, then
 /// n records of u32 entry, u8 kind and the kind's fields, by (entry, kind)
 /// strictly increasing. Kinds: 1 data ranges (u32 k, k × u64 offset, u64
-/// length), 2 hard link (u32 entry of the file it is another name of). An
-/// unknown kind is refused: it would change what the entry means.
+/// length), 2 hard link (u32 entry of the file it is another name of),
+/// 3 owner and 4 group (u32 id, bytes name), 5 extended attributes (u8
+/// classes: bit 0 xattrs, bit 1 ACLs; u32 k; k × bytes name, bytes value).
+/// An unknown kind is refused: it would change what the entry means.
 constexpr uint8_t kDetailDataRanges = 1;
 constexpr uint8_t kDetailHardLink = 2;
+constexpr uint8_t kDetailOwner = 3;
+constexpr uint8_t kDetailGroup = 4;
+constexpr uint8_t kDetailXattrs = 5;
+constexpr uint8_t kDetailKinds = 5;
 
 void put_details(ByteWriter& w, const std::vector<ManifestEntry>& entries) {
   uint32_t n = 0;
-  for (const auto& e : entries) n += e.data.has_value() + e.hard_link_to.has_value();
+  for (const auto& e : entries)
+    n += e.data.has_value() + e.hard_link_to.has_value() + e.owner.has_value() + e.group.has_value() +
+         e.xattrs.has_value();
   w.u32(n);
   for (size_t i = 0; i < entries.size(); ++i) {
     if (entries[i].data) {
@@ -50,13 +58,50 @@ void put_details(ByteWriter& w, const std::vector<ManifestEntry>& entries) {
       w.u8(kDetailHardLink);
       w.u32(*entries[i].hard_link_to);
     }
+    for (const auto& [kind, who] : {std::pair{kDetailOwner, &entries[i].owner}, std::pair{kDetailGroup, &entries[i].group}}) {
+      if (!*who) continue;
+      w.u32(static_cast<uint32_t>(i));
+      w.u8(kind);
+      w.u32((*who)->id);
+      w.bytes((*who)->name);
+    }
+    if (const auto& x = entries[i].xattrs) {
+      w.u32(static_cast<uint32_t>(i));
+      w.u8(kDetailXattrs);
+      w.u8(static_cast<uint8_t>(x->with_xattrs | x->with_acls << 1));
+      w.u32(static_cast<uint32_t>(x->items.size()));
+      for (const auto& a : x->items) {
+        w.bytes(a.name);
+        w.bytes(a.value);
+      }
+    }
   }
+}
+
+bool get_xattrs(ByteReader& r, const ManifestEntry& e, XattrList& out) {
+  const uint8_t classes = r.u8();
+  const uint32_t k = r.u32();
+  // Smallest item: two lengths and a name of "user.x".
+  if (!r.ok() || classes == 0 || classes > 3 || k > kMaxXattrs || k > r.remaining() / 14) return false;
+  out.with_xattrs = classes & 1;
+  out.with_acls = classes & 2;
+  out.items.resize(k);
+  for (size_t j = 0; j < k && r.ok(); ++j) {
+    Xattr& a = out.items[j];
+    a.name = r.bytes(kMaxXattrNameBytes);
+    a.value = r.bytes(kMaxXattrValueBytes);
+    const char c = xattr_class(a.name);
+    if (!r.ok() || (j > 0 && a.name <= out.items[j - 1].name)) return false;  // sorted, distinct
+    if (c == 0 || (c == 'x' && !out.with_xattrs) || (c == 'a' && !out.with_acls)) return false;
+    if (a.name == "system.posix_acl_default" && e.kind != EntryKind::directory) return false;
+  }
+  return r.ok();
 }
 
 bool get_details(ByteReader& r, std::vector<ManifestEntry>& entries) {
   const uint32_t n = r.u32();
   constexpr size_t kSmallestDetail = 4 + 1 + 4;
-  if (!r.ok() || n > 2 * uint64_t{entries.size()} || n > r.remaining() / kSmallestDetail) return false;
+  if (!r.ok() || n > kDetailKinds * uint64_t{entries.size()} || n > r.remaining() / kSmallestDetail) return false;
   int64_t last = -1;  // (entry << 8 | kind) of the record before
   for (uint32_t i = 0; i < n && r.ok(); ++i) {
     const uint32_t at = r.u32();
@@ -73,6 +118,21 @@ bool get_details(ByteReader& r, std::vector<ManifestEntry>& entries) {
           entries[first].kind != EntryKind::file || entries[first].hard_link_to)
         return false;
       e.hard_link_to = first;
+      continue;
+    }
+    if (kind == kDetailOwner || kind == kDetailGroup) {
+      // A hard link shares its file's inode: it has no owner of its own.
+      OwnerId who;
+      who.id = r.u32();
+      who.name = r.bytes(kMaxOwnerNameBytes);
+      if (!r.ok() || e.hard_link_to || who.name.find('\0') != std::string::npos) return false;
+      (kind == kDetailOwner ? e.owner : e.group) = std::move(who);
+      continue;
+    }
+    if (kind == kDetailXattrs) {
+      XattrList x;
+      if (e.kind == EntryKind::symlink || e.hard_link_to || !get_xattrs(r, e, x)) return false;
+      e.xattrs = std::move(x);
       continue;
     }
     if (kind != kDetailDataRanges) return false;
@@ -105,6 +165,15 @@ SyncOptions sync_from_flags(uint8_t b) {
 }
 
 }  // namespace
+
+char xattr_class(std::string_view name) {
+  if (name == "system.posix_acl_access" || name == "system.posix_acl_default") return 'a';
+  // A namespace and a name after it, no NUL (names cross as C strings).
+  if (name.find('\0') != std::string_view::npos) return 0;
+  for (std::string_view ns : {"user.", "trusted.", "security."})
+    if (name.size() > ns.size() && name.substr(0, ns.size()) == ns) return 'x';
+  return 0;
+}
 
 const char* hash_algo_name(HashAlgo a) { return a == HashAlgo::sha256 ? "sha256" : "xxh3"; }
 

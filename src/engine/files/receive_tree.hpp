@@ -9,7 +9,8 @@
 //             again; with `keep_parts` an existing one is reopened as it is,
 //             for a resume);
 //   write     pwrite of verified bytes at their transfer offset (any thread);
-//   finalize  fsync, mode, mtime, then rename into place — so no partial file
+//   finalize  fsync, owner and group (-o, -g), xattrs and ACLs (-X, -A),
+//             mode, mtime, then rename into place — so no partial file
 //             ever stands under its final name; then symlinks, then the
 //             directories' modes and mtimes (deepest first).
 // On any failure the temporary files stay where they are.
@@ -23,6 +24,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/files/entry_metadata.hpp"
 #include "engine/files/fd_cache.hpp"
 #include "engine/files/file_layout.hpp"
 #include "engine/files/link_policy.hpp"
@@ -47,6 +49,11 @@ struct PrepareOptions {
   /// Sync, by entry: files the receiver keeps as they are — no temporary
   /// file, nothing written, nothing put in place (empty: none).
   std::vector<bool> keep = {};
+  /// Sync, by entry: kept files found unchanged (size and mtime): finalize
+  /// gives them the offer's mode, owner, group and xattrs, as rsync's quick
+  /// check does (empty: none). Files kept by --update or --ignore-existing
+  /// are left as they are.
+  std::vector<bool> refresh = {};
 };
 
 /// A symlink of the offer that finalize will not create, and why.
@@ -102,6 +109,12 @@ class ReceiveTree {
   const FileLayout& layout() const { return layout_; }
   /// The offer's links that --links keeps out of the target (decided at prepare).
   const std::vector<SkippedLink>& skipped_links() const { return skipped_links_; }
+  /// After finalize: owners, groups or xattrs the offer carried that this
+  /// system would not take (not root, a file system without xattrs, a
+  /// trusted.* name as a user), one line each, the first 100. The files
+  /// are in place with their data either way, as with rsync.
+  const std::vector<std::string>& metadata_warnings() const { return metadata_warnings_; }
+  size_t metadata_failures() const { return metadata_failures_; }
   /// Temporary name of a file entry, relative to the target (for messages and tests).
   std::string temp_path(size_t entry) const;
 
@@ -110,6 +123,9 @@ class ReceiveTree {
   std::optional<PrepareError> create_all(bool keep_parts);
   /// finalize of a keep_existing entry.
   std::string settle_existing(size_t entry, int& err);
+  /// Owner, group and xattrs of entry i onto `fd` (or its `leaf` in directory
+  /// `fd`, a symlink); what fails becomes a metadata warning.
+  void apply_metadata(int fd, const std::string& leaf, size_t i);
 
   int root_fd_;
   std::vector<wire::ManifestEntry> entries_;
@@ -124,7 +140,11 @@ class ReceiveTree {
   std::vector<SkippedLink> skipped_links_;
   std::vector<bool> link_skipped_;  // by entry
   std::vector<bool> keep_;           // by entry: PrepareOptions::keep
+  std::vector<bool> refresh_;        // by entry: PrepareOptions::refresh
   std::vector<bool> keep_existing_;  // by entry: keep_existing()
+  IdMapper ids_;
+  std::vector<std::string> metadata_warnings_;
+  size_t metadata_failures_ = 0;
 };
 
 /// Checks that `dir` is a directory braid can create files in (a probe file
