@@ -568,13 +568,14 @@ bool decode_piece_header(std::span<const uint8_t> header, size_t data_length, Pi
   h.data_offset = r.u64();
   r.raw(h.hash.bytes);
   if (!r.ok()) return false;
-  if ((h.flags & ~PieceHeader::kLast) != 0) return false;
+  if ((h.flags & ~(PieceHeader::kLast | PieceHeader::kCompressed)) != 0) return false;
   if (h.last() ? !valid_digest_size(h.hash.size) : h.hash.size != 0) return false;
   // The frame's bytes must lie inside the piece, without overflow.
   if (h.piece_offset > UINT64_MAX - h.piece_length) return false;
   if (h.data_offset < h.piece_offset || h.data_offset - h.piece_offset > h.piece_length) return false;
   if (data_length > h.piece_offset + h.piece_length - h.data_offset) return false;
-  if (h.last() && h.data_offset + data_length != h.piece_offset + h.piece_length) return false;
+  // A compressed frame's file bytes are known once it is decompressed.
+  if (h.last() && !h.compressed() && h.data_offset + data_length != h.piece_offset + h.piece_length) return false;
   return true;
 }
 

@@ -299,6 +299,11 @@ struct PieceHeader {
   static constexpr FrameType kType = FrameType::piece_data;
   static constexpr size_t kSize = 72;
   static constexpr uint8_t kLast = 1;
+  /// The frame's data is one zstd frame (engine/compress/frame_codec.hpp)
+  /// that decompresses to the file bytes at data_offset; its length is in
+  /// the zstd frame, so on such a frame the receiver checks the piece's end
+  /// after decompressing. The hash is over the file bytes, as always.
+  static constexpr uint8_t kCompressed = 2;
   uint32_t transfer_id = 0;
   uint32_t piece = 0;
   uint32_t chunk = 0;
@@ -308,6 +313,7 @@ struct PieceHeader {
   uint64_t data_offset = 0;   // this frame's first byte in the transfer
   Digest hash;                // valid when flags & kLast
   bool last() const { return flags & kLast; }
+  bool compressed() const { return flags & kCompressed; }
 };
 
 struct PieceAbort {

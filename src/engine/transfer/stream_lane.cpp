@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstring>
 
 #include "engine/files/piece_hasher.hpp"
 #include "engine/lanes/tcp.hpp"
@@ -188,6 +189,20 @@ StreamLane::PieceEnd StreamLane::send_one(const Work& w, std::string& error) {
     // while they are hot in the cache; the sealer then encrypts in place.
     if (!src.read(off, n, data, error)) return PieceEnd::read_failed;
     hasher.update(std::span<const uint8_t>(data, n));
+    // The one point where a frame may shrink: after the hash (which stays
+    // over the file's bytes), before the seal.
+    size_t wire_n = n;
+    bool packed = false;
+    if (src.compress()) {
+      packed_.resize(kFrameData);
+      if (const auto c = compressor_.compress(std::span<const uint8_t>(data, n), packed_)) {
+        std::memcpy(data, packed_.data(), *c);
+        wire_n = *c;
+        packed = true;
+        packed_file_bytes_ += n;
+        packed_wire_bytes_ += *c;
+      }
+    }
     wire::PieceHeader h;
     h.transfer_id = src.transfer_id();
     h.piece = a.piece;
@@ -195,14 +210,15 @@ StreamLane::PieceEnd StreamLane::send_one(const Work& w, std::string& error) {
     h.piece_offset = begin;
     h.piece_length = a.length.count();
     h.data_offset = off;
+    if (packed) h.flags |= wire::PieceHeader::kCompressed;
     if (off + n == end) {
-      h.flags = wire::PieceHeader::kLast;
+      h.flags |= wire::PieceHeader::kLast;
       h.hash = hasher.finish();
       events_.on_piece_hashed(id(), src.transfer_id(), a.piece, h.hash);
     }
     wire::encode_piece_header(h, std::span<uint8_t, wire::PieceHeader::kSize>(frame_.data() + kFrameHeaderSize,
                                                                                wire::PieceHeader::kSize));
-    if (!link_->send_in_place(wire::FrameType::piece_data, frame_, wire::PieceHeader::kSize + n))
+    if (!link_->send_in_place(wire::FrameType::piece_data, frame_, wire::PieceHeader::kSize + wire_n))
       return PieceEnd::lane_failed;
     off += n;
   }
@@ -228,7 +244,9 @@ void StreamLane::reader_loop() {
   }
 }
 
-DataLaneCounters StreamLane::counters() const { return {link_->bytes_sent(), link_->rejected_total()}; }
+DataLaneCounters StreamLane::counters() const {
+  return {link_->bytes_sent(), link_->rejected_total(), packed_file_bytes_.load(), packed_wire_bytes_.load()};
+}
 
 // ---- rate caps and --background ---------------------------------------------------
 //

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "core/transport/tcp_pacing_cap.hpp"
+#include "engine/compress/frame_codec.hpp"
 #include "engine/lanes/lane_link.hpp"
 #include "engine/transfer/data_lane.hpp"
 
@@ -83,6 +84,9 @@ class StreamLane final : public DataLane {
   Options opts_;
   DataLaneEvents& events_;
   std::vector<uint8_t> frame_;  // the writer's frame buffer
+  compress::FrameCompressor compressor_;  // the writer's
+  std::vector<uint8_t> packed_;           // the writer's: a frame's compressed data
+  std::atomic<uint64_t> packed_file_bytes_{0}, packed_wire_bytes_{0};
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
