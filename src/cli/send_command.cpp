@@ -49,6 +49,7 @@ struct SendArgs {
   files::MetadataOptions metadata;  // -o -g --numeric-ids -X -A
   bool archive = false;             // -a: -o -g (the rest of rsync's -a is always on)
   bool no_compress = false;         // --no-compress: every frame crosses as it is
+  std::string compress = "auto";    // --compress auto|always|off
   wire::SyncOptions sync;  // --sync and the flags that imply it
   std::string transport = "tcp";
   std::string cc;
@@ -243,7 +244,9 @@ void run_send(const SendArgs& a) {
   to.hash = a.hash == "sha256" ? wire::HashAlgo::sha256 : wire::HashAlgo::xxh3_128;
   to.chunk_size = chunk->count();
   to.sync = a.sync;
-  to.compress = !a.no_compress;
+  to.compress = a.no_compress || a.compress == "off" ? compress::Mode::off
+                : a.compress == "always"             ? compress::Mode::always
+                                                     : compress::Mode::automatic;
   // Each of rsync's flags for existing files only means something in a sync.
   to.sync.sync = a.sync.sync || a.sync.checksum || a.sync.update || a.sync.ignore_existing ||
                  a.sync.delete_extraneous || a.sync.dry_run;
@@ -366,9 +369,12 @@ void add_send_command(CLI::App& app) {
                 "Send extended attributes (user.*; trusted.* and security.* where readable) of files and directories");
   cmd->add_flag("-A,--acls", args->metadata.acls,
                 "Send POSIX ACLs (access, and directories' default ACLs) of files and directories");
-  cmd->add_flag("--no-compress", args->no_compress,
-                "Send every frame as it is (by default each 256 KiB frame of a TCP or stream lane whose sample "
-                "looks compressible is zstd-compressed, and kept so only if that saves 5 %)");
+  cmd->add_flag("--no-compress", args->no_compress, "Send every frame as it is (--compress off)");
+  cmd->add_option("--compress", args->compress,
+                  "auto (default): zstd-compress a 256 KiB frame of a TCP or stream lane when its sample looks "
+                  "compressible and the lane is slower than compressing (kept only if it saves 5 %); always: "
+                  "whatever the lane's speed; off")
+      ->check(CLI::IsMember({"auto", "always", "off"}));
   cmd->add_flag("-a,--archive", args->archive,
                 "rsync's -a: -o -g (recursion, symlinks as links, permissions and mtimes are always kept; devices "
                 "and special files are skipped); -H, -S, -X, -A are separate, as with rsync");

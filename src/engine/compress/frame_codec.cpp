@@ -2,6 +2,7 @@
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -33,15 +34,50 @@ FrameCompressor::FrameCompressor() : ctx_(std::make_unique<Ctx>()) {}
 FrameCompressor::~FrameCompressor() = default;
 
 std::optional<size_t> FrameCompressor::compress(std::span<const uint8_t> in, std::span<uint8_t> out) {
+  ran_zstd_ = false;
   if (in.size() < 64 || !ctx_->cctx) return std::nullopt;
   // 1024 samples of uniform random bytes show ~7.5 bits; text ~4.5-5.5.
   if (sample_entropy(in) > kSkipBitsPerByte) return std::nullopt;
+  ran_zstd_ = true;
   const size_t worth = in.size() - in.size() * kMinSavingPercent / 100;
   const size_t room = std::min(out.size(), worth);
   // ZSTD_compressCCtx writes the content size into the frame header.
   const size_t n = ZSTD_compressCCtx(ctx_->cctx, out.data(), room, in.data(), in.size(), kLevel);
   if (ZSTD_isError(n) || n >= worth) return std::nullopt;  // too little saved (or did not fit `room`)
   return n;
+}
+
+namespace {
+/// Recent frames weigh most: a link's speed changes.
+double average(double was, double now) { return was < 0 ? now : 0.8 * was + 0.2 * now; }
+}  // namespace
+
+void CompressGovernor::compressed(size_t file_bytes, size_t packed_bytes, double seconds) {
+  if (file_bytes == 0) return;
+  const double saved = 1.0 - static_cast<double>(std::min(packed_bytes, file_bytes)) / static_cast<double>(file_bytes);
+  saved_fraction_ = compress_s_per_byte_ < 0 ? saved : 0.8 * saved_fraction_ + 0.2 * saved;
+  compress_s_per_byte_ = average(compress_s_per_byte_, seconds / static_cast<double>(file_bytes));
+}
+
+void CompressGovernor::sent(size_t wire_bytes, double seconds) {
+  if (wire_bytes == 0) return;
+  send_s_per_byte_ = average(send_s_per_byte_, seconds / static_cast<double>(wire_bytes));
+}
+
+bool CompressGovernor::pays() const {
+  if (compress_s_per_byte_ < 0 || send_s_per_byte_ < 0) return true;
+  // Per file byte: compressing costs compress_s, and saves send_s on the saved share.
+  return compress_s_per_byte_ < send_s_per_byte_ * saved_fraction_;
+}
+
+bool CompressGovernor::try_next() {
+  if (pays()) {
+    skipped_ = 0;
+    return true;
+  }
+  if (++skipped_ < kProbeEvery) return false;
+  skipped_ = 0;
+  return true;
 }
 
 struct FrameDecompressor::Ctx {

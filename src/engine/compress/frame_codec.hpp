@@ -26,6 +26,11 @@
 
 namespace braid::compress {
 
+/// `braid send --compress`: off (--no-compress), auto (where the governor
+/// says it pays: the default) or always (every frame the sample lets
+/// through, whatever the lane's speed — a metered link, or tests).
+enum class Mode : uint8_t { off, automatic, always };
+
 constexpr size_t kSampleBytes = 1024;
 constexpr double kSkipBitsPerByte = 7.2;
 constexpr unsigned kMinSavingPercent = 5;
@@ -45,10 +50,43 @@ class FrameCompressor {
   /// nullopt: send `in` as it is (random-looking, or saving too little).
   /// `out` must hold at least `in.size()` bytes.
   std::optional<size_t> compress(std::span<const uint8_t> in, std::span<uint8_t> out);
+  /// The last compress() ran zstd (the sample did not rule it out).
+  bool ran_zstd() const { return ran_zstd_; }
 
  private:
   struct Ctx;
   std::unique_ptr<Ctx> ctx_;
+  bool ran_zstd_ = false;
+};
+
+/// Whether compressing pays on one lane: it costs the sender CPU time per
+/// file byte, and saves the time the lane spends per wire byte (sealing
+/// and the socket, its waits included) on the bytes it saves. On loopback
+/// or a fast link the lane is quicker than zstd (~200 MB/s at level 1 on
+/// a busy core) and compression would slow the transfer; on a link slower
+/// than that it speeds it up. Pure: the lane measures, this decides
+/// (averages over recent frames). While compression does not pay, one
+/// frame in kProbeEvery is still tried, so a link that slows down (or data
+/// that turns compressible) is noticed.
+class CompressGovernor {
+ public:
+  static constexpr unsigned kProbeEvery = 16;
+  /// zstd turned `file_bytes` into `packed_bytes` (file_bytes when it did
+  /// not pay) in `seconds`.
+  void compressed(size_t file_bytes, size_t packed_bytes, double seconds);
+  /// The lane took `seconds` to seal and write `wire_bytes`.
+  void sent(size_t wire_bytes, double seconds);
+  /// Try compressing the next frame?
+  bool try_next();
+  /// Does compressing pay, by what was measured so far? (true until both
+  /// sides are measured)
+  bool pays() const;
+
+ private:
+  double compress_s_per_byte_ = -1;  // < 0: not measured yet
+  double send_s_per_byte_ = -1;
+  double saved_fraction_ = 0;
+  unsigned skipped_ = 0;
 };
 
 /// One per receiving thread.

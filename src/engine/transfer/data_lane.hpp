@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/compress/frame_codec.hpp"
 #include "core/scheduler.hpp"
 #include "core/session/lane_traits.hpp"
 #include "core/session/messages.hpp"
@@ -39,8 +40,8 @@ class PieceSource {
   /// Reads `n` bytes at transfer offset `offset` into `dst`; false and
   /// `error` if the source cannot be read.
   virtual bool read(uint64_t offset, uint64_t n, uint8_t* dst, std::string& error) = 0;
-  /// Frames of this transfer may cross compressed (not `--no-compress`).
-  virtual bool compress() const { return false; }
+  /// Whether frames of this transfer may cross compressed (`--compress`).
+  virtual compress::Mode compress() const { return compress::Mode::off; }
 };
 
 class DataLaneEvents {

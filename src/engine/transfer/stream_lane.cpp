@@ -166,6 +166,12 @@ void StreamLane::writer_loop() {
   link_->shutdown();
 }
 
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+}  // namespace
+
 StreamLane::PieceEnd StreamLane::send_one(const Work& w, std::string& error) {
   PieceSource& src = *w.source;
   const core::Assign& a = w.a;
@@ -193,9 +199,14 @@ StreamLane::PieceEnd StreamLane::send_one(const Work& w, std::string& error) {
     // over the file's bytes), before the seal.
     size_t wire_n = n;
     bool packed = false;
-    if (src.compress()) {
+    const compress::Mode mode = src.compress();
+    if (mode == compress::Mode::always || (mode == compress::Mode::automatic && governor_.try_next())) {
       packed_.resize(kFrameData);
-      if (const auto c = compressor_.compress(std::span<const uint8_t>(data, n), packed_)) {
+      const auto began = std::chrono::steady_clock::now();
+      const auto c = compressor_.compress(std::span<const uint8_t>(data, n), packed_);
+      if (compressor_.ran_zstd())
+        governor_.compressed(n, c.value_or(n), seconds_since(began));
+      if (c) {
         std::memcpy(data, packed_.data(), *c);
         wire_n = *c;
         packed = true;
@@ -218,8 +229,10 @@ StreamLane::PieceEnd StreamLane::send_one(const Work& w, std::string& error) {
     }
     wire::encode_piece_header(h, std::span<uint8_t, wire::PieceHeader::kSize>(frame_.data() + kFrameHeaderSize,
                                                                                wire::PieceHeader::kSize));
+    const auto sending = std::chrono::steady_clock::now();
     if (!link_->send_in_place(wire::FrameType::piece_data, frame_, wire::PieceHeader::kSize + wire_n))
       return PieceEnd::lane_failed;
+    if (mode == compress::Mode::automatic) governor_.sent(wire::PieceHeader::kSize + wire_n, seconds_since(sending));
     off += n;
   }
   events_.on_piece_written(id(), src.transfer_id(), a.piece);

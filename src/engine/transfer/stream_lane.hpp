@@ -85,6 +85,7 @@ class StreamLane final : public DataLane {
   DataLaneEvents& events_;
   std::vector<uint8_t> frame_;  // the writer's frame buffer
   compress::FrameCompressor compressor_;  // the writer's
+  compress::CompressGovernor governor_;   // the writer's: does compressing pay on this lane?
   std::vector<uint8_t> packed_;           // the writer's: a frame's compressed data
   std::atomic<uint64_t> packed_file_bytes_{0}, packed_wire_bytes_{0};
 

@@ -110,5 +110,32 @@ TEST(FrameCodec, TheReceiverRefusesWhatItCannotTrust) {
   EXPECT_FALSE(d.decompress(wire, small));
 }
 
+TEST(CompressGovernor, CompressesOnASlowLaneNotOnAFastOneAndProbesMeanwhile) {
+  // zstd at 200 MB/s saving 75 %: 5 ns per file byte against 3.75 ns saved
+  // per byte on a lane of 200 MB/s (5 ns per wire byte) — it pays — and
+  // 0.75 ns on loopback at 1 GB/s — it does not.
+  CompressGovernor slow;
+  EXPECT_TRUE(slow.try_next()) << "nothing measured: try";
+  slow.compressed(1000, 250, 5e-6);
+  slow.sent(250, 250 * 20e-9);  // 50 MB/s
+  EXPECT_TRUE(slow.pays());
+  for (int i = 0; i < 40; ++i) EXPECT_TRUE(slow.try_next());
+
+  CompressGovernor fast;
+  fast.compressed(1000, 250, 5e-6);
+  fast.sent(250, 250 * 1e-9);  // 1 GB/s
+  EXPECT_FALSE(fast.pays());
+  int tried = 0;
+  for (unsigned i = 0; i < 10 * CompressGovernor::kProbeEvery; ++i) tried += fast.try_next();
+  EXPECT_EQ(tried, 10) << "one frame in kProbeEvery is still tried";
+
+  // The fast lane slows down (sends now take 40 ns a byte): compression comes back.
+  for (int i = 0; i < 20; ++i) fast.sent(1000, 1000 * 40e-9);
+  EXPECT_TRUE(fast.pays());
+  // Data that stops compressing (saves nothing) turns it off again, whatever the lane.
+  for (int i = 0; i < 30; ++i) fast.compressed(1000, 1000, 5e-6);
+  EXPECT_FALSE(fast.pays());
+}
+
 }  // namespace
 }  // namespace braid::compress
