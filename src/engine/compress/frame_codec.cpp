@@ -73,10 +73,12 @@ bool CompressGovernor::pays() const {
 bool CompressGovernor::try_next() {
   if (pays()) {
     skipped_ = 0;
+    probe_every_ = kProbeEvery;
     return true;
   }
-  if (++skipped_ < kProbeEvery) return false;
+  if (++skipped_ < probe_every_) return false;
   skipped_ = 0;
+  probe_every_ = std::min(2 * probe_every_, kProbeMost);
   return true;
 }
 

@@ -65,12 +65,15 @@ class FrameCompressor {
 /// or a fast link the lane is quicker than zstd (~200 MB/s at level 1 on
 /// a busy core) and compression would slow the transfer; on a link slower
 /// than that it speeds it up. Pure: the lane measures, this decides
-/// (averages over recent frames). While compression does not pay, one
-/// frame in kProbeEvery is still tried, so a link that slows down (or data
-/// that turns compressible) is noticed.
+/// (averages over recent frames). While compression does not pay, a frame
+/// is still tried now and then, so a link that slows down (or data that
+/// turns compressible) is noticed: after kProbeEvery frames, then twice as
+/// many each time it still does not pay, up to kProbeMost (a probe costs
+/// a few frames' time on a fast lane: backing off keeps that near 1 %).
 class CompressGovernor {
  public:
   static constexpr unsigned kProbeEvery = 16;
+  static constexpr unsigned kProbeMost = 256;
   /// zstd turned `file_bytes` into `packed_bytes` (file_bytes when it did
   /// not pay) in `seconds`.
   void compressed(size_t file_bytes, size_t packed_bytes, double seconds);
@@ -87,6 +90,7 @@ class CompressGovernor {
   double send_s_per_byte_ = -1;
   double saved_fraction_ = 0;
   unsigned skipped_ = 0;
+  unsigned probe_every_ = kProbeEvery;
 };
 
 /// One per receiving thread.

@@ -125,9 +125,11 @@ TEST(CompressGovernor, CompressesOnASlowLaneNotOnAFastOneAndProbesMeanwhile) {
   fast.compressed(1000, 250, 5e-6);
   fast.sent(250, 250 * 1e-9);  // 1 GB/s
   EXPECT_FALSE(fast.pays());
-  int tried = 0;
-  for (unsigned i = 0; i < 10 * CompressGovernor::kProbeEvery; ++i) tried += fast.try_next();
-  EXPECT_EQ(tried, 10) << "one frame in kProbeEvery is still tried";
+  // Probes after 16 frames, then 32, 64, 128, 256, 256, ...
+  std::vector<unsigned> probes;
+  for (unsigned i = 1; i <= 16 + 32 + 64 + 128 + 256 + 256; ++i)
+    if (fast.try_next()) probes.push_back(i);
+  EXPECT_EQ(probes, (std::vector<unsigned>{16, 48, 112, 240, 496, 752})) << "probes back off to one in kProbeMost";
 
   // The fast lane slows down (sends now take 40 ns a byte): compression comes back.
   for (int i = 0; i < 20; ++i) fast.sent(1000, 1000 * 40e-9);
