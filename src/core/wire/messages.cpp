@@ -23,7 +23,7 @@ void get_digest(ByteReader& r, Digest& d) {
 
 bool finish(const ByteReader& r) { return r.ok() && r.at_end(); }
 
-/// The offer's entry details, after its flags byte (protocol 5): u32 n, then
+/// The offer's entry details, after its flags byte (protocol 5; kinds 3-5 since 6): u32 n, then
 /// n records of u32 entry, u8 kind and the kind's fields, by (entry, kind)
 /// strictly increasing. Kinds: 1 data ranges (u32 k, k × u64 offset, u64
 /// length), 2 hard link (u32 entry of the file it is another name of),
