@@ -55,6 +55,7 @@ struct SendArgs {
   std::string cc;
   bool background = false;
   std::string rate_limit;
+  std::string latency_target = "5ms";
   std::string packet_size = "auto";
   bool quiet = false;    // -q: no live display, no summary table
   bool verbose = false;  // -v: not on a terminal, a line per 10 %
@@ -192,6 +193,11 @@ void run_send(const SendArgs& a) {
       finish(kExitUsage, "bad --rate-limit '" + a.rate_limit + "' (e.g. 200Mbit/s)");
   }
 
+  std::optional<Duration> latency_target =
+      a.latency_target == "0" ? std::optional(Duration::zero()) : parse_duration(a.latency_target);
+  if (!latency_target || *latency_target < Duration::zero() || *latency_target > Duration::seconds(10))
+    finish(kExitUsage, "bad --latency-target '" + a.latency_target + "' (e.g. 5ms; 0 turns it off)");
+
   files::MetadataOptions metadata = a.metadata;
   if (a.archive) metadata.owner = metadata.group = true;
   auto scan = files::scan_sources(paths,
@@ -225,6 +231,7 @@ void run_send(const SendArgs& a) {
   co.tcp_cc = tcp_cc;
   co.packet_size = a.packet_size == "auto" ? udp::kPathMtuPacketSize : std::stoul(a.packet_size);
   co.rate_limit = rate_limit;
+  co.latency_target = *latency_target;
   co.metered = paths_config.metered;
   auto connected = connect_any(std::get<SendTarget>(target), co, log, "send");
   if (auto* f = std::get_if<Failure>(&connected)) finish(f->exit_code, f->message);
@@ -332,6 +339,9 @@ void add_send_command(CLI::App& app) {
                 "Yield to other traffic: UDP lanes run --cc background, TCP lanes get a pacing cap from their "
                 "delay (both step aside while another flow needs the path)");
   cmd->add_option("--rate-limit", args->rate_limit, "Cap the whole transfer, e.g. 200Mbit/s (split over the lanes)");
+  cmd->add_option("--latency-target", args->latency_target,
+                  "Queueing delay the TCP lanes leaving by one interface aim for together, so a slow uplink stays "
+                  "responsive (default 5ms; 0: each lane's kernel controller runs free)");
   cmd->add_option("--packet-size", args->packet_size,
                   "UDP datagram size in bytes, 1200 to 9000, or auto: the largest the path MTU carries (default)")
       ->check([](const std::string& v) -> std::string {

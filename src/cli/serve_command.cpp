@@ -28,6 +28,7 @@
 #include "engine/serve/history.hpp"
 #include "engine/serve/live_sampler.hpp"
 #include "engine/serve/offer_board.hpp"
+#include "engine/serve/send_view.hpp"
 #include "engine/serve/serve_api.hpp"
 #include "engine/serve/share_server.hpp"
 #include "engine/transfer/exit_codes.hpp"
@@ -227,6 +228,15 @@ void run_serve(const ServeArgs& a) {
   if (auto why = control.start(cfg.state_dir / "control.sock", [&api](const nlohmann::json& r) { return api.handle(r); });
       !why.empty())
     finish(kExitFailure, why);
+  // The dashboard's send view: sends it starts are `braid send` children, their reports in STATE_DIR/sends.
+  serve::SendRoots send_roots(cfg.send_roots);
+  {
+    // Where the paths view looks for `braid probe --json` reports: made now, so the command the page
+    // suggests works as it is.
+    std::error_code ec;
+    std::filesystem::create_directories(cfg.state_dir / "probes", ec);
+  }
+  serve::SendLauncher launcher(send_roots, cfg.state_dir / "sends");
   std::unique_ptr<serve::Dashboard> dashboard;
   std::string ready = receiver->ready_line() + "\n";
   if (cfg.dashboard) {
@@ -235,6 +245,8 @@ void run_serve(const ServeArgs& a) {
     if (auto st = security::replace_file(cfg.state_dir / "dashboard.token", token + "\n", 0600); !st)
       finish(kExitFailure, st.error().message);
     dashboard = std::make_unique<serve::Dashboard>(api, sampler, token, cfg.chart_js);
+    for (const auto& why : send_roots.problems()) std::cerr << "braid serve: " << why << std::endl;
+    dashboard->set_views(&send_roots, &launcher, cfg.state_dir / "probes");
     if (auto why = dashboard->start(cfg.dashboard_listen); !why.empty()) finish(kExitFailure, "dashboard: " + why);
     ready += "braid serve: dashboard " + dashboard->login_link() + "\n";
   }
@@ -265,6 +277,7 @@ void run_serve(const ServeArgs& a) {
   (void)receiver->run();  // transfers' failures are in the history, not the exit code
   g_receiver = nullptr;
   if (dashboard) dashboard->stop();
+  launcher.stop();  // finish() below exits without running destructors
   if (share) share->stop();
   control.stop();
   sampler.stop();

@@ -15,7 +15,6 @@ through its file input, over both addresses, and it lands whole.
 
 share_browser.py BRAID_BINARY [SCREENSHOT.png]. Exits 77 (skipped) and says
 why when Chromium is not installed."""
-import base64
 import hashlib
 import http.client
 import http.server
@@ -23,14 +22,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-from browser_procs import stop_all
+from browser_procs import DevTools, DevToolsError, chromium_args, stop_all
 
 braid = sys.argv[1]
 shot = sys.argv[2] if len(sys.argv) > 2 else None
@@ -105,47 +103,6 @@ class Relay(http.server.BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_OPTIONS = relay
 
 
-class DevTools:
-    """The Chrome DevTools protocol over --remote-debugging-pipe (fd 3 in, fd 4 out, NUL-separated JSON)."""
-
-    def __init__(self, args):
-        to_chrome_r, self.to_chrome = os.pipe()
-        self.from_chrome, from_chrome_w = os.pipe()
-        # Chromium reads fd 3 and writes fd 4.
-        def fds():
-            os.dup2(to_chrome_r, 3)
-            os.dup2(from_chrome_w, 4)
-        self.proc = subprocess.Popen(args, preexec_fn=fds, close_fds=False, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=open(os.path.join(W, "chromium.err"), "w"))
-        os.close(to_chrome_r)
-        os.close(from_chrome_w)
-        self.buf = b""
-        self.next_id = 0
-
-    def call(self, method, session=None, **params):
-        self.next_id += 1
-        msg = {"id": self.next_id, "method": method, "params": params}
-        if session:
-            msg["sessionId"] = session
-        os.write(self.to_chrome, json.dumps(msg).encode() + b"\0")
-        while True:
-            while b"\0" not in self.buf:
-                chunk = os.read(self.from_chrome, 1 << 16)
-                if not chunk:
-                    fail("chromium closed its DevTools pipe (see chromium.err)")
-                self.buf += chunk
-            line, self.buf = self.buf.split(b"\0", 1)
-            reply = json.loads(line)
-            if reply.get("id") == self.next_id:
-                if "error" in reply:
-                    fail("DevTools %s: %s" % (method, reply["error"]))
-                return reply.get("result", {})
-
-    def eval(self, session, expr):
-        r = self.call("Runtime.evaluate", session, expression=expr, returnByValue=True, awaitPromise=True)
-        return r.get("result", {}).get("value")
-
-
 try:
     src, dl, up = (os.path.join(W, d) for d in ("src", "dl", "up"))
     for d in (src, dl, up):
@@ -169,15 +126,13 @@ try:
     proxy = CorruptingProxy(port)
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
 
-    dt = DevTools([chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                   "--remote-debugging-pipe", "--user-data-dir=" + os.path.join(W, "profile"),
-                   "--window-size=1100,900", "about:blank"])
+    dt = DevTools(chromium_args(chromium, os.path.join(W, "profile"), "1100,900"), os.path.join(W, "chromium.err"))
     procs.append(dt.proc)
     dt.call("Browser.setDownloadBehavior", behavior="allow", downloadPath=dl)
     target = dt.call("Target.createTarget", url=link + "#get=0")["targetId"]
     session = dt.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
 
-    state = lambda: dt.eval(session, "window.braidShare && JSON.stringify({d: braidShare.downloads[0], "
+    state = lambda: dt.try_eval(session, "window.braidShare && JSON.stringify({d: braidShare.downloads[0], "
                                      "v: braidShare.verifier, lanes: braidShare.lanes.map(l => "
                                      "({o: l.origin, c: l.chunks, b: l.bytes, bad: l.bad}))})")
     s = json.loads(wait_for("the download in the page", lambda: (lambda v: v if v and '"done":true' in v else None)(
@@ -200,9 +155,7 @@ try:
     wait_for("serve to log the page's report of the bad chunk",
              lambda: "failed its SHA-256" in open(os.path.join(W, "serve.err")).read(), 10)
     if shot:
-        os.makedirs(os.path.dirname(os.path.abspath(shot)), exist_ok=True)
-        png = dt.call("Page.captureScreenshot", session, format="png")["data"]
-        open(shot, "wb").write(base64.b64decode(png))
+        dt.screenshot(session, shot)
     print("download: %s, %.1f s, verifier %s, chunks per address %s, corrupted %s detected and fetched again" %
           ("identical", s["d"]["seconds"], s["v"], {o: l["c"] for o, l in lanes.items()}, proxy.flipped))
 
@@ -262,7 +215,7 @@ try:
     node = dt.call("DOM.querySelector", session, nodeId=doc, selector="#pick")["nodeId"]
     dt.call("DOM.setFileInputFiles", session, nodeId=node, files=[upfile])
     u = json.loads(wait_for("the upload in the page", lambda: (lambda v: v if v and '"done":true' in v else None)(
-        dt.eval(session, "JSON.stringify(braidShare.uploads['up.bin'] || null)")), timeout=60))
+        dt.try_eval(session, "JSON.stringify(braidShare.uploads['up.bin'] || null)")), timeout=60))
     landed = os.path.join(up, "up.bin")
     if not os.path.exists(landed) or open(landed, "rb").read() != open(upfile, "rb").read():
         fail("the uploaded file did not land identical")
@@ -270,5 +223,7 @@ try:
         fail("a temporary upload file was left: %s" % os.listdir(up))
     print("PASS: 20 MiB downloaded over 2 addresses (one corrupt chunk detected, fetched again), "
           "5 MiB uploaded, both identical")
+except DevToolsError as e:
+    fail(str(e))
 finally:
     stop_all(procs, W)

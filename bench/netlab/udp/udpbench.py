@@ -91,7 +91,28 @@ SCENARIOS = {
         "description": "two braid UDP transfers started together on one link: each one's share",
     },
 }
-ORDER = ["loss1", "loss5", "bufferbloat", "yielding", "yielding-tcp", "fairness"]
+# Issue 15's slow uplinks: a deep drop-tail buffer (1.5 s at the link's rate), ping every 50 ms, braid's
+# default and its variants beside kernel bbr and cubic. Each variant is (label, lane kind for the report,
+# send arguments); no --lane: braid plans its lanes as a user's `braid send` would.
+UPLINK_VARIANTS = [
+    ("default", "tcp", []),
+    ("uncoupled", "tcp", ["--latency-target", "0"]),  # the default before the coupled cap (issue 15's table)
+    ("lanes1", "tcp", ["--streams", "1"]),
+    ("lanes2", "tcp", ["--streams", "2"]),
+    ("lanes4", "tcp", ["--streams", "4"]),
+    ("udp", "udp", ["--transport", "udp"]),
+    ("udp4", "udp", ["--transport", "udp", "--streams", "4"]),
+    ("background", "tcp", ["--background"]),
+]
+for _rate, _size in ((4, 6), (10, 14)):
+    SCENARIOS[f"uplink{_rate}"] = {
+        "kind": "uplink", "link": f"X:rate={_rate}Mbit,delay=10ms,queue=1500ms",
+        "size": _size * MiB, "iperf_seconds": 12, "idle_seconds": 5, "ping_interval": 0.05, "skip_seconds": 2.0,
+        "quick": {"size": _size * MiB // 3, "iperf_seconds": 5, "idle_seconds": 3},
+        "description": f"a {_rate} Mbit/s uplink with 1.5 s of drop-tail buffer: ping's added delay under braid's "
+                       "default, one/two/four TCP lanes, UDP lanes, --background, and iperf3 bbr and cubic",
+    }
+ORDER = ["loss1", "loss5", "bufferbloat", "yielding", "yielding-tcp", "fairness", "uplink4", "uplink10"]
 
 METHOD = {
     "common": (
@@ -123,6 +144,12 @@ METHOD = {
         "median/p95/p99 by linear interpolation. Probes without a reply in that window are counted as lost "
         "(not in the percentiles). Load Mbit/s: braid's file rate, iperf3's goodput; link Mbit/s over the ping "
         "window from the emulator (IP bytes)."),
+    "uplink": (
+        "As bufferbloat, on a slow link with 1.5 s of drop-tail buffer: idle ping, then for each braid variant "
+        "(`braid send FILE 10.77.1.2:PORT` with no --lane, so braid plans its lanes as a user's send does, plus "
+        "the variant's flags) and iperf3 -C bbr / -C cubic -t T, ping every INTERVAL from 1 s before the load; "
+        "probes sent from SKIP s after the load started until it ended count. Mbit/s = file bytes x 8 / the "
+        "sender's `seconds`; lanes = the report's lanes of the variant's kind."),
     "yielding": (
         "Solo: iperf3 -C cubic -t SOLO -i 0.5 alone, receiver's mean goodput = solo. Then braid (--background, "
         "and again without it for contrast) sends SIZE; YIELD_AT s after its log says 'sending', iperf3 -C cubic "
@@ -468,11 +495,14 @@ class Run:
         h["code"] = code
         return h
 
-    def braid_send(self, h, extra=()):
+    def braid_send(self, h, extra=(), planned=False):
+        """planned: no --lane, braid plans its lanes from the interfaces as a user's send does."""
         d, b = h["dir"], self.tools["braid"]
-        kind = self.sc.get("transport", "udp")
+        kind = h.get("kind") or self.sc.get("transport", "udp")
         cmd = ["env", f"XDG_CONFIG_HOME={d}/cfg-send", b, "send", "--code", h["code"],
-               "--lane", f"{kind}:{SND}={RCV}:{h['port']}", "--json", f"{d}/S.json", "--log", f"{d}/S.log"]
+               "--json", f"{d}/S.json", "--log", f"{d}/S.log"]
+        if not planned:
+            cmd += ["--lane", f"{kind}:{SND}={RCV}:{h['port']}"]
         cmd += (["--background"] if h["background"] else []) + list(self.args.send_arg) + list(extra)
         cmd += [h["src"], f"{RCV}:{h['port']}"]
         h["stamp"] = os.path.join(d, "send.stamp")
@@ -519,7 +549,7 @@ class Run:
             if not (os.path.exists(got) and nb.sha256(got) == self.sha[h["src"]]):
                 raise Failed(f"braid: the received file differs from the source (SHA-256) "
                              f"(logs: {self.keep_logs(d)})")
-            kind = self.sc.get("transport", "udp")
+            kind = h.get("kind") or self.sc.get("transport", "udp")
             lanes = [l for l in rep.get("lanes", []) if l.get("kind") == kind]
             if not lanes:
                 raise Failed(f"braid's report has no {kind.upper()} lane (logs: {self.keep_logs(d)})")
@@ -534,6 +564,7 @@ class Run:
                     "pacing_cap_mbit_per_sec", "pacing_restarts", "queuing_delay_ms", "kernel_pacing_bytes_per_sec",
                     "segments_retransmitted")
             out = {"seconds": rep["seconds"], "mbit": h["size"] * 8 / rep["seconds"] / 1e6, "identical": True,
+                   "wall_seconds": round(time.time() - h["launched"], 3),
                    "stalls": rep.get("stalls"), "cc": lg["cc"], "background": h["background"],
                    "lane": {k: lanes[0].get(k) for k in keys}, f"lanes_{kind}": len(lanes),
                    "log": lg, "start_wall": t0}
@@ -701,6 +732,72 @@ def scenario_bufferbloat(run, k):
     guarded(run, errors, "iperf3 cubic under ping", lambda: under("cubic", iperf_load("cubic")))
     guarded(run, errors, "iperf3 bbr under ping", lambda: under("bbr", iperf_load("bbr")))
     F["braid_over_rate"] = ratio(F.get("braid_mbit"), run.rate / 1e6)
+    return F, D, errors
+
+
+def scenario_uplink(run, k):
+    """bufferbloat's method, for braid's default and each variant in UPLINK_VARIANTS."""
+    sc, F, D, errors = run.sc, {}, {}, []
+    T, skip = sc["iperf_seconds"], sc["skip_seconds"]
+
+    def idle():
+        p, out = run.ping_start("idle")
+        time.sleep(sc["idle_seconds"])
+        rtts = [s[2] for s in run.ping_stop(p, out)[2:]]
+        if len(rtts) < 10:
+            raise Failed(f"idle ping: only {len(rtts)} replies")
+        F.update({"idle_rtt_median_ms": percentile(rtts, 50), "idle_rtt_p99_ms": percentile(rtts, 99)})
+        return F["idle_rtt_median_ms"]
+
+    base = guarded(run, errors, "idle ping", idle)
+    if base is None:
+        return F, D, errors
+    log(f"{run.name} run {k + 1}: idle RTT median {base:.2f} ms")
+
+    def under(label, load):
+        p, out = run.ping_start(label)
+        try:
+            time.sleep(1.0)
+            mbit, a, b, extra = load()
+        finally:
+            samples = run.ping_stop(p, out)
+        fig = delay_figures(samples, base, a + skip, b)
+        if fig["n"] < 20:
+            raise Failed(f"{label}: only {fig['n']} ping replies while the load ran ({b - a:.1f} s)")
+        F.update({f"{label}_mbit": mbit, f"{label}_added_median_ms": fig["added_median_ms"],
+                  f"{label}_added_p95_ms": fig["added_p95_ms"], f"{label}_added_p99_ms": fig["added_p99_ms"]})
+        D[label] = {**fig, **extra, "load_window_wall": [a, b],
+                    "rtts_ms": [round(s[2], 3) for s in samples if a <= s[0] <= b]}
+        log(f"{run.name} run {k + 1}: {label} {mbit:.2f} Mbit/s, added delay median {fig['added_median_ms']:.1f} "
+            f"p95 {fig['added_p95_ms']:.1f} p99 {fig['added_p99_ms']:.1f} ms ({fig['n']} probes)")
+
+    def braid_load(tag, kind, args):
+        def go():
+            h = run.braid_start(f"braid-{tag}", sc["size"])
+            h["kind"] = kind
+            time.sleep(0.5)
+            run.braid_send(h, extra=args, planned=True)
+            r = run.braid_finish(h)
+            lg = r.pop("log")
+            if lg["sending"] is None or lg["end"] is None:
+                raise Failed("braid's log lacks 'sending'/'verifying'")
+            r["lanes_used"] = r.get(f"lanes_{kind}")
+            return r["mbit"], lg["sending"], lg["end"], {"braid": r}
+        return go
+
+    def iperf_load(cc):
+        def go():
+            r = run.iperf(cc, T)
+            return r["mbit"], r["start_wall"], r["start_wall"] + T, {"iperf3": r}
+        return go
+
+    for tag, kind, args in UPLINK_VARIANTS:
+        guarded(run, errors, f"braid {tag} under ping", lambda: under(tag, braid_load(tag, kind, args)))
+        if f"{tag}_mbit" in F:
+            F[f"{tag}_lanes"] = D[tag]["braid"].get("lanes_used")
+            F[f"{tag}_over_rate"] = ratio(F[f"{tag}_mbit"], run.rate / 1e6)
+    guarded(run, errors, "iperf3 bbr under ping", lambda: under("bbr", iperf_load("bbr")))
+    guarded(run, errors, "iperf3 cubic under ping", lambda: under("cubic", iperf_load("cubic")))
     return F, D, errors
 
 
@@ -890,7 +987,7 @@ def scenario_fairness(run, k):
 
 
 KINDS = {"loss": scenario_loss, "bufferbloat": scenario_bufferbloat, "yielding": scenario_yielding,
-         "fairness": scenario_fairness}
+         "fairness": scenario_fairness, "uplink": scenario_uplink}
 
 
 # --------------------------------------------------------------------------- rows, targets, output
@@ -943,6 +1040,27 @@ def rows_for(name, sc, link):
                      (f"{cc}_added_p95_ms", f"{cc}: added delay p95 (ms)", 1, None, None),
                      (f"{cc}_added_p99_ms", f"{cc}: added delay p99 (ms)", 1, None, None),
                      (f"{cc}_ping_loss", f"{cc}: ping probes lost", 3, None, None)]
+        return rows
+    if kind == "uplink":
+        rows = [("idle_rtt_median_ms", "idle ping RTT median (ms)", 2, None, None)]
+        targets = {"default": (10, 30), "background": (5, 15), "lanes1": (10, 30), "lanes2": (10, 30),
+                   "lanes4": (10, 30), "udp": (10, 30), "udp4": (10, 30)}
+        names = {"default": "braid, default flags", "uncoupled": "braid --latency-target 0 (no coupled cap)", "lanes1": "braid --streams 1 (one TCP lane)",
+                 "lanes2": "braid --streams 2", "lanes4": "braid --streams 4", "udp": "braid --transport udp",
+                 "udp4": "braid --transport udp --streams 4", "background": "braid --background",
+                 "bbr": "iperf3 -C bbr", "cubic": "iperf3 -C cubic"}
+        for tag in [v[0] for v in UPLINK_VARIANTS] + ["bbr", "cubic"]:
+            p50, p95 = targets.get(tag, (None, None))
+            rows.append((f"{tag}_mbit", f"{names[tag]}: Mbit/s", 2,
+                         f"≥ {0.9 * rate:.2f} (0.9 × link)" if tag == "default" else None,
+                         (lambda v, M: v >= 0.9 * rate) if tag == "default" else None))
+            if tag in targets:
+                rows.append((f"{tag}_lanes", f"{names[tag]}: lanes", 0, None, None))
+            rows += [(f"{tag}_added_median_ms", f"{names[tag]}: added delay p50 (ms)", 1,
+                      f"≤ {p50}" if p50 else None, (lambda v, M, t=p50: v <= t) if p50 else None),
+                     (f"{tag}_added_p95_ms", f"{names[tag]}: added delay p95 (ms)", 1,
+                      f"≤ {p95}" if p95 else None, (lambda v, M, t=p95: v <= t) if p95 else None),
+                     (f"{tag}_added_p99_ms", f"{names[tag]}: added delay p99 (ms)", 1, None, None)]
         return rows
     if kind == "yielding":
         rows = [("solo_mbit", "iperf3 -C cubic alone: Mbit/s", 1, None, None)]

@@ -39,7 +39,6 @@ constexpr double kMaxRateRtts = 2;
 // the minimum of the last 2 samples (20 ms at the engine's 10 ms), not
 // RFC 6817's 4 per-ack samples, which would add 30 ms of lag.
 constexpr size_t kCurrentFilter = 2;
-constexpr Duration kMinRtt = Duration::micros(100);
 // A receiver delays its ACK of a lone segment until a second one arrives or
 // its timer (Linux: 40 ms at first, TCP_DELACK_MIN) fires, and the kernel's
 // RTT sample is taken from the first segment an ACK covers. A sender paced
@@ -56,7 +55,7 @@ constexpr Duration kMinRtt = Duration::micros(100);
 // HZ=250 (Debian's and netlab's kernels; 40-50 at HZ=100, 40-41 at 1000).
 // With 40 the samples at the floor read 0-4 ms of queue, above target/4 as
 // often as not, and the 8 quiet RTTs a restart needs came late.
-constexpr Duration kDelayedAckMax = Duration::millis(44);
+// (kDelayedAckMax, in the header: TcpGroupCap allows for the same wait.)
 // Our choice: a slow start after a restart ends once the acked rate is back
 // at 0.9 of the largest rate acked so far; above that LEDBAT's own growth
 // (fading near that rate) takes over.
@@ -72,10 +71,32 @@ constexpr double kSlowStartExitRate = 0.9;
 constexpr double kMaxProbeRoom = 0.1;
 }  // namespace
 
+Duration latest_rtt_sample(const TcpSample& prev, const TcpSample& s, Bytes mss) {
+  // The kernel's srtt moves 1/8 of the way to each RTT sample (RFC 6298).
+  // With k ACKs since the last look, the latest sample was about
+  // srtt_old + Δsrtt / (1 − (7/8)^k): at full rate (k large) that is srtt
+  // itself, at a few segments per RTT it undoes a smoothing that otherwise
+  // took ~2 s to show a drained queue on netlab (and so held the cap at its
+  // floor that long after the competitor left). k is the ACKs received
+  // (tcpi_segs_in); without that count, the segments acked bound it from
+  // above — but a receiver ACKs every second segment, and counting
+  // segments left half of a drained queue's srtt in the samples (read as
+  // a queue of 20-30 ms, it ended the slow start after a restart).
+  if (s.bytes_acked <= prev.bytes_acked || prev.srtt.ns() <= 0 || s.srtt.ns() <= 0 || mss.count() == 0)
+    return s.srtt;
+  const double segments = static_cast<double>(s.bytes_acked - prev.bytes_acked) / mss.as_double();
+  const uint32_t acks = s.segs_in - prev.segs_in;  // wraps as the kernel's counter does
+  const double k = std::max(1.0, s.segs_in != 0 && prev.segs_in != 0 && acks > 0
+                                     ? std::min(static_cast<double>(acks), std::max(segments, 1.0))
+                                     : segments);
+  const double moved = 1.0 - std::pow(7.0 / 8.0, k);
+  return std::max(prev.srtt + (s.srtt - prev.srtt) / moved, kMinTcpRtt);
+}
+
 TcpPacingCap::TcpPacingCap(const TcpPacingCapConfig& cfg) : cfg_(cfg), delays_(kCurrentFilter) {}
 
 Rate TcpPacingCap::floor() const {
-  return Rate::over(Bytes(kMinPackets * mss_.count()), std::max(srtt_, kMinRtt));
+  return Rate::over(Bytes(kMinPackets * mss_.count()), std::max(srtt_, kMinTcpRtt));
 }
 
 Rate TcpPacingCap::rate_since(const TcpSample& s, Time since) const {
@@ -95,7 +116,7 @@ void TcpPacingCap::update_acked_rate(const TcpSample& s) {
   history_next_ = (history_next_ + 1) % kHistory;
   history_count_ = std::min(history_count_ + 1, kHistory);
   if (history_count_ < 2) return;
-  const Duration rtt = std::max(std::min(srtt_, loop_rtt_), kMinRtt);
+  const Duration rtt = std::max(std::min(srtt_, loop_rtt_), kMinTcpRtt);
   acked_rate_ = rate_since(s, s.now - rtt);
   two_rtt_acked_rate_ = rate_since(s, s.now - rtt * kMaxRateRtts);
   long_acked_rate_ = rate_since(s, s.now - rtt * kHeadroomWindowRtts);
@@ -114,35 +135,16 @@ Rate TcpPacingCap::cap_as_sent(Time now) const {
 TcpPacingDecision TcpPacingCap::on_sample(const TcpSample& s) {
   if (s.mss.count() > 0) mss_ = s.mss;
   if (started_ && s.now <= last_.now) return {cap(), false};
-  if (s.srtt.ns() > 0) srtt_ = std::max(s.srtt, kMinRtt);
+  if (s.srtt.ns() > 0) srtt_ = std::max(s.srtt, kMinTcpRtt);
   const bool new_acks = !started_ || s.bytes_acked > last_.bytes_acked;
-  // The kernel's srtt moves 1/8 of the way to each RTT sample (RFC 6298).
-  // With k ACKs since the last look, the latest sample was about
-  // srtt_old + Δsrtt / (1 − (7/8)^k): at full rate (k large) that is srtt
-  // itself, at a few segments per RTT it undoes a smoothing that otherwise
-  // took ~2 s to show a drained queue on netlab (and so held the cap at its
-  // floor that long after the competitor left). k is the ACKs received
-  // (tcpi_segs_in); without that count, the segments acked bound it from
-  // above — but a receiver ACKs every second segment, and counting
-  // segments left half of a drained queue's srtt in the samples (read as
-  // a queue of 20-30 ms, it ended the slow start after a restart).
   Duration latest = s.srtt;
-  if (started_ && new_acks && last_.srtt.ns() > 0 && s.srtt.ns() > 0 && mss_.count() > 0) {
-    const double segments = static_cast<double>(s.bytes_acked - last_.bytes_acked) / mss_.as_double();
-    const uint32_t acks = s.segs_in - last_.segs_in;  // wraps as the kernel's counter does
-    const double k = std::max(1.0, s.segs_in != 0 && last_.segs_in != 0 && acks > 0
-                                       ? std::min(static_cast<double>(acks), std::max(segments, 1.0))
-                                       : segments);
-    const double moved = 1.0 - std::pow(7.0 / 8.0, k);
-    latest = last_.srtt + (s.srtt - last_.srtt) / moved;
-    latest = std::max(latest, kMinRtt);
-  }
+  if (started_ && new_acks) latest = latest_rtt_sample(last_, s, mss_);
   // The RTT the control loop runs at: the latest sample where the smoothed
   // srtt still lags (after a competitor's queue has drained, ACKs of lone
   // segments move the srtt from ~120 ms to the path's 20-60 ms over a
   // second); a slow start that doubles per srtt took 0.3 s longer to refill
   // the link on netlab.
-  if (new_acks && s.srtt.ns() > 0) loop_rtt_ = std::max(std::min(srtt_, latest), kMinRtt);
+  if (new_acks && s.srtt.ns() > 0) loop_rtt_ = std::max(std::min(srtt_, latest), kMinTcpRtt);
   const bool loss = started_ && s.retransmits > last_.retransmits;
   const Duration dt = started_ ? s.now - last_.now : Duration::zero();
   started_ = true;

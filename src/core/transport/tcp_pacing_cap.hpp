@@ -64,6 +64,17 @@ struct TcpSample {
   Bytes mss{1448};           // tcpi_snd_mss
 };
 
+/// The smallest RTT a sample may show (loopback is faster than a tick).
+inline constexpr Duration kMinTcpRtt = Duration::micros(100);
+/// The longest a receiver holds the ACK of a lone segment: 40 ms and the
+/// kernel tick after it (tcp_pacing_cap.cpp says why it matters).
+inline constexpr Duration kDelayedAckMax = Duration::millis(44);
+
+/// The RTT sample behind the kernel's smoothed srtt at `cur`: the srtt
+/// de-smoothed by the ACKs since `prev` (RFC 6298 moves it 1/8 per ACK).
+/// `cur`'s srtt when nothing new was acked.
+Duration latest_rtt_sample(const TcpSample& prev, const TcpSample& cur, Bytes mss);
+
 struct TcpPacingCapConfig {
   Duration target = Duration::millis(10);  // added delay it aims for (as ControllerConfig::background_target)
 };

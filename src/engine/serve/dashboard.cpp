@@ -5,6 +5,7 @@
 #include <qrencode.h>
 
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include <httplib.h>
@@ -85,6 +86,12 @@ Dashboard::Dashboard(ServeApi& api, LiveSampler& live, std::string token, std::s
       server_(std::make_unique<httplib::Server>()) {}
 
 Dashboard::~Dashboard() { stop(); }
+
+void Dashboard::set_views(const SendRoots* roots, SendLauncher* launcher, std::filesystem::path probe_dir) {
+  roots_ = roots;
+  launcher_ = launcher;
+  probe_dir_ = std::move(probe_dir);
+}
 
 std::string Dashboard::login_link() const {
   const bool v6 = host_.find(':') != std::string::npos;
@@ -173,6 +180,37 @@ std::string Dashboard::start(const std::string& listen) {
   });
   s.Post("/api/peers/forget", [this](const httplib::Request& req, httplib::Response& res) {
     send_json(res, api_.handle({{"op", "forget"}, {"label", req.get_param_value("label")}}));
+  });
+  s.Get("/api/roots", [this](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json roots = nlohmann::json::array();
+    if (roots_)
+      for (size_t i = 0; i < roots_->roots().size(); ++i) roots.push_back({{"id", i}, {"path", roots_->roots()[i].string()}});
+    send_json(res, {{"roots", roots}});
+  });
+  s.Get("/api/files", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!roots_) return send_json(res, {{"error", "no send roots are configured"}});
+    size_t root = 0;
+    try {
+      root = std::stoul(req.get_param_value("root"));
+    } catch (const std::exception&) {
+      return send_json(res, {{"error", "root must be a number"}});
+    }
+    send_json(res, roots_->list(root, req.get_param_value("path")));
+  });
+  s.Post("/api/send", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!launcher_) return send_json(res, {{"error", "sending is not set up"}});
+    const nlohmann::json r = launcher_->start(nlohmann::json::parse(req.body, nullptr, false));
+    if (!r.contains("error"))
+      std::cerr << "braid serve: send " << r["id"] << " started from the dashboard" << std::endl;
+    send_json(res, r);
+  });
+  s.Get("/api/sends", [this](const httplib::Request&, httplib::Response& res) {
+    send_json(res, {{"sends", launcher_ ? launcher_->list() : nlohmann::json::array()}});
+  });
+  s.Get("/api/paths", [this](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json j = paths_view(probe_dir_);
+    j["probe_dir"] = probe_dir_.string();
+    send_json(res, j);
   });
   s.Get("/api/events", [this](const httplib::Request&, httplib::Response& res) {
     auto seen = std::make_shared<uint64_t>(0);

@@ -9,14 +9,17 @@
 // Pages (HTML, JS, CSS) are compiled into the binary; Chart.js is read from
 // Debian's libjs-chart.js (no CDN). Live figures reach the page by
 // Server-Sent Events (/api/events); everything else is the same ServeApi the
-// control socket answers.
+// control socket answers, plus the send view (browse the configured roots,
+// start a `braid send`) and the paths view (interfaces, the last probe).
 #pragma once
 
 #include <atomic>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include "engine/serve/send_view.hpp"
 #include "engine/serve/serve_api.hpp"
 
 namespace httplib {
@@ -29,6 +32,10 @@ class Dashboard {
  public:
   Dashboard(ServeApi& api, LiveSampler& live, std::string token, std::string chart_js);
   ~Dashboard();
+  /// The send view (browse `roots`, start sends with `launcher`) and the
+  /// paths view (probe reports in `probe_dir`); before start(). Without it
+  /// both views say there is nothing.
+  void set_views(const SendRoots* roots, SendLauncher* launcher, std::filesystem::path probe_dir);
   /// Binds `listen` (ADDR:PORT, port 0 picks one) and serves on a thread. Empty, or why not.
   std::string start(const std::string& listen);
   void stop();
@@ -41,6 +48,9 @@ class Dashboard {
   LiveSampler& live_;
   std::string token_;
   std::string chart_js_;
+  const SendRoots* roots_ = nullptr;
+  SendLauncher* launcher_ = nullptr;
+  std::filesystem::path probe_dir_;
   std::string host_;
   int port_ = 0;
   std::atomic<bool> stopping_{false};

@@ -11,6 +11,17 @@ const char* const kIndexHtml = R"HTML(<!doctype html>
 <section><h2>Live transfers</h2><div id="live"><p class="none">No transfer running.</p></div></section>
 <section><h2>Offers waiting</h2><table id="offers"><thead><tr><th>id</th><th>peer</th><th>what</th><th>size</th><th>why it waits</th><th></th></tr></thead><tbody></tbody></table></section>
 <section><h2>History</h2><table id="history"><thead><tr><th>id</th><th>ended</th><th>peer</th><th>files</th><th>size</th><th>time</th><th>rate</th><th>outcome</th></tr></thead><tbody></tbody></table><pre id="report"></pre></section>
+<section id="send-view"><h2>Send</h2><div class="panes">
+<div class="pane" id="local-pane"><div class="pane-head">This machine <select id="root-pick"></select> <span id="crumbs"></span></div>
+<table id="files"><thead><tr><th></th><th>name</th><th>size</th></tr></thead><tbody></tbody></table></div>
+<div class="pane" id="peer-pane"><div class="pane-head">Peer</div>
+<p><label>pinned peer <select id="peer-pick"><option value="">–</option></select></label>
+or <label>address <input id="send-to" placeholder="HOST:PORT"></label></p>
+<p><label>pairing code (first time only) <input id="send-code" autocomplete="off"></label></p>
+<p><button id="send-go" disabled>Send →</button> <span id="send-picked">nothing picked</span></p>
+<table id="sends"><thead><tr><th>id</th><th>to</th><th>what</th><th>state</th><th>rate</th></tr></thead><tbody></tbody></table></div>
+</div></section>
+<section id="paths-view"><h2>Paths</h2><table id="paths"><thead><tr><th>interface</th><th>addresses</th><th>probed path</th><th>capacity</th><th>idle RTT</th><th>added delay (p50)</th></tr></thead><tbody></tbody></table><p id="probe-note" class="none"></p></section>
 <section><h2>Pinned peers</h2><table id="peers"><thead><tr><th>label</th><th>key</th><th>paired</th><th>calls itself</th><th></th></tr></thead><tbody></tbody></table></section>
 <script src="/app.js"></script>
 </body></html>
@@ -29,6 +40,9 @@ tr.pick { cursor: pointer; } tr.pick:hover { background: #f4f4f4; }
 .charts { display: flex; gap: 1em; } .charts div { flex: 1; min-width: 0; height: 220px; }
 .none { color: #888; } pre { background: #f7f7f7; max-height: 24em; overflow: auto; }
 button { margin-right: .4em; }
+.panes { display: flex; gap: 1em; } .pane { flex: 1; min-width: 0; border: 1px solid #ccc; border-radius: 6px; padding: .6em; }
+.pane-head { font-weight: 600; margin-bottom: .4em; } #files { max-height: 20em; overflow: auto; display: block; }
+#crumbs a { cursor: pointer; color: #06c; }
 )CSS";
 
 const char* const kAppJs = R"JS(
@@ -83,8 +97,12 @@ function addSamples(t) {
   c.head.textContent = `${t.label}  ${pct}%  ${size(t.done)} / ${size(t.total)}  ${mbit(t.rate_bytes_per_sec)}  ETA ${t.ended ? 'done' : secs(t.eta_seconds)}`;
   c.bar.firstChild.style.width = pct + '%';
   for (const s of t.samples) {
+    // SSE repeats the latest sample while nothing newer exists (an ended transfer): one point per sample.
+    if (c.lastT !== undefined && s.t <= c.lastT) continue;
+    c.lastT = s.t;
     s.paths.forEach((p, i) => {
-      series(c.rate, p.path, i).data.push({x: s.t, y: p.rate_bytes_per_sec * 8 / 1e6});
+      // w: the seconds the rate was measured over (the tests compare it with the sender's --log).
+      series(c.rate, p.path, i).data.push({x: s.t, y: p.rate_bytes_per_sec * 8 / 1e6, w: s.window_s});
       if (p.rtt_ms > 0) series(c.rtt, p.path, i).data.push({x: s.t, y: p.rtt_ms});
     });
   }
@@ -136,12 +154,106 @@ async function showPairing() {
   document.getElementById('code').textContent = p.code || '(none: pairing closed)';
   document.getElementById('qr').innerHTML = p.qr_svg;  // made by braid serve from the code, not from a peer
 }
-async function refresh() { showOffers((await api('/api/offers')).offers); showHistory(); showPeers(); showPairing(); }
+// The send view: the left pane browses the configured roots (the server
+// refuses anything outside them), the right pane names a peer; Send starts
+// a real braid send on the server.
+const fsView = {root: 0, path: '', picked: new Set()};
+function relJoin(a, b) { return a ? a + '/' + b : b; }
+async function showRoots() {
+  const r = await api('/api/roots');
+  const pick = document.getElementById('root-pick'); pick.replaceChildren();
+  for (const x of r.roots) { const o = el('option', x.path); o.value = x.id; pick.appendChild(o); }
+  pick.onchange = () => { fsView.root = Number(pick.value); fsView.path = ''; fsView.picked.clear(); showFiles(); };
+  if (!r.roots.length) { document.querySelector('#files tbody').replaceChildren(row(['', 'no [send] roots in serve.toml'])); return; }
+  showFiles();
+}
+function showPicked() {
+  const n = fsView.picked.size;
+  document.getElementById('send-picked').textContent = n ? [...fsView.picked].join(', ') : 'nothing picked';
+  document.getElementById('send-go').disabled = !n;
+}
+async function showFiles() {
+  const r = await api(`/api/files?root=${fsView.root}&path=${encodeURIComponent(fsView.path)}`);
+  const tb = document.querySelector('#files tbody'); tb.replaceChildren();
+  const crumbs = document.getElementById('crumbs'); crumbs.replaceChildren();
+  const parts = fsView.path ? fsView.path.split('/') : [];
+  const top = el('a', '/'); top.onclick = () => { fsView.path = ''; showFiles(); }; crumbs.appendChild(top);
+  parts.forEach((p, i) => { const a = el('a', p + '/'); a.onclick = () => { fsView.path = parts.slice(0, i + 1).join('/'); showFiles(); }; crumbs.appendChild(a); });
+  if (r.error) { tb.appendChild(row(['', r.error])); return; }
+  for (const e of r.entries) {
+    const rel = relJoin(fsView.path, e.name);
+    const box = el('input'); box.type = 'checkbox'; box.dataset.path = rel; box.checked = fsView.picked.has(rel);
+    box.onchange = () => { box.checked ? fsView.picked.add(rel) : fsView.picked.delete(rel); showPicked(); };
+    const cell = el('td'); cell.appendChild(box);
+    const name = el('td');
+    if (e.dir) { const a = el('a', e.name + '/'); a.href = '#'; a.dataset.dir = rel; a.onclick = (ev) => { ev.preventDefault(); fsView.path = rel; showFiles(); }; name.appendChild(a); }
+    else name.textContent = e.name;
+    tb.appendChild(row([cell, name, e.dir ? '' : size(e.size)]));
+  }
+  showPicked();
+}
+async function showPeerPick() {
+  const p = await api('/api/peers');
+  const pick = document.getElementById('peer-pick');
+  const keep = pick.value; pick.replaceChildren(el('option', '–'));
+  pick.firstChild.value = '';
+  for (const e of p.peers) { const o = el('option', e.label); o.value = e.label; pick.appendChild(o); }
+  pick.value = keep;
+}
+async function startSend() {
+  const to = document.getElementById('send-to').value.trim() || document.getElementById('peer-pick').value;
+  if (!to) { alert('Pick a pinned peer or type its address'); return; }
+  const body = {root: fsView.root, paths: [...fsView.picked], to};
+  const code = document.getElementById('send-code').value.trim();
+  if (code) body.code = code;
+  const r = await api('/api/send', {method: 'POST', headers: {'X-Braid': '1', 'Content-Type': 'application/json'}, body: JSON.stringify(body)});
+  if (r.error) { alert(r.error); return; }
+  fsView.picked.clear(); showFiles(); showSends();
+}
+async function showSends() {
+  const r = await api('/api/sends');
+  const tb = document.querySelector('#sends tbody'); tb.replaceChildren();
+  for (const s of r.sends.slice().reverse()) {
+    const rate = s.report && s.report.rate_bytes_per_sec ? mbit(s.report.rate_bytes_per_sec) : '';
+    const tr = row([String(s.id), s.to, s.paths.join(' '), s.state + (s.state === 'failed' ? ` (${s.exit_code})` : ''), rate]);
+    tr.dataset.send = s.id; tr.dataset.state = s.state;
+    if (s.output) tr.title = s.output;
+    tb.appendChild(tr);
+  }
+}
+// The paths view: every interface with its addresses; beside it, what the
+// newest braid probe report measured over the paths leaving it.
+async function showPaths() {
+  const r = await api('/api/paths');
+  const tb = document.querySelector('#paths tbody'); tb.replaceChildren();
+  const probed = (r.probe && r.probe.paths) || [];
+  const ms = (v) => v == null ? '–' : v.toFixed(2) + ' ms';
+  for (const f of r.interfaces) {
+    const mine = probed.filter(p => p.interface === f.name);
+    const rows = mine.length ? mine : [null];
+    rows.forEach((p, i) => {
+      const tr = row([i ? '' : f.name + (f.up ? '' : ' (down)'), i ? '' : f.addresses.join(' '),
+        p ? p.name : '–', p ? p.capacity_mbit.toFixed(1) + ' Mbit/s' : '–',
+        p ? ms(p.idle_rtt_ms) : '–', p ? ms(p.added_delay_p50_ms) : '–']);
+      tr.dataset.iface = f.name;
+      if (p) { tr.dataset.capacity = p.capacity_mbit; tr.dataset.rtt = p.idle_rtt_ms; tr.dataset.remote = p.remote; }
+      tb.appendChild(tr);
+    });
+  }
+  document.getElementById('probe-note').textContent = r.probe
+    ? `measured by braid probe (${r.probe.file}, peer '${r.probe.peer}', ${secs(r.probe.age_seconds)} ago)`
+    : `no probe yet: braid probe --json ${r.probe_dir}/PEER.json PEER`;
+}
+async function refresh() { showOffers((await api('/api/offers')).offers); showHistory(); showPeers(); showPairing(); showSends(); showPeerPick(); }
 async function main() {
   const live = await api('/api/live');
   for (const t of live.transfers) addSamples(t);
   refresh();
+  showRoots(); showPaths();
+  document.getElementById('send-go').onclick = startSend;
   setInterval(refresh, 5000);
+  setInterval(showSends, 1000);
+  setInterval(showPaths, 10000);
   const ev = new EventSource('/api/events');
   ev.addEventListener('live', m => {
     const d = JSON.parse(m.data);

@@ -37,6 +37,7 @@ void LiveSampler::sample(double now) {
     const double dt = tr.last_at < 0 ? 0 : now - tr.last_at;
     Sample s;
     s.t = lt.elapsed;
+    s.window = dt;
     s.done = lt.done;
     for (const auto& row : transfer::group_by_path(lt.lanes)) {
       PathPoint p;
@@ -87,7 +88,7 @@ nlohmann::json LiveSampler::to_json(const Track& t, bool whole) const {
     nlohmann::json paths = nlohmann::json::array();
     for (const auto& p : s.paths)
       paths.push_back({{"path", p.path}, {"lanes", p.lanes}, {"rate_bytes_per_sec", p.rate}, {"rtt_ms", p.rtt_ms}});
-    samples.push_back({{"t", s.t}, {"done", s.done}, {"paths", paths}});
+    samples.push_back({{"t", s.t}, {"window_s", s.window}, {"done", s.done}, {"paths", paths}});
   }
   j["samples"] = samples;
   return j;

@@ -33,6 +33,8 @@ class LiveSampler {
 
   ~LiveSampler();
   void start(Source source, std::chrono::milliseconds period);
+  /// The source without the thread: tests then call sample() with their own times.
+  void set_source(Source source) { source_ = std::move(source); }
   void stop();
   /// Takes one sample now (the thread's step; tests call it directly with their own time).
   void sample(double now_seconds);
@@ -53,7 +55,8 @@ class LiveSampler {
     double rtt_ms = 0;  // 0: unknown
   };
   struct Sample {
-    double t = 0;  // seconds since the transfer began
+    double t = 0;       // seconds since the transfer began
+    double window = 0;  // seconds the rates are measured over: since the sample before
     uint64_t done = 0;
     std::vector<PathPoint> paths;
   };

@@ -186,6 +186,19 @@ void read_share(const Reader& r, const toml::table& t, ServeConfig& c) {
     r.fail(t, "share.cert", "HTTPS needs both cert and key (PEM files)");
 }
 
+void read_send(const Reader& r, const toml::table& t, ServeConfig& c) {
+  for (const auto& [k, v] : t) {
+    const std::string key = "send." + std::string(k.str());
+    if (k == "roots") {
+      c.send_roots = r.strings(v, key);
+      for (const auto& root : c.send_roots)
+        if (root.empty() || root.front() != '/') r.fail(v, key, "'" + root + "' is not an absolute directory");
+    } else {
+      r.fail(v, key, "unknown key (send has roots)");
+    }
+  }
+}
+
 void read_peers(const Reader& r, const toml::table& t, ServeConfig& c) {
   for (const auto& [label, v] : t) {
     const std::string base = "peers." + std::string(label.str());
@@ -208,8 +221,9 @@ ServeConfig parse(const Reader& r, const toml::table& root) {
     else if (key == "history") read_history(r, r.table(v, key), c);
     else if (key == "dashboard") read_dashboard(r, r.table(v, key), c);
     else if (key == "share") read_share(r, r.table(v, key), c);
+    else if (key == "send") read_send(r, r.table(v, key), c);
     else if (key == "peers") read_peers(r, r.table(v, key), c);
-    else r.fail(v, key, "unknown key (the file has state_dir and [receive], [limits], [accept], [history], [dashboard], [share], [peers.LABEL])");
+    else r.fail(v, key, "unknown key (the file has state_dir and [receive], [limits], [accept], [history], [dashboard], [share], [send], [peers.LABEL])");
   }
   return c;
 }

@@ -54,6 +54,8 @@ struct ServeConfig {
   std::string share_upload_dir;              // uploads allowed into it; empty: none (unless --upload)
   uint64_t share_upload_max = 4ull << 30;    // largest upload; 0: no bound
   std::string share_cert, share_key;         // PEM files: HTTPS
+  // [send]: what the dashboard's send view may show and send (nothing when empty)
+  std::vector<std::string> send_roots;
   // [peers.LABEL]
   std::map<std::string, std::string> peer_dirs;
 };

@@ -146,7 +146,7 @@ std::string ShareServer::start() {
     res.set_header("Referrer-Policy", "no-referrer");
     if (!same(std::string_view(req.path).substr(0, prefix.size()), prefix)) {
       res.status = 403;
-      res.set_content("braid serve: this share needs the link braid serve printed\n", "text/plain");
+      res.set_header("X-Braid-Error", "this share needs the link braid serve printed");
       return httplib::Server::HandlerResponse::Handled;
     }
     const std::string origin = req.get_header_value("Origin");
@@ -190,7 +190,16 @@ std::string ShareServer::start() {
       res.set_content(why + "\n", "text/plain");
       return;
     }
+    count(req.local_addr, false, bytes->size());
     res.set_content(std::move(*bytes), "application/octet-stream");
+  });
+  s.Get(prefix + "stats", [this](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json served = nlohmann::json::object(), uploaded = nlohmann::json::object();
+    for (const auto& [addr, c] : counters()) {
+      served[addr] = {{"chunks", c.chunks_served}, {"bytes", c.bytes_served}};
+      uploaded[addr] = {{"chunks", c.chunks_uploaded}, {"bytes", c.bytes_uploaded}};
+    }
+    send_json(res, 200, {{"served", served}, {"uploaded", uploaded}});
   });
   s.Post(prefix + "report", [](const httplib::Request& req, httplib::Response& res) {
     // The page's words go into the log: printable ASCII only, and short.
@@ -227,7 +236,9 @@ std::string ShareServer::start() {
     if (!uploads_) return send_json(res, 403, {{"error", "this share takes no uploads"}});
     std::string why;
     using R = ShareUploads::ChunkResult;
-    switch (uploads_->put(std::stoull(req.matches[1].str()), std::stoull(req.matches[2].str()), req.body, why)) {
+    const R r = uploads_->put(std::stoull(req.matches[1].str()), std::stoull(req.matches[2].str()), req.body, why);
+    if (r == R::stored || r == R::complete) count(req.local_addr, true, req.body.size());
+    switch (r) {
       case R::stored: return send_json(res, 200, {{"stored", true}});
       case R::complete: return send_json(res, 200, {{"complete", true}});
       case R::bad_hash: return send_json(res, 422, {{"error", why}});
@@ -246,6 +257,23 @@ std::string ShareServer::start() {
   }
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   return {};
+}
+
+void ShareServer::count(const std::string& local_addr, bool upload, uint64_t bytes) {
+  std::lock_guard l(counters_mu_);
+  AddressCounters& c = counters_[local_addr];
+  if (upload) {
+    ++c.chunks_uploaded;
+    c.bytes_uploaded += bytes;
+  } else {
+    ++c.chunks_served;
+    c.bytes_served += bytes;
+  }
+}
+
+std::map<std::string, ShareServer::AddressCounters> ShareServer::counters() const {
+  std::lock_guard l(counters_mu_);
+  return counters_;
 }
 
 void ShareServer::stop() {

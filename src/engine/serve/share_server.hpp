@@ -12,6 +12,13 @@
 //   POST /share/TOKEN/report?address=A&file=ID&chunk=N   the page says A sent a chunk that failed its hash
 //   POST /share/TOKEN/upload            {name, size, chunks: [sha256…]} → {id}
 //   PUT  /share/TOKEN/upload/ID/chunk/N the chunk's bytes → {stored|complete}; 422 if its hash is wrong
+//   GET  /share/TOKEN/stats             bytes and chunks served and taken per local address of the
+//                                        server ({"served": {ADDR: {chunks, bytes}}, "uploaded": {…}}):
+//                                        whether every address really carried a share
+//
+// A request without the token gets 403 and an empty body: nothing about the
+// share (not even that one exists) reaches whoever lacks the link; the
+// reason is in the header X-Braid-Error for a person debugging with curl.
 //
 // The page fetches chunks from every address at once, so a page loaded from
 // one address reads from the others cross-origin: responses carry
@@ -21,7 +28,9 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,7 +72,16 @@ class ShareServer {
   std::string link() const;
   int port() const { return port_; }
 
+  /// Per local address of the server (the address a request came in on).
+  struct AddressCounters {
+    uint64_t chunks_served = 0, bytes_served = 0;      // chunk GETs answered 200
+    uint64_t chunks_uploaded = 0, bytes_uploaded = 0;  // upload chunk PUTs stored (hash checked)
+  };
+  std::map<std::string, AddressCounters> counters() const;
+
  private:
+  void count(const std::string& local_addr, bool upload, uint64_t bytes);
+
   std::vector<std::string> advertised(const std::string& local_addr) const;
   bool own_origin(const std::string& origin) const;
   std::string origin_of(const std::string& addr) const;
@@ -75,6 +93,8 @@ class ShareServer {
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;
+  mutable std::mutex counters_mu_;
+  std::map<std::string, AddressCounters> counters_;
 };
 
 }  // namespace braid::serve

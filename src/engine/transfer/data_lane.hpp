@@ -95,6 +95,16 @@ class DataLane {
   virtual void add_to_report(LaneReport& r) const { (void)r; }
   /// `--background` pacing, called every few ms by the session (TCP lanes).
   virtual void pace(Time now) { (void)now; }
+  /// The default TCP lanes' coupled cap (transport::TcpGroupCap), decided
+  /// for the group of lanes that share this lane's bottleneck; `queue` is
+  /// the group's queueing delay, for the report. nullopt: uncapped.
+  /// `restart`: put the kernel's controller back into its start-up.
+  virtual void set_delay_cap(std::optional<Rate> cap, Duration queue, bool restart) {
+    (void)cap, (void)queue, (void)restart;
+  }
+  /// Which lanes share a bottleneck (their group for set_delay_cap): the
+  /// interface they leave by, else their local address. Empty: none (not TCP).
+  virtual std::string bottleneck() const { return {}; }
   /// The lane's state for the `--log` samples.
   virtual nlohmann::json sample() const { return nlohmann::json::object(); }
   /// A TCP lane's kernel state (TCP_INFO) now; false for other kinds.

@@ -59,6 +59,10 @@ ReceiverSession::~ReceiverSession() {
   for (auto& l : lanes_) l->link->shutdown();  // a send the writer is blocked in fails now
   for (auto& l : lanes_)
     if (l->reader.joinable()) l->reader.join();
+  // stop() first: the writer's last after_each (release_udp_credit) reads
+  // udp_writer_, which reset() would already have emptied (a crash seen in
+  // SessionFixture.AUdpLaneThatDiesMidTransferHoldsNothingUp, ~1 run in 4).
+  udp_writer_->stop();
   udp_writer_.reset();
 }
 

@@ -181,6 +181,7 @@ ProbePhaseResult SenderSession::probe_phase(const std::vector<ProbePath>& all, c
     }
     auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(10);
     if (auto to = machine_->poll_timeout()) wake = std::min(wake, epoch_ + std::chrono::nanoseconds(to->ns()));
+    plan_wake_locked(wake);
     cv_.wait_until(lock, wake, [&] { return t.outcome || !closed_.empty(); });
     if (!closed_.empty()) {
       lock.unlock();

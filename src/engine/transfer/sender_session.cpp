@@ -30,6 +30,20 @@
 
 namespace braid::transfer {
 
+namespace {
+/// TCP lanes that leave by one interface share its uplink: one delay group
+/// (transport::TcpGroupCap). The interface a lane is bound to, else the one
+/// that holds its local address, else the address itself.
+std::string bottleneck_key(const std::vector<paths::Interface>& interfaces, const std::string& local_host,
+                           const std::string& interface) {
+  if (!interface.empty()) return interface;
+  for (const auto& i : interfaces)
+    for (const auto& a : i.addresses)
+      if (a.text == local_host) return i.name;
+  return local_host;
+}
+}  // namespace
+
 SenderSession::SenderSession(EventLog& log, const ConnectOptions& opts) : log_(log), opts_(opts) {}
 
 SenderSession::~SenderSession() { close(); }
@@ -165,7 +179,8 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   {
     std::lock_guard lock(s->mu_);
     s->machine_ = std::make_unique<session::Sender>(cfg);
-    StreamLane::Options lo{traits0, local.str(), remote.str(), true, s->background_, nullptr, {}};
+    StreamLane::Options lo{traits0, local.str(), remote.str(), true, s->background_, nullptr, {},
+                           bottleneck_key(plan.interfaces, local.host(), {})};
     s->lanes_[0] = std::make_unique<StreamLane>(std::move(link), lo, static_cast<DataLaneEvents&>(*s));
     s->alive_.insert(0);
     log.write("lane_open", lane0);
@@ -199,12 +214,16 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
     std::unique_lock lock(s->mu_);
     s->cv_.wait_for(lock, grace, [&] { return s->machine_->opening_lanes() == 0; });
   }
-  if (s->background_) s->pacer_ = std::thread([p = s.get()] { p->tcp_pacing_loop(); });
+  // TCP lanes run under a pacing cap: --background's scavenger, else the
+  // coupled low-delay cap (unless --latency-target 0).
+  if (s->background_ || opts.latency_target > Duration::zero())
+    s->pacer_ = std::thread([p = s.get()] { p->tcp_pacing_loop(); });
   if (s->watch_fd_.valid()) s->watcher_ = std::thread([p = s.get()] { p->watch_network(); });
   return s;
 }
 
 // ---- paths that come and go --------------------------------------------------------
+
 
 namespace {
 /// Changes come in bursts (a link going down drops its addresses and
@@ -304,9 +323,29 @@ DataLane* SenderSession::lane_locked(session::LaneNo id) {
 
 // ---- the machine's actions ----------------------------------------------------------
 
+// Every piece brings the lane threads here three or four times (started,
+// hashed, written, acked). Waking the session's loop each time cost the
+// sender ~7 % of its CPU on a loopback lane (the futex wake in the writer,
+// the loop's wake-up and its fight for mu_), mostly to find nothing to do.
+// So the waiters are woken only for what they wait on: an action beyond a
+// lane's own work (an outcome, a resume check, a closed or opened lane, a
+// note), a change in the lanes still opening, or a timer due before the
+// loop's planned wake.
 void SenderSession::drain_locked() {
-  while (auto a = machine_->poll_action()) std::visit([this](auto& x) { act(x); }, *a);
-  cv_.notify_all();
+  bool wake = false;
+  while (auto a = machine_->poll_action()) {
+    wake = wake || !(std::holds_alternative<session::SendPiece>(*a) || std::holds_alternative<session::SendMessage>(*a) ||
+                     std::holds_alternative<session::ReleasePiece>(*a) ||
+                     std::holds_alternative<session::CancelPiece>(*a) || std::holds_alternative<session::SetLaneRate>(*a));
+    std::visit([this](auto& x) { act(x); }, *a);
+  }
+  if (const size_t opening = machine_->opening_lanes(); opening != opening_seen_) {
+    opening_seen_ = opening;
+    wake = true;
+  }
+  if (!wake)
+    if (const auto to = machine_->poll_timeout()) wake = epoch_ + std::chrono::nanoseconds(to->ns()) < planned_wake_;
+  if (wake) cv_.notify_all();
 }
 
 void SenderSession::act(session::SendMessage& a) {
@@ -378,7 +417,9 @@ void SenderSession::connect_lane(session::LaneNo id, session::PathSpec path) {
     if (lanes::set_congestion_control(link->fd(), opts_.tcp_cc)) fields["cc"] = opts_.tcp_cc;
     else fields["cc_error"] = "the kernel refused " + opts_.tcp_cc + ": " + std::strerror(errno);
   }
-  StreamLane::Options lo{traits, local, remote, tcp, background_ && tcp, owner, where.interface};
+  const std::string bottleneck =
+      tcp ? bottleneck_key(plan_.interfaces, lanes::local_endpoint_of(link->fd()).host(), where.interface) : std::string();
+  StreamLane::Options lo{traits, local, remote, tcp, background_ && tcp, owner, where.interface, bottleneck};
   lanes_[id] = std::make_unique<StreamLane>(std::move(link), lo, static_cast<DataLaneEvents&>(*this));
   alive_.insert(id);
   pending_open_[id] = std::move(fields);
@@ -562,6 +603,7 @@ OfferAnswer SenderSession::offer_only(wire::Offer offer) {
   active_->id = *id;
   drain_locked();
   while (!active_->outcome) {
+    plan_wake_locked(std::chrono::steady_clock::now() + std::chrono::milliseconds(200));
     cv_.wait_for(lock, std::chrono::milliseconds(200));
     machine_->handle_timeout(now());
     drain_locked();
@@ -602,6 +644,7 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
   while (!t.outcome) {
     auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
     if (auto to = machine_->poll_timeout()) wake = std::min(wake, epoch_ + std::chrono::nanoseconds(to->ns()));
+    plan_wake_locked(wake);
     cv_.wait_until(lock, wake, [&] { return t.outcome || !checks_.empty() || !closed_.empty(); });
     while (!checks_.empty()) {
       // Resume: the receiver's held ranges are checked against the source
@@ -703,9 +746,48 @@ void SenderSession::tcp_pacing_loop() {
     // TCP_INFO and setsockopt only: cheap enough to do under the lock, and
     // the lanes cannot be destroyed meanwhile.
     const Time n = now();
-    for (const auto& v : machine_->lanes())
-      if (v.open && v.data)
-        if (DataLane* l = lane_locked(v.id)) l->pace(n);
+    if (background_) {
+      for (const auto& v : machine_->lanes())
+        if (v.open && v.data)
+          if (DataLane* l = lane_locked(v.id)) l->pace(n);
+    } else {
+      cap_delay_groups_locked(n);
+    }
+  }
+}
+
+void SenderSession::cap_delay_groups_locked(Time n) {
+  // Each group of TCP lanes on one bottleneck gets one coupled cap.
+  struct Member {
+    DataLane* lane;
+    transport::TcpLaneSample sample;
+  };
+  std::map<std::string, std::vector<Member>> groups;
+  for (const auto& v : machine_->lanes()) {
+    if (!v.open || !v.data) continue;
+    DataLane* l = lane_locked(v.id);
+    lanes::TcpKernelInfo k;
+    if (!l || l->bottleneck().empty() || !l->tcp_info(k) || k.rtt_us == 0) continue;
+    transport::TcpLaneSample s;
+    s.lane = v.id;
+    s.tcp.now = n;
+    s.tcp.srtt = Duration::micros(k.rtt_us);
+    s.tcp.bytes_acked = k.bytes_acked;
+    s.tcp.retransmits = k.total_retrans;
+    s.tcp.segs_in = k.segs_in;
+    if (k.snd_mss) s.tcp.mss = Bytes(k.snd_mss);
+    s.min_rtt = Duration::micros(k.min_rtt_us);
+    s.pacing = Rate::bytes_per_sec(static_cast<double>(k.pacing_rate));
+    s.app_limited = k.notsent_bytes == 0;
+    groups[l->bottleneck()].push_back({l, s});
+  }
+  for (auto& [key, members] : groups) {
+    auto& g = delay_groups_.try_emplace(key, transport::TcpGroupCapConfig{opts_.latency_target}).first->second;
+    std::vector<transport::TcpLaneSample> samples;
+    for (const auto& m : members) samples.push_back(m.sample);
+    const auto caps = g.on_samples(n, samples);
+    for (size_t i = 0; i < members.size(); ++i)
+      members[i].lane->set_delay_cap(caps[i].cap, g.queuing_delay(), caps[i].restart);
   }
 }
 

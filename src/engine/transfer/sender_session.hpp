@@ -6,8 +6,8 @@
 //
 // Threads: the caller's thread runs a transfer (send(): the offer, timers,
 // progress, the resume check); each lane has its own threads (data_lane.hpp);
-// a lane still connecting has a connector thread; `--background` adds one
-// pacing thread. Every event from any of them goes into the machine under
+// a lane still connecting has a connector thread; one pacing thread caps the
+// TCP lanes' pacing rates. Every event from any of them goes into the machine under
 // one mutex, and the machine's actions are carried out there — none of them
 // blocks (lanes queue their work). Lanes are destroyed outside the mutex.
 #pragma once
@@ -26,6 +26,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/transport/tcp_group_cap.hpp"
 #include "core/paths/probe.hpp"
 #include "core/session/sender.hpp"
 #include "engine/files/source_tree.hpp"
@@ -49,9 +50,9 @@ constexpr uint16_t kDefaultPort = 7878;
 constexpr size_t kMaxStreamsPerPath = 8;
 /// How often `--log` records every lane's state (event "sample").
 constexpr Duration kSampleEvery = Duration::millis(100);
-/// How often a `--background` session reads each TCP lane's TCP_INFO and
-/// updates its pacing cap (transport/tcp_pacing_cap.hpp): a few times per
-/// RTT on most paths, ~100 getsockopt calls per second per lane.
+/// How often a session reads each TCP lane's TCP_INFO and updates its pacing
+/// cap (transport/tcp_group_cap.hpp; tcp_pacing_cap.hpp under --background):
+/// a few times per RTT on most paths, ~100 getsockopt calls per second per lane.
 constexpr Duration kTcpPacingEvery = Duration::millis(10);
 /// How long connect() waits for further TCP lanes before the first transfer
 /// may start: long enough for a connect and a join over most paths (two
@@ -83,6 +84,10 @@ struct ConnectOptions {
   std::string cc = "delay";           // UDP lanes' congestion controller (--cc, --background);
                                       // "background" also caps TCP lanes' pacing rate (tcp_pacing_cap.hpp)
   std::string tcp_cc;                 // TCP lanes' kernel controller (TCP_CONGESTION); empty: the kernel's default
+  /// The queueing delay TCP lanes on one bottleneck aim for together
+  /// (transport::TcpGroupCap; --latency-target); zero: no cap, each lane's
+  /// kernel controller runs free. Not under --background (its own cap).
+  Duration latency_target = Duration::millis(5);
   size_t packet_size = udp::kDefaultPacketSize;
   /// Caps the whole transfer: shared over the live data lanes by what each delivers.
   std::optional<Rate> rate_limit;
@@ -188,7 +193,12 @@ class SenderSession : private DataLaneEvents {
   explicit SenderSession(EventLog& log, const ConnectOptions& opts);
   Time now() const;
   /// Carries out the machine's actions (under mu_; nothing here blocks).
+  /// Wakes the threads waiting on cv_ only when something they wait for may
+  /// have changed (see drain_locked's comment).
   void drain_locked();
+  /// Before a loop sleeps on cv_ until `wake`: drain_locked then wakes it
+  /// early only for a timer due before that.
+  void plan_wake_locked(std::chrono::steady_clock::time_point wake) { planned_wake_ = wake; }
   void act(session::SendMessage& a);
   void act(session::OpenLane& a);
   void act(session::CloseLane& a);
@@ -251,7 +261,14 @@ class SenderSession : private DataLaneEvents {
   };
   std::vector<Connector> connectors_;  // finished ones are joined by bury_closed_lanes
   std::thread pacer_;
+  /// The coupled caps of the TCP lanes, one per bottleneck (DataLane::bottleneck); under mu_.
+  std::map<std::string, transport::TcpGroupCap> delay_groups_;
+  void cap_delay_groups_locked(Time n);
   bool closing_ = false;
+  // When the thread sleeping on cv_ means to wake anyway, and how many lanes
+  // were opening at the last drain (the start waits for that to reach 0).
+  std::chrono::steady_clock::time_point planned_wake_ = std::chrono::steady_clock::time_point::min();
+  size_t opening_seen_ = 0;
 
   // Discovered paths follow the host's network: a watcher hears link,
   // address and route changes (rtnetlink), plans the paths again and gives

@@ -5,13 +5,15 @@ namespace braid::transfer {
 SerialWorker::SerialWorker(std::function<void(uint64_t)> after_each)
     : after_each_(std::move(after_each)), thread_([this] { run(); }) {}
 
-SerialWorker::~SerialWorker() {
+SerialWorker::~SerialWorker() { stop(); }
+
+void SerialWorker::stop() {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void SerialWorker::post(std::function<void()> job, uint64_t bytes) {

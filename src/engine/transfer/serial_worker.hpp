@@ -19,7 +19,7 @@ class SerialWorker {
   /// `after_each` runs on the worker's thread after every job, with the
   /// bytes the waiting jobs still hold.
   explicit SerialWorker(std::function<void(uint64_t queued_bytes)> after_each = {});
-  /// Runs what was posted, then stops.
+  /// Runs what was posted, then stops (stop()).
   ~SerialWorker();
   SerialWorker(const SerialWorker&) = delete;
   SerialWorker& operator=(const SerialWorker&) = delete;
@@ -30,6 +30,12 @@ class SerialWorker {
   uint64_t queued_bytes() const { return bytes_.load(); }
   /// Blocks until every job posted before this call has run.
   void drain();
+  /// Runs what was posted, after_each included, and ends the thread (what is
+  /// posted later never runs). For an owner whose after_each reaches the worker
+  /// through the owner (as the receiver's does): stop() while that path
+  /// still leads here — a unique_ptr's reset() empties itself before the
+  /// destructor runs, and an after_each running then finds it null.
+  void stop();
 
  private:
   void run();

@@ -177,10 +177,8 @@ StreamLane::PieceEnd StreamLane::send_one(const Work& w, std::string& error) {
   const core::Assign& a = w.a;
   events_.on_piece_started(id(), src.transfer_id(), a.piece);
   files::PieceHasher hasher(src.hash());
-  const uint64_t begin = a.offset.count();
-  const uint64_t end = begin + a.length.count();
-  uint8_t* data = frame_.data() + kFrameHeaderSize + wire::PieceHeader::kSize;
-  for (uint64_t off = begin; off < end;) {
+  const uint64_t end = a.offset.count() + a.length.count();
+  for (uint64_t off = a.offset.count(); off < end;) {
     {
       // Messages (acks' answers, lane_closed, a join) pass between frames.
       std::unique_lock lock(mu_);
@@ -191,52 +189,60 @@ StreamLane::PieceEnd StreamLane::send_one(const Work& w, std::string& error) {
       return link_->send_message(abort) ? PieceEnd::cancelled : PieceEnd::lane_failed;
     }
     const uint64_t n = std::min<uint64_t>(kFrameData, end - off);
-    // Read the bytes once, straight into the frame buffer, and hash them
-    // while they are hot in the cache; the sealer then encrypts in place.
-    if (!src.read(off, n, data, error)) return PieceEnd::read_failed;
-    hasher.update(std::span<const uint8_t>(data, n));
-    // The one point where a frame may shrink: after the hash (which stays
-    // over the file's bytes), before the seal.
-    size_t wire_n = n;
-    bool packed = false;
-    const compress::Mode mode = src.compress();
-    if (mode == compress::Mode::always || (mode == compress::Mode::automatic && governor_.try_next())) {
-      packed_.resize(kFrameData);
-      const auto began = std::chrono::steady_clock::now();
-      const auto c = compressor_.compress(std::span<const uint8_t>(data, n), packed_);
-      if (compressor_.ran_zstd())
-        governor_.compressed(n, c.value_or(n), seconds_since(began));
-      if (c) {
-        std::memcpy(data, packed_.data(), *c);
-        wire_n = *c;
-        packed = true;
-        packed_file_bytes_ += n;
-        packed_wire_bytes_ += *c;
-      }
-    }
-    wire::PieceHeader h;
-    h.transfer_id = src.transfer_id();
-    h.piece = a.piece;
-    h.chunk = a.chunk;
-    h.piece_offset = begin;
-    h.piece_length = a.length.count();
-    h.data_offset = off;
-    if (packed) h.flags |= wire::PieceHeader::kCompressed;
-    if (off + n == end) {
-      h.flags |= wire::PieceHeader::kLast;
-      h.hash = hasher.finish();
-      events_.on_piece_hashed(id(), src.transfer_id(), a.piece, h.hash);
-    }
-    wire::encode_piece_header(h, std::span<uint8_t, wire::PieceHeader::kSize>(frame_.data() + kFrameHeaderSize,
-                                                                               wire::PieceHeader::kSize));
+    const std::optional<size_t> payload = load_frame(src, a, off, n, hasher, error);
+    if (!payload) return PieceEnd::read_failed;
     const auto sending = std::chrono::steady_clock::now();
-    if (!link_->send_in_place(wire::FrameType::piece_data, frame_, wire::PieceHeader::kSize + wire_n))
-      return PieceEnd::lane_failed;
-    if (mode == compress::Mode::automatic) governor_.sent(wire::PieceHeader::kSize + wire_n, seconds_since(sending));
+    if (!link_->send_in_place(wire::FrameType::piece_data, frame_, *payload)) return PieceEnd::lane_failed;
+    // What sealing and the socket took per wire byte: the governor's other side.
+    if (src.compress() == compress::Mode::automatic) governor_.sent(*payload, seconds_since(sending));
     off += n;
   }
   events_.on_piece_written(id(), src.transfer_id(), a.piece);
   return PieceEnd::sent;
+}
+
+std::optional<size_t> StreamLane::load_frame(PieceSource& src, const core::Assign& a, uint64_t off, uint64_t n,
+                                             files::PieceHasher& hasher, std::string& error) {
+  uint8_t* data = frame_.data() + kFrameHeaderSize + wire::PieceHeader::kSize;
+  // Read the bytes once, straight into the frame buffer, and hash them
+  // while they are hot in the cache; the link then seals them in place.
+  if (!src.read(off, n, data, error)) return std::nullopt;
+  hasher.update(std::span<const uint8_t>(data, n));
+  // The one point where a frame may shrink: after the hash (which stays
+  // over the file's bytes), before the seal.
+  size_t wire_n = n;
+  bool packed = false;
+  const compress::Mode mode = src.compress();
+  if (mode == compress::Mode::always || (mode == compress::Mode::automatic && governor_.try_next())) {
+    packed_.resize(kFrameData);
+    const auto began = std::chrono::steady_clock::now();
+    const auto c = compressor_.compress(std::span<const uint8_t>(data, n), packed_);
+    if (compressor_.ran_zstd()) governor_.compressed(n, c.value_or(n), seconds_since(began));
+    if (c) {
+      std::memcpy(data, packed_.data(), *c);
+      wire_n = *c;
+      packed = true;
+      packed_file_bytes_ += n;
+      packed_wire_bytes_ += *c;
+    }
+  }
+  const uint64_t begin = a.offset.count();
+  wire::PieceHeader h;
+  h.transfer_id = src.transfer_id();
+  h.piece = a.piece;
+  h.chunk = a.chunk;
+  h.piece_offset = begin;
+  h.piece_length = a.length.count();
+  h.data_offset = off;
+  if (packed) h.flags |= wire::PieceHeader::kCompressed;
+  if (off + n == begin + a.length.count()) {
+    h.flags |= wire::PieceHeader::kLast;
+    h.hash = hasher.finish();
+    events_.on_piece_hashed(id(), src.transfer_id(), a.piece, h.hash);
+  }
+  wire::encode_piece_header(h, std::span<uint8_t, wire::PieceHeader::kSize>(frame_.data() + kFrameHeaderSize,
+                                                                             wire::PieceHeader::kSize));
+  return wire::PieceHeader::kSize + wire_n;
 }
 
 void StreamLane::reader_loop() {
@@ -265,8 +271,27 @@ DataLaneCounters StreamLane::counters() const {
 //
 // The kernel runs TCP's congestion control; braid can only cap the socket's
 // pacing rate (SO_MAX_PACING_RATE). The cap is the lower of the lane's
-// --rate-limit share and, under --background, TcpPacingCap's answer (pure,
-// src/core/transport), fed every few ms with TCP_INFO.
+// --rate-limit share and either, by default, the coupled cap its bottleneck
+// group gets (TcpGroupCap, decided by the session over the group's lanes) or,
+// under --background, its own TcpPacingCap's answer (pure, src/core/transport),
+// fed every few ms with TCP_INFO.
+
+namespace {
+std::optional<Rate> lower(std::optional<Rate> a, std::optional<Rate> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::min(*a, *b);
+}
+}  // namespace
+
+void StreamLane::apply_cap_locked(std::optional<Rate> want) {
+  if (on_socket_set_ && want == on_socket_) return;
+  const bool ok = want ? lanes::set_max_pacing_rate(link_->fd(), *want) : lanes::clear_max_pacing_rate(link_->fd());
+  if (ok) {
+    on_socket_ = want;
+    on_socket_set_ = true;
+  }
+}
 
 void StreamLane::set_rate(std::optional<Rate> rate) {
   if (!opts_.tcp) return;
@@ -274,12 +299,32 @@ void StreamLane::set_rate(std::optional<Rate> rate) {
   rate_cap_ = rate;
   // At once, even under --background (pace() lowers it further from its
   // next look): unpaced, a loopback lane moves megabytes in those 10 ms.
-  std::optional<Rate> want = rate;
-  if (opts_.background && on_socket_set_ && on_socket_ && (!want || *on_socket_ < *want)) want = on_socket_;
-  const bool ok = want ? lanes::set_max_pacing_rate(link_->fd(), *want) : lanes::clear_max_pacing_rate(link_->fd());
-  if (ok) {
-    on_socket_ = want;
-    on_socket_set_ = true;
+  std::optional<Rate> want = lower(rate, delay_cap_);
+  if (opts_.background && on_socket_set_) want = lower(want, on_socket_);
+  apply_cap_locked(want);
+}
+
+void StreamLane::set_delay_cap(std::optional<Rate> cap, Duration queue, bool restart) {
+  if (!opts_.tcp || opts_.background) return;
+  if (restart) lanes::restart_congestion_control(link_->fd());
+  lanes::TcpKernelInfo k;
+  const bool have = lanes::tcp_kernel_info(link_->fd(), k);
+  std::lock_guard lock(pace_mu_);
+  delay_cap_ = cap;
+  apply_cap_locked(lower(cap, rate_cap_));
+  auto& p = pacing_state_;
+  p.active = true;
+  p.cap = on_socket_ ? on_socket_->bytes_per_second() : -1.0;
+  p.queue_ms = queue.to_millis();
+  p.restarts += restart;
+  if (have) {
+    p.srtt_ms = k.rtt_us / 1000.0;
+    p.min_rtt_ms = k.min_rtt_us / 1000.0;
+    p.acked = k.bytes_acked;
+    p.kernel_pacing = k.pacing_rate;
+    p.delivery_rate = k.delivery_rate;
+    p.retrans = k.total_retrans;
+    p.cwnd = k.snd_cwnd;
   }
 }
 
@@ -301,13 +346,7 @@ void StreamLane::pace(Time now) {
   std::optional<Rate> want = d.cap;
   if (rate_cap_ && (!want || *want > *rate_cap_)) want = rate_cap_;
   if (d.restart_probe) lanes::restart_congestion_control(fd);
-  if (!on_socket_set_ || want != on_socket_) {
-    const bool ok = want ? lanes::set_max_pacing_rate(fd, *want) : lanes::clear_max_pacing_rate(fd);
-    if (ok) {
-      on_socket_ = want;
-      on_socket_set_ = true;
-    }
-  }
+  apply_cap_locked(want);
   auto& p = pacing_state_;
   p.active = true;
   p.cap = on_socket_ ? on_socket_->bytes_per_second() : -1.0;

@@ -19,6 +19,7 @@
 
 #include "core/transport/tcp_pacing_cap.hpp"
 #include "engine/compress/frame_codec.hpp"
+#include "engine/files/piece_hasher.hpp"
 #include "engine/lanes/lane_link.hpp"
 #include "engine/transfer/data_lane.hpp"
 
@@ -42,6 +43,8 @@ class StreamLane final : public DataLane {
     std::shared_ptr<void> owner;
     /// The interface it is bound to (SO_BINDTODEVICE), if any.
     std::string interface;
+    /// The lanes with the same key share a bottleneck (DataLane::bottleneck).
+    std::string bottleneck;
   };
   StreamLane(std::unique_ptr<lanes::LaneLink> link, Options opts, DataLaneEvents& events);
   ~StreamLane() override;
@@ -60,6 +63,8 @@ class StreamLane final : public DataLane {
   DataLaneCounters counters() const override;
   void add_to_report(LaneReport& r) const override;
   void pace(Time now) override;
+  void set_delay_cap(std::optional<Rate> cap, Duration queue, bool restart) override;
+  std::string bottleneck() const override { return opts_.tcp ? opts_.bottleneck : std::string(); }
   nlohmann::json sample() const override;
   bool tcp_info(lanes::TcpKernelInfo& out) const override;
   int fd() const { return link_->fd(); }
@@ -72,7 +77,19 @@ class StreamLane final : public DataLane {
   enum class PieceEnd { sent, cancelled, lane_failed, read_failed };
   void writer_loop();
   void reader_loop();
+  /// A piece's whole way out, frame by frame: load_frame, then the link
+  /// seals the frame in place and sends it; messages pass between frames.
   PieceEnd send_one(const Work& w, std::string& error);
+  /// The bytes at [off, off + n) of the piece into frame_, ready to seal:
+  /// read straight into the frame's payload (no other copy), hashed while
+  /// hot (the piece's hash is of the file's bytes), the piece header in
+  /// front (with the hash on the piece's last frame). Returns the payload's
+  /// length (header + data), nullopt if the source could not be read.
+  /// The one place a step between the read and the seal belongs: the
+  /// frame's compression (engine/compress/frame_codec.hpp), after the hash,
+  /// in the payload's place; the length returned is then the compressed one.
+  std::optional<size_t> load_frame(PieceSource& src, const core::Assign& a, uint64_t off, uint64_t n,
+                                   files::PieceHasher& hasher, std::string& error);
   /// Sends queued messages; false if the lane failed.
   bool flush_messages(std::unique_lock<std::mutex>& lock);
   void failed(const std::string& reason);
@@ -106,6 +123,9 @@ class StreamLane final : public DataLane {
   // pacing cap's answer; the socket gets the lower.
   mutable std::mutex pace_mu_;
   std::optional<Rate> rate_cap_;
+  std::optional<Rate> delay_cap_;  // the coupled default cap (set_delay_cap)
+  /// Puts `want` on the socket (SO_MAX_PACING_RATE) unless it is there already.
+  void apply_cap_locked(std::optional<Rate> want);
   std::unique_ptr<transport::TcpPacingCap> pacing_;
   std::optional<Rate> on_socket_;
   bool on_socket_set_ = false;

@@ -57,20 +57,33 @@ security::Result<DatagramSealer> DatagramSealer::create(const security::Directio
   return s;
 }
 
-FrameStatus DatagramSealer::seal(std::span<uint8_t> packet, size_t size) {
+FrameStatus DatagramSealer::seal(std::span<uint8_t> packet, size_t size, std::span<const Gathered> gathered) {
   if (size < kHeaderSize || packet.size() < size + kAeadTagSize) return FrameStatus::buffer_too_small;
   if (size > kMaxSealedBytesPerKey - bytes_sealed_) return FrameStatus::key_exhausted;
+  size_t at = kHeaderSize;
+  for (const Gathered& g : gathered) {
+    if (g.offset_in_packet < at || g.bytes.size() > size - g.offset_in_packet) return FrameStatus::buffer_too_small;
+    at = g.offset_in_packet + g.bytes.size();
+  }
   uint8_t* p = packet.data();
   uint8_t nonce[security::kNonceSize];
   make_nonce(salt_, packet_number_of(p), nonce);
-  const int body = static_cast<int>(size - kHeaderSize);
   int len = 0;
-  const bool ok = EVP_EncryptInit_ex2(ctx_.get(), nullptr, nullptr, nonce, nullptr) == 1 &&
-                  EVP_EncryptUpdate(ctx_.get(), nullptr, &len, session_.data(), 8) == 1 &&
-                  EVP_EncryptUpdate(ctx_.get(), nullptr, &len, p, static_cast<int>(kHeaderSize)) == 1 &&
-                  EVP_EncryptUpdate(ctx_.get(), p + kHeaderSize, &len, p + kHeaderSize, body) == 1 &&
-                  EVP_EncryptFinal_ex(ctx_.get(), p + size, &len) == 1 &&
-                  EVP_CIPHER_CTX_ctrl(ctx_.get(), EVP_CTRL_AEAD_GET_TAG, static_cast<int>(kAeadTagSize), p + size) == 1;
+  // GCM is a stream: the body may go through in pieces, each from its own
+  // place, and seals to the same bytes as one in-place pass.
+  auto encrypt = [&](size_t to, const uint8_t* from, size_t n) {
+    return n == 0 || EVP_EncryptUpdate(ctx_.get(), p + to, &len, from, static_cast<int>(n)) == 1;
+  };
+  bool ok = EVP_EncryptInit_ex2(ctx_.get(), nullptr, nullptr, nonce, nullptr) == 1 &&
+            EVP_EncryptUpdate(ctx_.get(), nullptr, &len, session_.data(), 8) == 1 &&
+            EVP_EncryptUpdate(ctx_.get(), nullptr, &len, p, static_cast<int>(kHeaderSize)) == 1;
+  at = kHeaderSize;
+  for (const Gathered& g : gathered) {
+    ok = ok && encrypt(at, p + at, g.offset_in_packet - at) && encrypt(g.offset_in_packet, g.bytes.data(), g.bytes.size());
+    at = g.offset_in_packet + g.bytes.size();
+  }
+  ok = ok && encrypt(at, p + at, size - at) && EVP_EncryptFinal_ex(ctx_.get(), p + size, &len) == 1 &&
+       EVP_CIPHER_CTX_ctrl(ctx_.get(), EVP_CTRL_AEAD_GET_TAG, static_cast<int>(kAeadTagSize), p + size) == 1;
   if (!ok) {
     // Cannot happen with valid inputs; never report a half-sealed datagram as ok.
     security::ossl::drain_errors();

@@ -50,7 +50,20 @@ class DatagramSealer {
   /// packet[size, size + 16). The packet number is read from the header.
   /// Returns ok, buffer_too_small (packet.size() < size + 16 or size below a
   /// header) or key_exhausted.
-  FrameStatus seal(std::span<uint8_t> packet, size_t size);
+  FrameStatus seal(std::span<uint8_t> packet, size_t size) { return seal(packet, size, {}); }
+
+  /// Bytes the packet carries that live elsewhere (a piece held for resends).
+  struct Gathered {
+    size_t offset_in_packet = 0;
+    std::span<const uint8_t> bytes;
+  };
+  /// As seal(), but each of `gathered` (in packet order, not overlapping,
+  /// inside [kHeaderSize, size)) is encrypted from where it lives straight
+  /// into packet[offset_in_packet, + bytes.size()): one pass over the file
+  /// bytes instead of a copy into the packet and a pass over the copy. The
+  /// packet's own bytes in those places are neither read nor kept.
+  /// buffer_too_small also if `gathered` breaks those rules.
+  FrameStatus seal(std::span<uint8_t> packet, size_t size, std::span<const Gathered> gathered);
 
   uint64_t bytes_sealed() const { return bytes_sealed_; }
 

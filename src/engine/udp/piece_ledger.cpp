@@ -1,7 +1,5 @@
 #include "engine/udp/piece_ledger.hpp"
 
-#include <cstring>
-
 namespace braid::udp {
 
 PieceLedger::Entry* PieceLedger::find(uint64_t piece) {
@@ -19,13 +17,10 @@ bool PieceLedger::add(uint64_t piece, uint64_t offset, uint64_t length, std::sha
   return true;
 }
 
-bool PieceLedger::copy(const transport::DataRange& range, std::span<uint8_t> out) {
+const uint8_t* PieceLedger::bytes_of(const transport::DataRange& range) {
   Entry* e = find(range.piece);
-  if (!e || range.offset < e->offset || range.offset + range.length > e->offset + e->length ||
-      out.size() != range.length)
-    return false;
-  std::memcpy(out.data(), e->bytes.get() + (range.offset - e->offset), range.length);
-  return true;
+  if (!e || range.offset < e->offset || range.offset + range.length > e->offset + e->length) return nullptr;
+  return e->bytes.get() + (range.offset - e->offset);
 }
 
 bool PieceLedger::on_acked(const transport::DataRange& range) {

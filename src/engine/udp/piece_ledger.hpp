@@ -22,9 +22,10 @@ class PieceLedger {
   /// (kept alive until the piece is acked or cancelled). False if the piece
   /// is already here (the caller must not send one piece twice at once).
   bool add(uint64_t piece, uint64_t offset, uint64_t length, std::shared_ptr<const uint8_t> bytes);
-  /// Copies the payload of `range` into `out` (out.size() == range.length).
-  /// False if the piece is unknown or the range lies outside it.
-  bool copy(const transport::DataRange& range, std::span<uint8_t> out);
+  /// Where the payload of `range` lives (range.length bytes, valid while the
+  /// piece is held), to be sealed from there into a datagram without a copy.
+  /// nullptr if the piece is unknown or the range lies outside it.
+  const uint8_t* bytes_of(const transport::DataRange& range);
   /// Marks `range` acknowledged. Returns true once: when the last unacked
   /// byte of its piece is acked (the piece is then forgotten).
   bool on_acked(const transport::DataRange& range);

@@ -187,17 +187,22 @@ bool UdpSendLane::transmit(Time now, bool& blocked) {
     const uint64_t resent_before = sender_->stats().data_bytes_retransmitted;
     const auto t = sender_->poll_transmit(now, slot);
     if (!t) break;
+    // The payloads are sealed from the held piece straight into the slot.
+    std::array<DatagramSealer::Gathered, transport::kMaxDataFramesPerPacket> gathered;
     for (size_t i = 0; i < t->payload_count; ++i) {
       const transport::PayloadSlot& p = t->payloads[i];
       if (ledger_.mark_started(p.range.piece)) events_.on_piece_started(p.range.piece);
-      if (!ledger_.copy(p.range, slot.subspan(p.offset_in_packet, p.range.length))) {
+      const uint8_t* bytes = ledger_.bytes_of(p.range);
+      if (!bytes) {
         end("internal error: the core asked for bytes of piece " + std::to_string(p.range.piece) +
             " the lane does not hold");
         return false;
       }
+      gathered[i] = {p.offset_in_packet, std::span<const uint8_t>(bytes, p.range.length)};
     }
     packets_retransmitted_ += sender_->stats().data_bytes_retransmitted != resent_before;
-    if (const FrameStatus s = io_->sealer->seal(slot, t->size); s != FrameStatus::ok) {
+    if (const FrameStatus s = io_->sealer->seal(slot, t->size, std::span(gathered.data(), t->payload_count));
+        s != FrameStatus::ok) {
       end(s == FrameStatus::key_exhausted ? "the lane's key reached its usage limit (a new lane is needed)"
                                           : "cannot seal a datagram");
       return false;

@@ -152,18 +152,18 @@ TEST(CoreHooks, RateCapHoldsTheWireRate) {
   }
 }
 
-TEST(PieceLedger, CopiesWithinThePieceAndAcksOnce) {
+TEST(PieceLedger, GivesBytesWithinThePieceAndAcksOnce) {
   auto data = std::make_shared<std::vector<uint8_t>>(1000);
   for (size_t i = 0; i < data->size(); ++i) (*data)[i] = static_cast<uint8_t>(i);
   PieceLedger l;
   ASSERT_TRUE(l.add(9, 5000, 1000, std::shared_ptr<const uint8_t>(data, data->data())));
   EXPECT_FALSE(l.add(9, 5000, 1000, nullptr));  // one piece at a time
-  std::vector<uint8_t> out(10);
-  ASSERT_TRUE(l.copy(DataRange{9, 5100, 10}, out));
-  EXPECT_EQ(out[0], 100);
-  EXPECT_FALSE(l.copy(DataRange{9, 5995, 10}, out));  // runs past the end
-  EXPECT_FALSE(l.copy(DataRange{9, 4990, 10}, out));  // starts before it
-  EXPECT_FALSE(l.copy(DataRange{8, 5000, 10}, out));  // unknown piece
+  const uint8_t* at = l.bytes_of(DataRange{9, 5100, 10});
+  ASSERT_NE(at, nullptr);
+  EXPECT_EQ(at, data->data() + 100);
+  EXPECT_EQ(l.bytes_of(DataRange{9, 5995, 10}), nullptr);  // runs past the end
+  EXPECT_EQ(l.bytes_of(DataRange{9, 4990, 10}), nullptr);  // starts before it
+  EXPECT_EQ(l.bytes_of(DataRange{8, 5000, 10}), nullptr);  // unknown piece
   EXPECT_TRUE(l.mark_started(9));
   EXPECT_FALSE(l.mark_started(9));
   EXPECT_FALSE(l.on_acked(DataRange{9, 5000, 600}));

@@ -3,6 +3,8 @@
 // session), with the opener's state untouched by refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <vector>
 
 #include "core/transport/byte_cursor.hpp"
@@ -97,6 +99,39 @@ TEST_F(DatagramCrypto, OtherLaneReflectedAndOtherSessionAreRefused) {
   EXPECT_EQ(opener.open(old_session), FrameStatus::forged);
   std::vector<uint8_t> runt(10, 0x40);
   EXPECT_EQ(opener.open(runt), FrameStatus::bad_header);
+}
+
+TEST_F(DatagramCrypto, GatheredPayloadsSealToTheSameBytesAsACopyInPlace) {
+  // Two payloads at odd offsets and lengths (GCM's partial blocks between
+  // them), taken from elsewhere; the packet's bytes there are garbage.
+  const auto plain = make_packet(PacketKind::data, kLane, 9, 300);
+  const std::vector<uint8_t> first(plain.begin() + 40, plain.begin() + 117);
+  const std::vector<uint8_t> second(plain.begin() + 130, plain.begin() + 301);
+  auto copied = plain;
+  const size_t size = plain.size() - transport::kAeadTagSize;
+  ASSERT_EQ(sealer.seal(copied, size), FrameStatus::ok);
+  auto gathered = plain;
+  std::fill(gathered.begin() + 40, gathered.begin() + 117, uint8_t{0xee});
+  std::fill(gathered.begin() + 130, gathered.begin() + 301, uint8_t{0xee});
+  const std::array<DatagramSealer::Gathered, 2> from{{{40, first}, {130, second}}};
+  DatagramSealer again = DatagramSealer::create(k.keys.client_to_server, kSession).value();
+  ASSERT_EQ(again.seal(gathered, size, from), FrameStatus::ok);
+  EXPECT_EQ(gathered, copied);
+  ASSERT_EQ(opener.open(gathered), FrameStatus::ok);
+  EXPECT_TRUE(std::equal(gathered.begin(), gathered.end() - 16, plain.begin()));
+}
+
+TEST_F(DatagramCrypto, GatheredPayloadsOutOfOrderOrPastTheEndAreRefused) {
+  auto p = make_packet(PacketKind::data, kLane, 3, 300);
+  const size_t size = p.size() - transport::kAeadTagSize;
+  const std::vector<uint8_t> bytes(50, 1);
+  const std::array<DatagramSealer::Gathered, 2> backwards{{{200, bytes}, {100, bytes}}};
+  EXPECT_EQ(sealer.seal(p, size, backwards), FrameStatus::buffer_too_small);
+  const std::array<DatagramSealer::Gathered, 1> past{{{size - 10, bytes}}};
+  EXPECT_EQ(sealer.seal(p, size, past), FrameStatus::buffer_too_small);
+  const std::array<DatagramSealer::Gathered, 1> in_header{{{2, bytes}}};
+  EXPECT_EQ(sealer.seal(p, size, in_header), FrameStatus::buffer_too_small);
+  EXPECT_EQ(sealer.bytes_sealed(), 0u);
 }
 
 TEST_F(DatagramCrypto, SealNeedsRoomForTheTag) {

@@ -1,0 +1,295 @@
+#include "core/transport/tcp_group_cap.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace braid::transport {
+
+namespace {
+// The loop's gain: R = B × (1 + k (target − q) / rtt) drains a queue above
+// the target in about rtt / k. The delay the loop sees is an RTT and the
+// engine's 10 ms look and the 2-sample filter late; k = 1/2 keeps it from
+// overshooting by more than about the target on the paths measured.
+constexpr double kGain = 0.5;
+// Below the target the group probes at most 1.25 × B (BBR's probing gain):
+// a rate cap above the bottleneck is queue at once, growing by a quarter of
+// the link per unit of time until the signal comes back.
+constexpr double kMaxProbe = 1.25;
+// Above it, at most halve per look (a lane never stops: acks keep coming).
+constexpr double kMaxDrain = 0.5;
+// Below the target R grows by the probing factor per RTT up to this many
+// times B, and one look (the engine's 10 ms, or a late one) counts for at
+// most 2 RTTs.
+constexpr double kMaxRoom = 1.5;
+constexpr double kMaxRttsPerLook = 2.0;
+// The bottleneck's rate: the largest acked rate over 2 RTTs seen within the
+// last 10 RTTs (BBR's filter window; a single RTT's rate carries bursts of
+// compressed ACKs, 1.06 × the link per lane on netlab).
+constexpr double kRateRtts = 4;
+constexpr double kBottleneckWindowRtts = 10;
+// With a queue of at least half the target the link is busy: its rate is
+// the mean acked rate over this many RTTs.
+constexpr double kBusyQueue = 0.5;
+constexpr double kBusyRateRtts = 8;
+// A queue above 2 × target that outlasts max(1 s, 10 RTTs) while the cap
+// is draining, and has not shrunk by a quarter meanwhile, is not the
+// group's: under a cap at half the link its own drains by half a second per
+// second (a start-up's excess, a lane's burst).
+constexpr double kForeignQueueTargets = 2;
+constexpr double kOwnQueueShrinks = 0.75;
+constexpr Duration kForeignQueueTime = Duration::seconds(1);
+constexpr double kForeignQueueRtts = 10;
+constexpr Duration kFirstRetry = Duration::seconds(5);
+constexpr Duration kLastRetry = Duration::seconds(40);
+// Lanes share R by their acked rates, with this much shared evenly so a
+// lane held low by its share can show that it could do more.
+constexpr double kEvenShare = 0.25;
+// A lane's kernel pacing below 0.7 of its cap for max(1 s, 20 RTTs) with
+// data waiting: its controller is restarted (TcpLaneDecision::restart).
+constexpr double kLaggingPace = 0.7;
+constexpr Duration kLaggingTime = Duration::seconds(1);
+constexpr double kLaggingRtts = 20;
+// A lane's delay counts towards the group's while its last ACK is this recent.
+constexpr double kFreshRtts = 2;
+constexpr Duration kFreshMin = Duration::millis(50);
+constexpr Duration kMinLoopRtt = Duration::millis(1);
+}  // namespace
+
+TcpGroupCap::TcpGroupCap(const TcpGroupCapConfig& cfg) : cfg_(cfg) {}
+
+Rate TcpGroupCap::acked_since(Time now, Time since) const {
+  const Point* from = nullptr;
+  for (size_t i = 1; i < history_count_; ++i) {
+    const Point& p = history_[(history_next_ + kHistory - 1 - i) % kHistory];
+    from = &p;
+    if (p.t <= since) break;
+  }
+  if (!from || now <= from->t) return Rate();
+  return Rate::over(Bytes(acked_total_ - from->acked), now - from->t);
+}
+
+void TcpGroupCap::update_rates(Time now, uint64_t acked_now) {
+  const Duration rtt = std::max(srtt_, kMinLoopRtt);
+  Point p{now, acked_now, Rate()};
+  history_[history_next_] = p;
+  history_next_ = (history_next_ + 1) % kHistory;
+  history_count_ = std::min(history_count_ + 1, kHistory);
+  Point& newest = history_[(history_next_ + kHistory - 1) % kHistory];
+  newest.two_rtt = acked_since(now, now - rtt * kRateRtts);
+  Rate best;
+  for (size_t i = 0; i < history_count_; ++i) {
+    const Point& q = history_[(history_next_ + kHistory - 1 - i) % kHistory];
+    if (q.t < now - rtt * kBottleneckWindowRtts) break;
+    best = std::max(best, q.two_rtt);
+  }
+  bottleneck_ = best;
+}
+
+void TcpGroupCap::update_lane(Lane& l, const TcpLaneSample& s, Time now) {
+  const TcpSample& t = s.tcp;
+  if (!l.started) {
+    l.started = true;
+    l.last = t;
+    // The kernel's minimum (the handshake's RTT at first) is the lane's
+    // base until its own samples show one.
+    if (s.min_rtt.ns() > 0) {
+      l.min_rtt = s.min_rtt;
+      l.delays.on_sample(now, s.min_rtt);
+    }
+    return;
+  }
+  if (s.min_rtt.ns() > 0) l.min_rtt = s.min_rtt;
+  if (t.now <= l.last.now) return;
+  const bool new_acks = t.bytes_acked > l.last.bytes_acked;
+  const double dt = (t.now - l.last.now).to_seconds();
+  const uint64_t delta = new_acks ? t.bytes_acked - l.last.bytes_acked : 0;
+  acked_total_ += delta;
+  // Its share: the acked rate, smoothed over about two RTTs.
+  const double alpha = std::min(1.0, dt / (2 * std::max(srtt_, kMinLoopRtt).to_seconds()));
+  l.share_rate = Rate::bytes_per_sec(l.share_rate.bytes_per_second() * (1 - alpha) + delta / dt * alpha);
+  if (new_acks && t.srtt.ns() > 0) {
+    Duration sample = latest_rtt_sample(l.last, t, t.mss);
+    // Under a cap the kernel paces the lane's segments apart; the ACK of a
+    // lone one waits for the next (tcp_pacing_cap.cpp): never count that wait
+    // as queue, and never let a compensated sample move the base.
+    // The gap is the pace the kernel sends at: the cap, or its own rate if lower.
+    if (l.cap && l.delays.has_sample() && l.cap->bytes_per_second() > 0) {
+      const Rate pace = s.pacing.is_zero() ? *l.cap : std::min(*l.cap, s.pacing);
+      sample = std::max(sample - std::min(kDelayedAckMax, pace.transfer_time(t.mss)), l.delays.base());
+    }
+    l.delays.on_sample(now, sample);
+    l.last_ack = now;
+  }
+  l.last = t;
+}
+
+std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector<TcpLaneSample>& samples) {
+  std::vector<TcpLaneDecision> caps(samples.size());
+  if (last_ != Time::never() && now <= last_) {
+    for (size_t i = 0; i < samples.size(); ++i)
+      if (auto it = lanes_.find(samples[i].lane); it != lanes_.end()) caps[i].cap = it->second.cap;
+    return caps;
+  }
+  last_ = now;
+
+  // Lanes: new ones start, gone ones are forgotten.
+  std::map<uint64_t, Lane> kept;
+  bool app_limited = !samples.empty();
+  for (const auto& s : samples) app_limited = app_limited && s.app_limited;
+  Duration srtt = Duration::infinite();
+  Bytes mss{1448};
+  for (const auto& s : samples) {
+    auto it = lanes_.find(s.lane);
+    Lane l = it != lanes_.end() ? std::move(it->second) : Lane{};
+    update_lane(l, s, now);
+    if (s.tcp.srtt.ns() > 0) srtt = std::min(srtt, s.tcp.srtt);
+    if (s.tcp.mss.count() > 0) mss = s.tcp.mss;
+    kept.emplace(s.lane, std::move(l));
+  }
+  lanes_ = std::move(kept);
+  if (srtt != Duration::infinite()) srtt_ = std::max(srtt, kMinTcpRtt);
+  update_rates(now, acked_total_);
+
+  // The group's queue: the mean current delay of the lanes acked lately,
+  // weighted by their rates, less the smallest base (the least of them
+  // read several ms low with six lanes, each sample noisy with ACK timing). One queue, so the same excess on every lane:
+  // the group's base is what a lane that opened while others already sent
+  // never saw (its handshake crossed their queue), and lanes to farther
+  // addresses have larger bases and currents alike.
+  const Duration fresh = std::max(kFreshMin, srtt_ * kFreshRtts);
+  std::optional<Duration> current, base;
+  double current_sum = 0, weights = 0, total_share = 0;
+  for (const auto& [id, l] : lanes_) total_share += l.share_rate.bytes_per_second();
+  for (const auto& [id, l] : lanes_) {
+    if (!l.delays.has_sample()) continue;
+    const Duration b = l.min_rtt.ns() > 0 ? std::min(l.delays.base(), l.min_rtt) : l.delays.base();
+    base = base ? std::min(*base, b) : b;
+    if (l.last_ack != Time::never() && now - l.last_ack <= fresh) {
+      // Weighted by what the lane carries: a lane that carries little (one
+      // just opened, a trial stream, one the scheduler left dry) sends lone
+      // segments whose ACKs wait, and its samples read high.
+      const double w = l.share_rate.bytes_per_second() + 0.01 * total_share + 1e-9;
+      current_sum += (l.delays.base() + l.delays.queuing_delay()).to_seconds() * w;
+      weights += w;
+    }
+  }
+  if (weights > 0) current = Duration::seconds_f(current_sum / weights);
+  if (base) base_ = *base;
+  if (current && base) {
+    queue_ = std::max(*current - *base, Duration::zero());
+    have_queue_ = true;
+  }
+
+  const Duration rtt = std::max(srtt_, kMinLoopRtt);
+  const Duration target = cfg_.target;
+  const Duration dt = last_look_ == Time::never() ? Duration::zero() : now - last_look_;
+  last_look_ = now;
+  // The group's floor is RFC 6817's two segments per RTT — for the group,
+  // not per lane: six lanes on a 2 Mbit/s uplink at two segments per RTT
+  // each add up to the link, and the cap could not drain its own queue.
+  // A lane below its share of the floor idles (a segment every few RTTs).
+  const Rate floor = Rate::over(Bytes(ledbat::kMinPackets * mss.count()), rtt);
+  const Rate recent = acked_since(now, now - rtt * kRateRtts);
+
+  if (competing_) {
+    if (now < retry_at_) return std::vector<TcpLaneDecision>(samples.size());
+    // Try again: if the other flow has gone, the queue drains under the cap.
+    competing_ = false;
+    capped_ = true;
+    rate_ = std::max(recent, floor);
+    above_since_ = Time::never();
+  } else if (!capped_) {
+    if (!have_queue_ || queue_ < target * ledbat::kSlowStartExit)
+      return std::vector<TcpLaneDecision>(samples.size());
+    capped_ = true;
+    rate_ = std::max(recent, floor);
+  } else if (app_limited) {
+    // Nothing waits in any lane's socket: what was acked says what the
+    // source gave, not what the path takes. Keep the rate (a lane the
+    // scheduler left dry for a moment otherwise came back to a cap at its
+    // idle rate, and the kernel's own estimate had followed it down).
+  } else if (!bottleneck_.is_zero()) {
+    // Above the target: drain the excess in about rtt / k. Below it: probe
+    // by up to a quarter, by how far below the target the queue is — not
+    // per RTT of excess as the drain, or at a few segments per RTT, where
+    // the delay samples carry milliseconds of ACK timing, the group crept
+    // up by 1-2 % per look and held a 4 Mbit/s link at half.
+    const double factor =
+        queue_ > target ? std::max(kMaxDrain, 1.0 - kGain * (queue_ - target).to_seconds() / rtt.to_seconds())
+                        : std::min(kMaxProbe, 1.0 + (kMaxProbe - 1.0) * (target - queue_).to_seconds() /
+                                                        target.to_seconds());
+    // With a queue standing the link is busy, and the acked rate over
+    // several RTTs is its rate without the max filter's bias (bursts of
+    // compressed ACKs read 5 % high, which held the queue that many RTTs
+    // of k above the target); without one, the filter's larger rate lets
+    // the group find a link that got faster.
+    Rate b = bottleneck_;
+    if (queue_ >= target * kBusyQueue) b = std::min(b, acked_since(now, now - rtt * kBusyRateRtts));
+    Rate next = b * factor;
+    // Below the target R also grows from itself, by the same factor per
+    // RTT, up to 1.5 × B: a kernel controller paced by the cap measures the
+    // cap as the path's rate and paces a little under it, so a cap that
+    // only followed what was acked stalled there (four lanes on a 4 Mbit/s
+    // uplink held at 0.5 Mbit/s each with the queue empty). Room above
+    // what is acked lets the kernel's own probing find the link.
+    if (queue_ < target && dt > Duration::zero()) {
+      const double grown = rate_.bytes_per_second() *
+                           std::pow(factor, std::min(dt.to_seconds() / rtt.to_seconds(), kMaxRttsPerLook));
+      next = std::max(next, Rate::bytes_per_sec(std::min(grown, b.bytes_per_second() * kMaxRoom)));
+    }
+    rate_ = std::max(next, floor);
+  }
+
+  // A queue that stays although the group drains it belongs to someone else.
+  if (queue_ > target * kForeignQueueTargets) {
+    if (above_since_ == Time::never()) {
+      above_since_ = now;
+      queue_then_ = queue_;
+    }
+    // RTTs of the empty path: the srtt holds the very queue being judged.
+    const Duration wait = std::max(kForeignQueueTime, base_ * kForeignQueueRtts);
+    if (now - above_since_ >= wait && queue_ < queue_then_ * kOwnQueueShrinks) {
+      // Shrinking: ours. Judge the next stretch from here.
+      above_since_ = now;
+      queue_then_ = queue_;
+    } else if (now - above_since_ >= wait) {
+      competing_ = true;
+      capped_ = false;
+      retry_at_ = now + retry_after_;
+      retry_after_ = std::min(retry_after_ * 2.0, kLastRetry);
+      above_since_ = Time::never();
+      for (auto& [id, l] : lanes_) l.cap.reset();
+      return std::vector<TcpLaneDecision>(samples.size());
+    }
+  } else {
+    above_since_ = Time::never();
+    if (queue_ <= target) retry_after_ = kFirstRetry;
+  }
+
+  // Share R: mostly by what each lane delivers, a quarter evenly.
+  double total = 0;
+  for (const auto& [id, l] : lanes_) total += l.share_rate.bytes_per_second();
+  const double n = static_cast<double>(std::max<size_t>(lanes_.size(), 1));
+  const Rate lane_floor = floor * (1.0 / n);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    Lane& l = lanes_.at(samples[i].lane);
+    const double share = total > 0 ? (1 - kEvenShare) * l.share_rate.bytes_per_second() / total + kEvenShare / n
+                                   : 1.0 / n;
+    l.cap = std::max(rate_ * share, lane_floor);
+    caps[i].cap = l.cap;
+    // A kernel that stays well below its cap with data waiting starts over.
+    const TcpLaneSample& s = samples[i];
+    if (!s.app_limited && !s.pacing.is_zero() && s.pacing < *l.cap * kLaggingPace) {
+      if (l.lagging_since == Time::never()) l.lagging_since = now;
+      if (now - l.lagging_since >= std::max(kLaggingTime, base_ * kLaggingRtts)) {
+        caps[i].restart = true;
+        l.lagging_since = Time::never();
+      }
+    } else {
+      l.lagging_since = Time::never();
+    }
+  }
+  return caps;
+}
+
+}  // namespace braid::transport

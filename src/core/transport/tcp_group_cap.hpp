@@ -1,0 +1,144 @@
+// The TCP lanes' default pacing cap: low queueing delay for the group of
+// lanes that share a bottleneck, at (nearly) the rate of one bbr flow.
+//
+// Each TCP lane runs the kernel's own controller (bbr or cubic). Several of
+// them on one bottleneck — streams × address pairs — each keep their own
+// queue and the queues add up: on a 4 Mbit/s uplink with a deep buffer two
+// bbr lanes added 115 ms of delay where one bbr flow adds ~20 (issue 15).
+// This controller couples them: one rate R for the whole group, steered by
+// the group's queueing delay towards a target of a few milliseconds, shared
+// among the lanes by what each delivers. It is the foreground sibling of
+// TcpPacingCap (`--background`, a LEDBAT scavenger that yields to others):
+//
+//  - queueing delay: per lane the kernel's srtt, de-smoothed by the ACKs
+//    since the last look and less the receiver's delayed-ACK wait
+//    (`latest_rtt_sample`, shared with TcpPacingCap), filtered as RFC 6817
+//    does; the group's delay is the mean current delay of the lanes acked
+//    lately, weighted by their rates, less the smallest base of any lane (the kernel's min_rtt
+//    counts: the handshake's RTT) — they cross one queue, and a lane that
+//    opened while the others already sent never saw the empty path;
+//  - no cap until the kernels' start-up has met the queue (3/4 target):
+//    an idle path fills at the kernel's own pace;
+//  - then R = B × a factor, B the bottleneck's rate estimate (the largest
+//    acked rate of the group over 4 RTTs seen in the last 10 RTTs; with a
+//    queue standing, the mean acked rate over 8 RTTs): above the target
+//    1 − k (q − target) / rtt, which drains the excess in about rtt / k
+//    (k = 1/2: stable for feedback delays up to about an RTT and a half —
+//    sampling and the delay filter add 10-20 ms to the path's RTT), at most
+//    halving; below it up to 1.25 (BBR's probing gain) by how far below,
+//    and R also grows by that factor per RTT from itself up to 1.5 × B, so a
+//    kernel paced by the cap (which then takes the cap for the path's rate)
+//    has room to probe;
+//  - a queue that is not ours: while the delay stays above twice the target
+//    for 1 s (≥ 10 RTTs) without shrinking by a quarter although R is below
+//    B, another flow holds the queue (a cubic download, a backup). A foreground transfer competes
+//    then: the cap is lifted (the kernel's controller runs free) and tried
+//    again after 5 s, 10 s, … up to 40 s while the queue stays;
+//  - lanes share R by their acked rates (3/4) and evenly (1/4), so a lane
+//    that can deliver more shows it at the next look;
+//  - while no lane has anything waiting in its socket the group sends what
+//    the source gives, and R holds.
+//
+// Pure: samples come in with their time, caps go out as the return value.
+// The engine samples every ~10 ms.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "core/transport/ledbat.hpp"
+#include "core/transport/tcp_pacing_cap.hpp"
+#include "core/units.hpp"
+
+namespace braid::transport {
+
+struct TcpGroupCapConfig {
+  Duration target = Duration::millis(5);  // the queueing delay the group aims for
+};
+
+/// One lane's look at its socket, with the lane's id (stable while it lives).
+struct TcpLaneSample {
+  uint64_t lane = 0;
+  TcpSample tcp;
+  Duration min_rtt;  // tcpi_min_rtt (0: not known): the lane's base, before its own samples show one
+  Rate pacing;       // tcpi_pacing_rate, the kernel's own pace under any cap (0: not known)
+  bool app_limited = false;  // nothing waits in its socket (tcpi_notsent_bytes 0): it sends what it is given
+};
+
+/// What a lane gets: its cap, and whether its kernel controller should start over.
+struct TcpLaneDecision {
+  std::optional<Rate> cap;  // nullopt: uncapped
+  /// The kernel has paced this lane well below its cap for a while though
+  /// it had data waiting: its own estimate fell with an earlier, lower cap
+  /// and at a few segments per RTT (delayed ACKs, a window sized from the
+  /// unloaded RTT) it does not climb back. Restarting its start-up lets it
+  /// refill the cap in a few RTTs (TcpPacingCap's restart_probe, for one lane).
+  bool restart = false;
+};
+
+class TcpGroupCap {
+ public:
+  explicit TcpGroupCap(const TcpGroupCapConfig& cfg = {});
+
+  /// One round of samples of the group's lanes (times must not go back).
+  /// Returns each lane's decision in the order given. Lanes not in a round
+  /// are forgotten.
+  std::vector<TcpLaneDecision> on_samples(Time now, const std::vector<TcpLaneSample>& lanes);
+
+  /// The group's rate (nullopt: uncapped).
+  std::optional<Rate> rate() const { return capped_ ? std::optional<Rate>(rate_) : std::nullopt; }
+  Duration queuing_delay() const { return queue_; }
+  Rate bottleneck_rate() const { return bottleneck_; }
+  /// Another flow holds the queue: the cap is lifted until the next try.
+  bool competing() const { return competing_; }
+
+ private:
+  struct Lane {
+    TcpSample last;
+    bool started = false;
+    ledbat::DelayFilter delays{2};  // the kernel's srtt is smoothed already (as TcpPacingCap)
+    Duration min_rtt;              // the kernel's (tcpi_min_rtt), 0: not known
+    Time last_ack = Time::never();
+    uint64_t acked_in_window = 0;  // bytes acked since the group's last rate point
+    Rate share_rate;               // its acked rate, smoothed
+    std::optional<Rate> cap;       // its cap last round
+    Time lagging_since = Time::never();  // paced well below its cap with data waiting, since
+  };
+  void update_lane(Lane& l, const TcpLaneSample& s, Time now);
+  void update_rates(Time now, uint64_t acked_now);
+  Rate acked_since(Time now, Time since) const;
+
+  TcpGroupCapConfig cfg_;
+  std::map<uint64_t, Lane> lanes_;
+  Duration srtt_ = Duration::millis(100);
+  Duration queue_;
+  Duration base_;  // the group's base RTT: the smallest of its lanes'
+  bool have_queue_ = false;
+
+  bool capped_ = false;
+  Rate rate_;
+  Rate bottleneck_;
+  bool competing_ = false;
+  Time above_since_ = Time::never();  // the queue above 2 × target since
+  Duration queue_then_;               // ...and what it was then
+  Time retry_at_ = Time::never();
+  Duration retry_after_ = Duration::seconds(5);
+  Time last_ = Time::never();
+  Time last_look_ = Time::never();
+
+  // The group's acked bytes over time (cumulative, summed from the lanes' deltas).
+  static constexpr size_t kHistory = 128;
+  struct Point {
+    Time t;
+    uint64_t acked = 0;
+    Rate two_rtt;  // acked rate over the 2 RTTs before t
+  };
+  Point history_[kHistory];
+  size_t history_count_ = 0;
+  size_t history_next_ = 0;
+  uint64_t acked_total_ = 0;
+};
+
+}  // namespace braid::transport

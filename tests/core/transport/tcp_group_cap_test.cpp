@@ -1,0 +1,326 @@
+// The TCP lanes' default, coupled pacing cap (TcpGroupCap), driven in
+// virtual time by a small model of N kernel TCP lanes on one bottleneck:
+// segments through one FIFO drop-tail queue, a receiver per lane that ACKs
+// every second segment (a lone one after 40 ms), a per-ACK srtt (1/8) and a
+// bbr-like kernel per lane (gain × its largest delivery rate of 10 rounds;
+// STARTUP at 2.89 until the rate stops growing, then a DRAIN at 1/2.89
+// until in flight is one BDP) that paces under the cap and keeps in flight
+// within its window (10 segments at first, then gain × rate × min RTT, 2×
+// in PROBE_BW, + 6 segments of quantisation budget, never under 4).
+// A ping's delay is the queue's length in time. Deterministic.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "core/transport/tcp_group_cap.hpp"
+
+namespace braid::transport {
+namespace {
+
+struct GroupRun {
+  // The path.
+  double link_mbit = 4, base_rtt_ms = 20, queue_limit_ms = 1500;
+  int lanes = 2;
+  double end_s = 20;
+  bool coupled = true;  // false: the kernels run free (what braid did before)
+  // A greedy competitor that keeps the queue near `other_queue_ms` between these times.
+  double other_from_s = -1, other_to_s = -1, other_queue_ms = 300;
+  double target_ms = 5;
+  int trace_every = 5000;
+  double last_joins_s = -1;  // the last lane opens then (a trial stream), its handshake through the queue  // steps of 0.1 ms between lines of BRAID_TEST_TRACE
+
+  // What came out.
+  std::vector<double> queue_ms;  // the queue every 50 ms (a ping's added delay)
+  std::vector<double> queue_t;
+  double delivered_bytes = 0;    // ours, after `measure_from_s`
+  double measure_from_s = 3;
+  bool ever_competing = false;
+  std::vector<double> competing_t;
+
+  static constexpr double kMss = 1448, kDelack = 0.040, kJiffy = 0.004;
+
+  struct Seg {
+    int lane;
+    double sent, arrive, delivered_at_send;
+  };
+  struct LaneState {
+    std::deque<std::pair<double, Seg>> acks;  // (arrival at the sender, first segment covered)
+    std::deque<int> ack_counts;
+    std::optional<Seg> pending;
+    double pending_timer = 0, last_ack_at = 0, credit = 0;
+    double srtt = 0, min_rtt = 1e9, acked = 0, delivered = 0, sent = 0;
+    bool drain = false;
+    uint32_t acks_in = 0;
+    std::optional<Rate> cap;
+    bool startup = true;
+    double full_bw = 0, round_start = 0;
+    int full_count = 0, cycle = 0;
+    std::deque<std::pair<double, double>> bw;  // (time, delivery rate)
+    double btlbw() const {
+      double m = 0;
+      for (const auto& b : bw) m = std::max(m, b.second);
+      return m;
+    }
+  };
+
+  static double percentile(std::vector<double> v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const double pos = p / 100 * (v.size() - 1);
+    const size_t i = static_cast<size_t>(pos);
+    return i + 1 < v.size() ? v[i] + (v[i + 1] - v[i]) * (pos - i) : v[i];
+  }
+  double queue_percentile(double p, double from_s = 3) const {
+    std::vector<double> v;
+    for (size_t i = 0; i < queue_ms.size(); ++i)
+      if (queue_t[i] >= from_s) v.push_back(queue_ms[i]);
+    return percentile(v, p);
+  }
+  double utilisation() const {
+    return delivered_bytes * 8 / ((end_s - measure_from_s) * link_mbit * 1e6);
+  }
+
+  void run() {
+    TcpGroupCapConfig cfg;
+    cfg.target = Duration::seconds_f(target_ms / 1000);
+    TcpGroupCap group(cfg);
+    const double C = link_mbit * 1e6 / 8, dt = 0.0001, R = base_rtt_ms / 1000;
+    std::vector<LaneState> L(lanes);
+    for (auto& l : L) l.min_rtt = R;  // the handshake's RTT, through an empty queue
+    std::deque<Seg> to_receiver;  // in arrival order (FIFO queue, then R/2)
+    double last_depart = 0, last_arrive = 0;
+    auto kernel_rate = [&](LaneState& l) {
+      const double bw = std::max(l.btlbw(), 10 * kMss / R);
+      static constexpr double kCycle[8] = {1.25, 0.75, 1, 1, 1, 1, 1, 1};
+      return bw * (l.startup ? 2.89 : l.drain ? 1 / 2.89 : kCycle[l.cycle % 8]);
+    };
+    auto window = [&](const LaneState& l) {
+      if (l.btlbw() == 0 || l.min_rtt >= 1e9) return 10 * kMss;
+      // bbr's target window adds 3 × its TSO burst (2 segments) for quantisation.
+      return std::max(4 * kMss, (l.startup ? 2.89 : 2.0) * l.btlbw() * l.min_rtt + 6 * kMss);
+    };
+    for (int step = 0; step * dt < end_s; ++step) {
+      const double t = step * dt;
+      const double queue_s = std::max(0.0, last_depart - t);
+      // The competitor: tops the queue up to its level while present.
+      if (t >= other_from_s && t < other_to_s && queue_s < other_queue_ms / 1000)
+        last_depart = std::max(last_depart, t) + C * dt * 1.5 / C;
+      for (int i = 0; i < lanes; ++i) {
+        LaneState& l = L[i];
+        if (i == lanes - 1 && t < last_joins_s) {
+          l.min_rtt = R + std::max(0.0, last_depart - t);
+          l.round_start = t;
+          continue;
+        }
+        const double rtt_now = l.srtt > 0 ? l.srtt : R;
+        if (t - l.round_start >= rtt_now) {
+          l.round_start = t;
+          ++l.cycle;
+          if (l.startup) {
+            const double bw = l.btlbw();
+            if (bw >= l.full_bw * 1.25) {
+              l.full_bw = bw;
+              l.full_count = 0;
+            } else if (++l.full_count >= 3) {
+              l.startup = false;
+              l.drain = true;
+            }
+          }
+          if (l.drain && l.sent - l.acked <= l.btlbw() * l.min_rtt) l.drain = false;
+        }
+        while (!l.bw.empty() && l.bw.front().first < t - 10 * rtt_now) l.bw.pop_front();
+        const double rate = l.cap ? std::min(l.cap->bytes_per_second(), kernel_rate(l)) : kernel_rate(l);
+        l.credit = std::min(l.credit + rate * dt, std::max(2 * kMss, 2 * rate * dt));
+        while (l.credit >= kMss && l.sent - l.acked + kMss <= window(l)) {
+          l.credit -= kMss;
+          l.sent += kMss;
+          const double start = std::max(last_depart, t);
+          if (start - t > queue_limit_ms / 1000) continue;  // dropped (deep buffers: only a start-up's excess)
+          last_depart = start + kMss / C;
+          last_arrive = std::max(last_arrive, last_depart + R / 2);
+          to_receiver.push_back({i, t, last_arrive, l.delivered});
+        }
+      }
+      // Receivers: every second segment ACKs both, a lone one waits for the timer.
+      while (!to_receiver.empty() && to_receiver.front().arrive <= t) {
+        const Seg seg = to_receiver.front();
+        to_receiver.pop_front();
+        LaneState& l = L[seg.lane];
+        l.delivered += kMss;
+        if (t >= measure_from_s) delivered_bytes += kMss;
+        auto send_ack = [&](double at, const Seg& first, int n) {
+          l.last_ack_at = std::max(l.last_ack_at, at + R / 2);
+          l.acks.push_back({l.last_ack_at, first});
+          l.ack_counts.push_back(n);
+        };
+        if (l.pending) {
+          send_ack(seg.arrive, *l.pending, 2);
+          l.pending.reset();
+        } else {
+          l.pending = seg;
+          l.pending_timer = std::ceil((seg.arrive + kDelack) / kJiffy) * kJiffy;
+        }
+      }
+      for (auto& l : L) {
+        if (l.pending && l.pending_timer <= t) {
+          l.last_ack_at = std::max(l.last_ack_at, l.pending_timer + R / 2);
+          l.acks.push_back({l.last_ack_at, *l.pending});
+          l.ack_counts.push_back(1);
+          l.pending.reset();
+        }
+        while (!l.acks.empty() && l.acks.front().first <= t) {
+          const Seg first = l.acks.front().second;
+          const int n = l.ack_counts.front();
+          l.acks.pop_front();
+          l.ack_counts.pop_front();
+          ++l.acks_in;
+          const double m = t - first.sent;
+          l.srtt = l.srtt > 0 ? l.srtt + (m - l.srtt) / 8 : m;
+          l.min_rtt = std::min(l.min_rtt, m);
+          l.acked += n * kMss;
+          l.bw.push_back({t, (l.delivered - first.delivered_at_send) / std::max(t - first.sent, 1e-4)});
+        }
+      }
+      if (step % 500 == 499) {
+        queue_ms.push_back(std::max(0.0, last_depart - t) * 1000);
+        queue_t.push_back(t);
+      }
+      if (step % 100 == 99 && coupled) {
+        std::vector<TcpLaneSample> samples;
+        for (int i = 0; i < lanes; ++i) {
+          const LaneState& l = L[i];
+          if (i == lanes - 1 && t < last_joins_s) continue;
+          TcpLaneSample s;
+          s.lane = static_cast<uint64_t>(i) + 1;
+          s.tcp.now = Time::zero() + Duration::seconds_f(t);
+          s.tcp.srtt = Duration::seconds_f(l.srtt > 0 ? l.srtt : R);
+          s.tcp.bytes_acked = static_cast<uint64_t>(l.acked);
+          s.tcp.segs_in = l.acks_in;
+          s.tcp.mss = Bytes(static_cast<uint64_t>(kMss));
+          if (l.min_rtt < 1e9) s.min_rtt = Duration::seconds_f(l.min_rtt);
+          samples.push_back(s);
+        }
+        const auto caps = group.on_samples(Time::zero() + Duration::seconds_f(t), samples);
+        for (size_t i = 0; i < samples.size(); ++i) L[samples[i].lane - 1].cap = caps[i].cap;
+        if (std::getenv("BRAID_TEST_TRACE") && step % trace_every == trace_every - 1)
+          std::printf("%6.2f real %7.1f ms  q %6.1f ms  rate %7.3f  B %7.3f Mbit/s  srtt0 %6.1f\n", t,
+                      std::max(0.0, last_depart - t) * 1000, group.queuing_delay().to_millis(),
+                      group.rate() ? group.rate()->bits_per_second() / 1e6 : -1,
+                      group.bottleneck_rate().bits_per_second() / 1e6, L[0].srtt * 1000);
+        if (std::getenv("BRAID_TEST_TRACE") && step % trace_every == trace_every - 1)
+          for (int i = 0; i < lanes; ++i)
+            std::printf("    lane %d cap %.3f kernel %.3f inflight %.0f window %.0f\n", i,
+                        L[i].cap ? L[i].cap->bits_per_second() / 1e6 : -1, kernel_rate(L[i]) * 8 / 1e6,
+                        L[i].sent - L[i].acked, window(L[i]));
+        if (group.competing()) {
+          ever_competing = true;
+          competing_t.push_back(t);
+        }
+      }
+    }
+    if (std::getenv("BRAID_TEST_TRACE"))
+      std::printf("%d lanes, %g Mbit/s: queue p50 %.1f p95 %.1f ms, utilisation %.3f\n", lanes, link_mbit,
+                  queue_percentile(50), queue_percentile(95), utilisation());
+  }
+};
+
+TEST(TcpGroupCap, TwoLanesOnASlowUplinkHoldTheQueueNearTheTargetAndFillTheLink) {
+  GroupRun r;
+  r.lanes = 2;
+  r.trace_every = 1000;
+  r.run();
+  EXPECT_LE(r.queue_percentile(50), 10);
+  EXPECT_LE(r.queue_percentile(95), 30);
+  EXPECT_GE(r.utilisation(), 0.9);
+  EXPECT_FALSE(r.ever_competing);
+}
+
+TEST(TcpGroupCap, FourLanesAddNoMoreQueueThanTwo) {
+  GroupRun two, four;
+  two.lanes = 2;
+  four.lanes = 4;
+  four.trace_every = 500;
+  two.run();
+  four.run();
+  EXPECT_LE(four.queue_percentile(50), 10);
+  EXPECT_LE(four.queue_percentile(95), 30);
+  EXPECT_LE(four.queue_percentile(50), two.queue_percentile(50) + 3);
+  EXPECT_GE(four.utilisation(), 0.9);
+}
+
+TEST(TcpGroupCap, ManyLanesAtAFewSegmentsPerRttStillFillTheLink) {
+  // 0.33 Mbit/s a lane: a segment every 35 ms, each ACK held for the next
+  // one — delay samples inflated by most of an RTT, which the cap allows for.
+  GroupRun r;
+  r.link_mbit = 2;
+  r.lanes = 6;
+  r.run();
+  EXPECT_GE(r.utilisation(), 0.9);
+  // Two packets of 1500 bytes are 12 ms at 2 Mbit/s.
+  EXPECT_LE(r.queue_percentile(50), 15);
+  EXPECT_LE(r.queue_percentile(95), 30);
+}
+
+TEST(TcpGroupCap, ALaneThatJoinsLaterDoesNotDragTheGroupDown) {
+  // A trial stream opens at 8 s: its first samples, at the small share it
+  // is given, carry ACK timing; weighted by what it carries they do not
+  // read as a queue (on netlab they once sent the group to 0.5 Mbit/s).
+  GroupRun r;
+  r.lanes = 3;
+  r.last_joins_s = 8;
+  r.measure_from_s = 9;
+  r.run();
+  EXPECT_GE(r.utilisation(), 0.9);
+  EXPECT_LE(r.queue_percentile(50, 9), 10);
+  EXPECT_LE(r.queue_percentile(95, 9), 30);
+}
+
+TEST(TcpGroupCap, UncoupledLanesBuildTheQueueTheCapPrevents) {
+  // The model is able to fail: without the cap the same four kernels keep a
+  // queue several times the target (the model's bbr is gentler than the
+  // kernel's: 115 ms were measured on netlab with two lanes).
+  GroupRun r;
+  r.lanes = 4;
+  r.coupled = false;
+  r.run();
+  EXPECT_GE(r.queue_percentile(50), 3 * r.target_ms);
+}
+
+TEST(TcpGroupCap, AFastLongPathIsFilledToo) {
+  GroupRun r;
+  r.link_mbit = 100;
+  r.base_rtt_ms = 40;
+  r.queue_limit_ms = 200;
+  r.lanes = 4;
+  r.end_s = 10;
+  r.run();
+  EXPECT_GE(r.utilisation(), 0.9);
+  EXPECT_LE(r.queue_percentile(50), 10);
+}
+
+TEST(TcpGroupCap, AQueueThatIsNotOursLiftsTheCapAndItComesBackWhenTheQueueGoes) {
+  GroupRun r;
+  r.lanes = 2;
+  r.link_mbit = 10;
+  r.other_from_s = 5;
+  r.other_to_s = 12;
+  r.trace_every = 2500;
+  r.end_s = 30;
+  r.run();
+  ASSERT_TRUE(r.ever_competing);
+  // Competing only while the other flow holds the queue (and a retry's wait after).
+  EXPECT_GE(r.competing_t.front(), 5.0);
+  EXPECT_LE(r.competing_t.front(), 6.7);
+  EXPECT_LE(r.competing_t.back(), 12 + 11);
+  // ...and the queue is the group's small one again at the end.
+  EXPECT_LE(r.queue_percentile(50, 26), 10);
+}
+
+}  // namespace
+}  // namespace braid::transport
