@@ -7,6 +7,8 @@ pkgs=(build-essential cmake pkg-config libssl-dev libxxhash-dev libgtest-dev lib
       iproute2 iperf3 iputils-ping mptcpd mptcpize openssh-server openssh-client gnuplot-nox
       time linux-perf  # /usr/bin/time for the benches' CPU per GiB; perf for docs/benchmarks.md's profile
       rsync  # the reference for bench/sync/run
+      attr acl  # getfattr/setfattr, getfacl/setfacl: tests/integration/metadata.sh checks -X and -A with them
+      libzstd-dev  # per-piece compression (docs/engine.md, "Compression"): Debian's zstd, no download at build time
       python3 python3-zeroconf  # an independent DNS-SD browser for tests/integration/discovery.sh
       libtomlplusplus-dev libcpp-httplib-dev libqrencode-dev libjs-chart.js curl  # braid serve (docs/serve.md)
       chromium chromium-driver python3-selenium zbar-tools  # the dashboard in a real browser: tests/integration/serve_browser.py

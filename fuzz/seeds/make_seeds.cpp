@@ -121,6 +121,14 @@ void wire_seeds() {
     const wire::SplitOffer split = wire::split_offer(linked, 40);
     message("offer_continued", split.head);
     for (size_t i = 0; i < split.parts.size(); ++i) message("offer_part_" + std::to_string(i), split.parts[i]);
+    Offer owned = sample_offer();  // -a -X -A: owners, groups, xattrs and ACLs
+    owned.entries[0].owner = OwnerId{1000, "alice"};
+    owned.entries[0].group = OwnerId{100, "users"};
+    owned.entries[0].xattrs = XattrList{true, true, {{"system.posix_acl_default", std::string("\x02\0\0\0", 4)}}};
+    owned.entries[1].owner = OwnerId{4242, ""};
+    owned.entries[1].xattrs = XattrList{true, false, {{"trusted.t", "x"}, {"user.comment", "hello"}}};
+    owned.entries[4].group = OwnerId{7, "lp"};
+    message("offer_owners_xattrs", owned);
   }
   message("refuse", Refuse{42, RefuseReason::busy, "the same transfer is being received elsewhere"});
   message("piece_abort", PieceAbort{42, 9});

@@ -80,6 +80,23 @@ void limits(std::span<const uint8_t> payload, FrameType type) {
         FUZZ_CHECK(e.kind == EntryKind::file && e.size == 0 && !e.data && *e.hard_link_to < i);
         FUZZ_CHECK(o.entries[*e.hard_link_to].kind == EntryKind::file && !o.entries[*e.hard_link_to].hard_link_to);
       }
+      // Owners and xattrs: none on a hard link; xattrs not on symlinks,
+      // sorted, distinct, bounded, each of a class the list says it covers.
+      for (const auto& e : o.entries) {
+        if (e.hard_link_to) FUZZ_CHECK(!e.owner && !e.group && !e.xattrs);
+        for (const auto* who : {&e.owner, &e.group})
+          if (*who) FUZZ_CHECK((*who)->name.size() <= kMaxOwnerNameBytes);
+        if (!e.xattrs) continue;
+        FUZZ_CHECK(e.kind != EntryKind::symlink && e.xattrs->items.size() <= kMaxXattrs);
+        FUZZ_CHECK(e.xattrs->with_xattrs || e.xattrs->with_acls);
+        for (size_t i = 0; i < e.xattrs->items.size(); ++i) {
+          const auto& a = e.xattrs->items[i];
+          const char c = xattr_class(a.name);
+          FUZZ_CHECK((c == 'x' && e.xattrs->with_xattrs) || (c == 'a' && e.xattrs->with_acls));
+          FUZZ_CHECK(a.name.size() <= kMaxXattrNameBytes && a.value.size() <= kMaxXattrValueBytes);
+          FUZZ_CHECK(i == 0 || e.xattrs->items[i - 1].name < a.name);
+        }
+      }
       break;
     }
     case FrameType::offer_part: {

@@ -52,6 +52,14 @@ std::string lane_table(const transfer::TransferReport& r) {
                      size(r.bytes), resumed, format_duration(Duration::seconds_f(r.seconds)), first,
                      rate(r.rate_bytes_per_sec), r.files, r.files == 1 ? "file" : "files", r.stalls, r.duplicates, r.abandoned,
                      r.policy.empty() ? "-" : r.policy, r.hash, r.verified ? "every file verified" : r.status);
+  if (r.compressed_file_bytes) {
+    uint64_t wire = 0;
+    for (const auto& l : r.lanes) wire += l.wire_bytes;
+    out += fmt::format("compression: {} of file bytes crossed as {} ({:.0f} % saved); {} on the wire in all for {} sent\n",
+                       size(r.compressed_file_bytes), size(r.compressed_wire_bytes),
+                       100.0 * (1.0 - static_cast<double>(r.compressed_wire_bytes) / static_cast<double>(r.compressed_file_bytes)),
+                       size(wire), size(r.sent_bytes));
+  }
   return out;
 }
 

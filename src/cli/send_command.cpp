@@ -46,6 +46,10 @@ struct SendArgs {
   bool strict_sources = false;
   bool sparse = false;     // -S: holes of sparse files cross as nothing and stay holes
   bool hard_links = false;  // -H: a file with several names crosses once and arrives with them all
+  files::MetadataOptions metadata;  // -o -g --numeric-ids -X -A
+  bool archive = false;             // -a: -o -g (the rest of rsync's -a is always on)
+  bool no_compress = false;         // --no-compress: every frame crosses as it is
+  std::string compress = "auto";    // --compress auto|always|off
   wire::SyncOptions sync;  // --sync and the flags that imply it
   std::string transport = "tcp";
   std::string cc;
@@ -194,7 +198,10 @@ void run_send(const SendArgs& a) {
   if (!latency_target || *latency_target < Duration::zero() || *latency_target > Duration::seconds(10))
     finish(kExitUsage, "bad --latency-target '" + a.latency_target + "' (e.g. 5ms; 0 turns it off)");
 
-  auto scan = files::scan_sources(paths, files::ScanOptions{a.follow_symlinks, a.strict_sources, a.sparse, a.hard_links});
+  files::MetadataOptions metadata = a.metadata;
+  if (a.archive) metadata.owner = metadata.group = true;
+  auto scan = files::scan_sources(paths,
+                                  files::ScanOptions{a.follow_symlinks, a.strict_sources, a.sparse, a.hard_links, metadata});
   if (!scan.ok()) finish(kExitFailure, scan.error);
   for (const auto& sk : scan.skipped)
     std::cerr << "braid send: skipped '" << security::printable_path(sk.path) << "': " << sk.reason << "\n";
@@ -244,6 +251,9 @@ void run_send(const SendArgs& a) {
   to.hash = a.hash == "sha256" ? wire::HashAlgo::sha256 : wire::HashAlgo::xxh3_128;
   to.chunk_size = chunk->count();
   to.sync = a.sync;
+  to.compress = a.no_compress || a.compress == "off" ? compress::Mode::off
+                : a.compress == "always"             ? compress::Mode::always
+                                                     : compress::Mode::automatic;
   // Each of rsync's flags for existing files only means something in a sync.
   to.sync.sync = a.sync.sync || a.sync.checksum || a.sync.update || a.sync.ignore_existing ||
                  a.sync.delete_extraneous || a.sync.dry_run;
@@ -359,6 +369,25 @@ void add_send_command(CLI::App& app) {
                     std::to_string(wire::kMaxDataRanges) + " data ranges is sent as plain data)");
   cmd->add_flag("-H,--hard-links", args->hard_links,
                 "Send a file with several names in the tree once and recreate its other names as hard links");
+  cmd->add_flag("-o,--owner", args->metadata.owner,
+                "Give each entry its owner here (by name, else by id; applied when the receiver runs as root)");
+  cmd->add_flag("-g,--group", args->metadata.group,
+                "Give each entry its group here (by name, else by id; as root, or a group the receiver is in)");
+  cmd->add_flag("--numeric-ids", args->metadata.numeric_ids,
+                "With -o/-g: send user and group ids only, never map them by name");
+  cmd->add_flag("-X,--xattrs", args->metadata.xattrs,
+                "Send extended attributes (user.*; trusted.* and security.* where readable) of files and directories");
+  cmd->add_flag("-A,--acls", args->metadata.acls,
+                "Send POSIX ACLs (access, and directories' default ACLs) of files and directories");
+  cmd->add_flag("--no-compress", args->no_compress, "Send every frame as it is (--compress off)");
+  cmd->add_option("--compress", args->compress,
+                  "auto (default): zstd-compress a 256 KiB frame of a TCP or stream lane when its sample looks "
+                  "compressible and the lane is slower than compressing (kept only if it saves 5 %); always: "
+                  "whatever the lane's speed; off")
+      ->check(CLI::IsMember({"auto", "always", "off"}));
+  cmd->add_flag("-a,--archive", args->archive,
+                "rsync's -a: -o -g (recursion, symlinks as links, permissions and mtimes are always kept; devices "
+                "and special files are skipped); -H, -S, -X, -A are separate, as with rsync");
   // Sync: rsync's flags with rsync's meanings (docs/engine.md, "Sync").
   cmd->add_flag("--sync", args->sync.sync,
                 "Files that exist on the receiver: skip those whose size and mtime match, send only the changed "

@@ -15,6 +15,12 @@ size_t offer_details_size(const Offer& o) {
   for (const auto& e : o.entries) {
     if (e.data) n += 4 + 1 + 4 + 16 * e.data->size();
     if (e.hard_link_to) n += 4 + 1 + 4;
+    for (const auto* who : {&e.owner, &e.group})
+      if (*who) n += 4 + 1 + 4 + 4 + (*who)->name.size();
+    if (e.xattrs) {
+      n += 4 + 1 + 1 + 4;
+      for (const auto& a : e.xattrs->items) n += 8 + a.name.size() + a.value.size();
+    }
   }
   return n;
 }
@@ -417,6 +423,64 @@ TEST(WireMessages, OfferCarriesHardLinks) {
   EXPECT_TRUE(refused(bad));
   bad = o;
   bad.entries[1].hard_link_to = 0;  // a directory is no link
+  EXPECT_TRUE(refused(bad));
+}
+
+TEST(WireMessages, OfferCarriesOwnersXattrsAndAcls) {
+  Offer o;
+  o.chunk_size = 1 << 20;
+  o.entries.push_back({EntryKind::directory, "d", 0, 0755, 1, 0, ""});
+  o.entries[0].owner = OwnerId{1000, "alice"};
+  o.entries[0].group = OwnerId{100, "users"};
+  o.entries[0].xattrs = XattrList{true, true, {{"system.posix_acl_default", std::string("\x02\0\0\0", 4)}}};
+  o.entries.push_back({EntryKind::file, "d/f", 10, 0644, 1, 0, ""});
+  o.entries[1].owner = OwnerId{0, ""};  // --numeric-ids: no name
+  o.entries[1].xattrs = XattrList{true, false, {{"security.x", ""}, {"user.a", std::string("v\0\xff", 3)}}};
+  o.entries.push_back({EntryKind::symlink, "d/l", 0, 0777, 1, 0, "f"});
+  o.entries[2].group = OwnerId{7, "g"};
+  o.entries.push_back({EntryKind::file, "d/e", 0, 0644, 1, 0, ""});
+  o.entries[3].xattrs = XattrList{false, true, {}};  // -A and no ACL: the receiver removes any
+  Offer back = round_trip(o);
+  EXPECT_EQ(back.entries, o.entries);
+
+  auto refused = [](const Offer& bad) {
+    std::vector<uint8_t> bytes;
+    encode(bad, bytes);
+    Offer b;
+    return !decode(bytes, b);
+  };
+  EXPECT_FALSE(refused(o));
+  Offer bad = o;
+  bad.entries[1].xattrs->items = {{"user.b", "1"}, {"user.a", "2"}};  // not sorted
+  EXPECT_TRUE(refused(bad));
+  bad.entries[1].xattrs->items = {{"user.a", "1"}, {"user.a", "2"}};  // twice
+  EXPECT_TRUE(refused(bad));
+  bad.entries[1].xattrs->items = {{"system.posix_acl_access", "x"}};  // an ACL in an -X-only list
+  EXPECT_TRUE(refused(bad));
+  bad.entries[1].xattrs->items = {{"system.nfs4_acl", "x"}};  // neither class
+  EXPECT_TRUE(refused(bad));
+  bad.entries[1].xattrs->items = {{"user.", "x"}};  // a namespace without a name
+  EXPECT_TRUE(refused(bad));
+  bad.entries[1].xattrs->items = {{std::string("user.a\0b", 8), "x"}};
+  EXPECT_TRUE(refused(bad));
+  bad = o;
+  bad.entries[1].xattrs = XattrList{true, true, {{"system.posix_acl_default", "x"}}};  // default ACL on a file
+  EXPECT_TRUE(refused(bad));
+  bad = o;
+  bad.entries[2].xattrs = XattrList{true, false, {}};  // not on symlinks
+  EXPECT_TRUE(refused(bad));
+  bad = o;
+  bad.entries[1].xattrs->with_xattrs = false;  // no class at all
+  bad.entries[1].xattrs->items.clear();
+  EXPECT_TRUE(refused(bad));
+  bad = o;
+  bad.entries.push_back({EntryKind::file, "d/h", 0, 0644, 1, 0, ""});
+  bad.entries.back().hard_link_to = 1;
+  EXPECT_FALSE(refused(bad));
+  bad.entries.back().owner = OwnerId{1, "x"};  // a hard link has its file's owner
+  EXPECT_TRUE(refused(bad));
+  bad.entries.back().owner.reset();
+  bad.entries.back().xattrs = XattrList{true, false, {}};
   EXPECT_TRUE(refused(bad));
 }
 

@@ -13,6 +13,16 @@
 #   hard-links     -H: a tree with a file of 3 names and one of 2 arrives
 #                  with the same link structure (stat %h, %i), each file's
 #                  bytes sent once; a second run (--sync) keeps it so
+#   owners         -a (= -o -g) as root: files, a directory and a symlink
+#                  owned by other users and groups (by name, and ids no name
+#                  stands for) arrive with them (stat %u %g); without -a they
+#                  belong to the receiver; a --sync run over an unchanged
+#                  file gives it its new owner (rsync's quick check)
+#   xattrs-acls    -X -A: user.* (binary values too) and trusted.* xattrs,
+#                  an access ACL on a file, access and default ACLs on a
+#                  directory arrive (getfattr -d -m -, getfacl); an xattr
+#                  removed at the source goes at the target on a --sync run;
+#                  -X alone sends no ACL
 set -uo pipefail
 BRAID=$1
 CASE=$2
@@ -137,6 +147,69 @@ case "$CASE" in
     diff "$W/src.links" "$W/dst.links" > /dev/null || fail "third run: link structure differs"
     json "s['sent_bytes'] == $MiB + 65536 + 1000" "s['bytes'] == $MiB + 65536 + 1000"
     [ -z "$(find "$W/dst/" -name '.braid-*')" ] || fail "temporary files left"
+    ;;
+
+  owners)
+    [ "$(id -u)" -eq 0 ] || { echo "SKIP [$CASE]: giving files away needs root"; exit 77; }
+    mkdir -p "$W/src/t/sub"
+    echo a > "$W/src/t/a"; echo b > "$W/src/t/sub/b"; echo c > "$W/src/t/c"
+    ln -s a "$W/src/t/link"
+    chown nobody:nogroup "$W/src/t/a"
+    chown 4242:4343 "$W/src/t/sub/b"   # ids no name stands for: they cross as ids
+    chown daemon:daemon "$W/src/t/sub"
+    chown -h 4444:4545 "$W/src/t/link"
+    chmod 4755 "$W/src/t/c"; chown bin:bin "$W/src/t/c"; chmod 4755 "$W/src/t/c"  # set-uid survives the chown
+    owners() { (cd "$1" && for f in a sub/b sub c link .; do echo "$f $(stat -c '%u %g %a' "$f")"; done); }
+    run -a "$W/src/t"
+    owners "$W/src/t" > "$W/src.own"; owners "$W/dst/t" > "$W/dst.own"
+    diff "$W/src.own" "$W/dst.own" > "$W/diff.txt" || fail "owners differ: $(cat "$W/diff.txt")"
+    echo "owners: $(tr '\n' ';' < "$W/dst.own")"
+    rm -rf "$W/dst/t"
+    run "$W/src/t"   # without -o -g: the receiver's
+    [ "$(stat -c '%u %g' "$W/dst/t/a")" = "0 0" ] || fail "without -a the file is $(stat -c '%u %g' "$W/dst/t/a")"
+    run --sync -o -g "$W/src/t"
+    json "s['sent_bytes'] == 0"
+    [ "$(stat -c '%U %G' "$W/dst/t/a")" = "nobody nogroup" ] || fail "an unchanged file kept its old owner on --sync -o -g"
+    run --numeric-ids -a "$W/src/t"
+    owners "$W/dst/t" > "$W/dst.own"
+    diff "$W/src.own" "$W/dst.own" > /dev/null || fail "--numeric-ids: owners differ"
+    ;;
+
+  xattrs-acls)
+    [ "$(id -u)" -eq 0 ] || { echo "SKIP [$CASE]: trusted.* xattrs and other users' ACLs need root"; exit 77; }
+    command -v getfacl > /dev/null && command -v getfattr > /dev/null ||
+      { echo "SKIP [$CASE]: getfattr/getfacl missing (scripts/install-deps.sh: attr acl)"; exit 77; }
+    mkdir -p "$W/src/t/dir"
+    setfattr -n user.probe -v 1 "$W/src/t" 2>/dev/null || { echo "SKIP [$CASE]: the scratch file system keeps no user xattrs"; exit 77; }
+    setfattr -x user.probe "$W/src/t"
+    echo f > "$W/src/t/f"; echo g > "$W/src/t/dir/g"; echo plain > "$W/src/t/plain"
+    setfattr -n user.comment -v "hello world" "$W/src/t/f"
+    setfattr -n user.bin -v 0x00ff10 "$W/src/t/f"
+    setfattr -n trusted.secret -v s "$W/src/t/f"
+    setfattr -n user.d -v dirval "$W/src/t/dir"
+    setfacl -m u:nobody:rx,g:nogroup:r "$W/src/t/f"
+    setfacl -m u:daemon:rwx "$W/src/t/dir"
+    setfacl -d -m g:nogroup:rwx "$W/src/t/dir"
+    # The target's directory inherits a default ACL the source's plain file
+    # does not have: -A must not leave it an inherited one.
+    mkdir -p "$W/dst/t"; setfacl -d -m u:bin:rwx "$W/dst/t"
+    attrs() { (cd "$1" && for f in f dir dir/g plain; do
+      echo "== $f"; getfattr -d -m - -e hex "$f" 2>/dev/null | grep -v '^# file'; getfacl -p "$f" 2>/dev/null | grep -v '^# file'; done); }
+    run -X -A "$W/src/t"
+    attrs "$W/src/t" > "$W/src.attrs"; attrs "$W/dst/t" > "$W/dst.attrs"
+    diff "$W/src.attrs" "$W/dst.attrs" > "$W/diff.txt" || fail "xattrs or ACLs differ: $(cat "$W/diff.txt")"
+    grep -q 'user:nobody:r-x' "$W/dst.attrs" && grep -q 'default:group:nogroup:rwx' "$W/dst.attrs" &&
+      grep -q 'trusted.secret' "$W/dst.attrs" || fail "the ACLs or trusted.* are not there: $(cat "$W/dst.attrs")"
+    echo "xattrs and ACLs: $(grep -c . "$W/dst.attrs") lines of getfattr/getfacl alike"
+    setfattr -x user.comment "$W/src/t/f"
+    touch -r "$W/dst/t/f" "$W/src/t/f"   # size and mtime the same: the quick check keeps its bytes
+    run --sync -X -A "$W/src/t"
+    json "s['sent_bytes'] == 0"
+    getfattr -n user.comment "$W/dst/t/f" > /dev/null 2>&1 && fail "user.comment was not removed at the target"
+    rm -rf "$W/dst/t"
+    run -X "$W/src/t"
+    getfacl -p "$W/dst/t/f" | grep -q 'user:nobody' && fail "-X alone sent an ACL"
+    getfattr -n user.bin "$W/dst/t/f" > /dev/null || fail "-X did not send user.bin"
     ;;
 
   *) echo "unknown case $CASE" >&2; exit 2 ;;

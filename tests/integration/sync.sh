@@ -10,6 +10,12 @@
 #   dry-run      --dry-run --delete lists, changes nothing, sends nothing
 #   interrupted  a sync killed mid-way leaves the old file as it was; the
 #                same command again finishes (resuming what arrived)
+#   interrupted-tree  a tree where 60 of 120 files changed, 20 are new and
+#                20 gone (--delete), synced with the sender killed at three
+#                points and the receiver killed near the end: after each
+#                kill every file at its final name is its old version or
+#                its new one, complete (sha256), never a mix or a part; the
+#                same command then finishes with the trees identical
 #   checksum     a receiver file damaged with size and mtime kept: --sync
 #                trusts it, --checksum finds and repairs the one chunk
 #   update       --update keeps a file newer on the receiver,
@@ -123,6 +129,64 @@ case "$CASE" in
     cmp "$W/src/big.bin" "$W/dst/big.bin" || fail "the rerun did not finish the sync"
     echo "rerun: $(piece_bytes) piece bytes of 64 MiB, $(python3 -c "import json; print(json.load(open('$W/send.json'))['resumed_bytes'])") resumed"
     sync_json "s['resumed_bytes'] >= 16 * $MiB" "s['sent_bytes'] <= 48 * $MiB"
+    ;;
+
+  interrupted-tree)
+    mkdir -p "$W/src/t/a" "$W/src/t/b"
+    for i in $(seq -w 1 120); do random_file "$W/src/t/$([ "$i" -le 60 ] && echo a || echo b)/f$i" $((512 * 1024)) "old$i"; done
+    for i in $(seq -w 121 140); do random_file "$W/src/t/b/gone$i" 65536 "gone$i"; done
+    run --sync "$W/src/t"
+    (cd "$W/dst/t" && find . -type f -print0 | sort -z | xargs -0 sha256sum) > "$W/old.sums"
+    # The new version: every other file rewritten, 20 new, the 20 gone.
+    for i in $(seq -w 1 2 120); do f=$(ls "$W/src/t"/*/f$i); random_file "$f" $((512 * 1024)) "new$i"; done
+    for i in $(seq -w 141 160); do random_file "$W/src/t/a/new$i" $((256 * 1024)) "new$i"; done
+    rm -f "$W/src/t/b"/gone*
+    (cd "$W/src/t" && find . -type f -print0 | sort -z | xargs -0 sha256sum) > "$W/new.sums"
+    # every file at its final name: old or new, whole
+    old_or_new() {
+      python3 - "$W/old.sums" "$W/new.sums" "$W/dst/t" "$1" <<'PY' || fail "$1: a file is neither its old nor its new version"
+import hashlib, os, sys
+def sums(p):
+    return {l.split(None, 1)[1].strip(): l.split()[0] for l in open(p)}
+old, new, root, when = sums(sys.argv[1]), sums(sys.argv[2]), sys.argv[3], sys.argv[4]
+counts = {'old': 0, 'new': 0, 'same': 0}
+for d, _, files in os.walk(root):
+    for f in files:
+        if f.startswith('.braid-'): continue  # a temporary file: no final name yet
+        rel = './' + os.path.relpath(os.path.join(d, f), root)
+        h = hashlib.sha256(open(os.path.join(d, f), 'rb').read()).hexdigest()
+        kinds = [k for k, m in (('old', old), ('new', new)) if m.get(rel) == h]
+        if not kinds:
+            print(f'{when}: {rel} is neither version', file=sys.stderr); sys.exit(1)
+        counts['same' if len(kinds) == 2 else kinds[0]] += 1
+print(f'{when}: {counts["old"]} old, {counts["new"]} new, {counts["same"]} unchanged')
+PY
+    }
+    total=$((60 * 512 * 1024 + 20 * 256 * 1024))
+    for at in $((total / 5)) $((total / 2)) $((total * 9 / 10)); do
+      KILL_AT=$at run --sync --delete "$W/src/t"
+      [ "$SEND_RC" -eq 137 ] || [ "$SEND_RC" -eq 0 ] || fail "the sender exited $SEND_RC"
+      old_or_new "sender killed at $at of $total bytes"
+    done
+    # The receiver killed (SIGKILL) once the sender saw 95 % acked: it may be putting files in place.
+    pair_start_recv_killed() {
+      rm -f "$W/recv.out" "$W/send.log"
+      XDG_CONFIG_HOME=$W/rcfg python3 "$(dirname "$0")/kill_when.py" "$W/send.log" $((total * 95 / 100)) -- \
+        "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 --code "$PAIR_CODE" --yes --once \
+        > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
+      RECV_PID=$!
+      for _ in $(seq 200); do grep -q listening "$W/recv.out" 2>/dev/null && break; sleep 0.05; done
+      PORT=$(grep -o '127\.0\.0\.1:[0-9]*' "$W/recv.out" | head -1 | cut -d: -f2)
+      [ -n "$PORT" ] || fail "receiver did not start"
+      XDG_CONFIG_HOME=$W/scfg timeout 60 "$BRAID" send --code "$PAIR_CODE" --log "$W/send.log" --sync --delete \
+        --rate-limit 80Mbit/s "$W/src/t" "127.0.0.1:$PORT" > "$W/send.out" 2> "$W/send.err"
+      wait_recv
+    }
+    pair_start_recv_killed
+    old_or_new "receiver killed near the end (exit $RECV_RC)"
+    run --sync --delete "$W/src/t"
+    same_trees "$W/src/t" "$W/dst/t" "after the interrupted syncs"
+    [ -z "$(find "$W/dst/" -name '.braid-*')" ] || fail "temporary files left"
     ;;
 
   checksum)

@@ -23,17 +23,25 @@ void get_digest(ByteReader& r, Digest& d) {
 
 bool finish(const ByteReader& r) { return r.ok() && r.at_end(); }
 
-/// The offer's entry details, after its flags byte (protocol 5): u32 n, then
+/// The offer's entry details, after its flags byte (protocol 5; kinds 3-5 since 6): u32 n, then
 /// n records of u32 entry, u8 kind and the kind's fields, by (entry, kind)
 /// strictly increasing. Kinds: 1 data ranges (u32 k, k × u64 offset, u64
-/// length), 2 hard link (u32 entry of the file it is another name of). An
-/// unknown kind is refused: it would change what the entry means.
+/// length), 2 hard link (u32 entry of the file it is another name of),
+/// 3 owner and 4 group (u32 id, bytes name), 5 extended attributes (u8
+/// classes: bit 0 xattrs, bit 1 ACLs; u32 k; k × bytes name, bytes value).
+/// An unknown kind is refused: it would change what the entry means.
 constexpr uint8_t kDetailDataRanges = 1;
 constexpr uint8_t kDetailHardLink = 2;
+constexpr uint8_t kDetailOwner = 3;
+constexpr uint8_t kDetailGroup = 4;
+constexpr uint8_t kDetailXattrs = 5;
+constexpr uint8_t kDetailKinds = 5;
 
 void put_details(ByteWriter& w, const std::vector<ManifestEntry>& entries) {
   uint32_t n = 0;
-  for (const auto& e : entries) n += e.data.has_value() + e.hard_link_to.has_value();
+  for (const auto& e : entries)
+    n += e.data.has_value() + e.hard_link_to.has_value() + e.owner.has_value() + e.group.has_value() +
+         e.xattrs.has_value();
   w.u32(n);
   for (size_t i = 0; i < entries.size(); ++i) {
     if (entries[i].data) {
@@ -50,8 +58,46 @@ void put_details(ByteWriter& w, const std::vector<ManifestEntry>& entries) {
       w.u8(kDetailHardLink);
       w.u32(*entries[i].hard_link_to);
     }
+    for (const auto& [kind, who] : {std::pair{kDetailOwner, &entries[i].owner}, std::pair{kDetailGroup, &entries[i].group}}) {
+      if (!*who) continue;
+      w.u32(static_cast<uint32_t>(i));
+      w.u8(kind);
+      w.u32((*who)->id);
+      w.bytes((*who)->name);
+    }
+    if (const auto& x = entries[i].xattrs) {
+      w.u32(static_cast<uint32_t>(i));
+      w.u8(kDetailXattrs);
+      w.u8(static_cast<uint8_t>(x->with_xattrs | x->with_acls << 1));
+      w.u32(static_cast<uint32_t>(x->items.size()));
+      for (const auto& a : x->items) {
+        w.bytes(a.name);
+        w.bytes(a.value);
+      }
+    }
   }
 }
+
+bool get_xattrs(ByteReader& r, const ManifestEntry& e, XattrList& out) {
+  const uint8_t classes = r.u8();
+  const uint32_t k = r.u32();
+  // Smallest item: two lengths and a name of "user.x".
+  if (!r.ok() || classes == 0 || classes > 3 || k > kMaxXattrs || k > r.remaining() / 14) return false;
+  out.with_xattrs = classes & 1;
+  out.with_acls = classes & 2;
+  out.items.resize(k);
+  for (size_t j = 0; j < k && r.ok(); ++j) {
+    Xattr& a = out.items[j];
+    a.name = r.bytes(kMaxXattrNameBytes);
+    a.value = r.bytes(kMaxXattrValueBytes);
+    const char c = xattr_class(a.name);
+    if (!r.ok() || (j > 0 && a.name <= out.items[j - 1].name)) return false;  // sorted, distinct
+    if (c == 0 || (c == 'x' && !out.with_xattrs) || (c == 'a' && !out.with_acls)) return false;
+    if (a.name == "system.posix_acl_default" && e.kind != EntryKind::directory) return false;
+  }
+  return r.ok();
+}
+
 
 /// `base`: the index in the whole offer of entries[0] (an offer_part's
 /// first_entry). A hard link must name an earlier entry; one that names an
@@ -60,7 +106,7 @@ void put_details(ByteWriter& w, const std::vector<ManifestEntry>& entries) {
 bool get_details(ByteReader& r, std::vector<ManifestEntry>& entries, uint64_t base = 0) {
   const uint32_t n = r.u32();
   constexpr size_t kSmallestDetail = 4 + 1 + 4;
-  if (!r.ok() || n > 2 * uint64_t{entries.size()} || n > r.remaining() / kSmallestDetail) return false;
+  if (!r.ok() || n > kDetailKinds * uint64_t{entries.size()} || n > r.remaining() / kSmallestDetail) return false;
   int64_t last = -1;  // (entry << 8 | kind) of the record before
   for (uint32_t i = 0; i < n && r.ok(); ++i) {
     const uint32_t at = r.u32();
@@ -80,6 +126,21 @@ bool get_details(ByteReader& r, std::vector<ManifestEntry>& entries, uint64_t ba
       e.hard_link_to = first;
       continue;
     }
+    if (kind == kDetailOwner || kind == kDetailGroup) {
+      // A hard link shares its file's inode: it has no owner of its own.
+      OwnerId who;
+      who.id = r.u32();
+      who.name = r.bytes(kMaxOwnerNameBytes);
+      if (!r.ok() || e.hard_link_to || who.name.find('\0') != std::string::npos) return false;
+      (kind == kDetailOwner ? e.owner : e.group) = std::move(who);
+      continue;
+    }
+    if (kind == kDetailXattrs) {
+      XattrList x;
+      if (e.kind == EntryKind::symlink || e.hard_link_to || !get_xattrs(r, e, x)) return false;
+      e.xattrs = std::move(x);
+      continue;
+    }
     if (kind != kDetailDataRanges) return false;
     const uint32_t k = r.u32();
     if (!r.ok() || e.kind != EntryKind::file || k > kMaxDataRanges || k > r.remaining() / 16) return false;
@@ -97,7 +158,14 @@ bool get_details(ByteReader& r, std::vector<ManifestEntry>& entries, uint64_t ba
 /// Bytes one entry takes in an offer's entry list (without its details).
 size_t entry_wire_bytes(const ManifestEntry& e) { return 1 + 4 + e.path.size() + 8 + 4 + 8 + 4 + 4 + e.link_target.size(); }
 size_t details_wire_bytes(const ManifestEntry& e) {
-  return (e.data ? 4 + 1 + 4 + 16 * e.data->size() : 0) + (e.hard_link_to ? 4 + 1 + 4 : 0);
+  size_t n = (e.data ? 4 + 1 + 4 + 16 * e.data->size() : 0) + (e.hard_link_to ? 4 + 1 + 4 : 0);
+  for (const auto* who : {&e.owner, &e.group})
+    if (*who) n += 4 + 1 + 4 + 4 + (*who)->name.size();
+  if (e.xattrs) {
+    n += 4 + 1 + 1 + 4;
+    for (const auto& a : e.xattrs->items) n += 4 + a.name.size() + 4 + a.value.size();
+  }
+  return n;
 }
 
 void put_entries(ByteWriter& w, std::span<const ManifestEntry> entries) {
@@ -161,6 +229,15 @@ SyncOptions sync_from_flags(uint8_t b) {
 }
 
 }  // namespace
+
+char xattr_class(std::string_view name) {
+  if (name == "system.posix_acl_access" || name == "system.posix_acl_default") return 'a';
+  // A namespace and a name after it, no NUL (names cross as C strings).
+  if (name.find('\0') != std::string_view::npos) return 0;
+  for (std::string_view ns : {"user.", "trusted.", "security."})
+    if (name.size() > ns.size() && name.substr(0, ns.size()) == ns) return 'x';
+  return 0;
+}
 
 const char* hash_algo_name(HashAlgo a) { return a == HashAlgo::sha256 ? "sha256" : "xxh3"; }
 
@@ -624,13 +701,14 @@ bool decode_piece_header(std::span<const uint8_t> header, size_t data_length, Pi
   h.data_offset = r.u64();
   r.raw(h.hash.bytes);
   if (!r.ok()) return false;
-  if ((h.flags & ~PieceHeader::kLast) != 0) return false;
+  if ((h.flags & ~(PieceHeader::kLast | PieceHeader::kCompressed)) != 0) return false;
   if (h.last() ? !valid_digest_size(h.hash.size) : h.hash.size != 0) return false;
   // The frame's bytes must lie inside the piece, without overflow.
   if (h.piece_offset > UINT64_MAX - h.piece_length) return false;
   if (h.data_offset < h.piece_offset || h.data_offset - h.piece_offset > h.piece_length) return false;
   if (data_length > h.piece_offset + h.piece_length - h.data_offset) return false;
-  if (h.last() && h.data_offset + data_length != h.piece_offset + h.piece_length) return false;
+  // A compressed frame's file bytes are known once it is decompressed.
+  if (h.last() && !h.compressed() && h.data_offset + data_length != h.piece_offset + h.piece_length) return false;
   return true;
 }
 

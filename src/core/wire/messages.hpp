@@ -35,6 +35,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace braid::wire {
@@ -70,7 +71,9 @@ enum class FrameType : uint8_t {
 ///    ranges, hard links).
 /// 6: an offer in parts (its flags byte's bit 7, offer_part): no entry limit
 ///    from the frame size.
-constexpr uint32_t kProtocolVersion = 6;
+/// 7: entry details for owner and group (-o, -g) and extended attributes
+///    with POSIX ACLs (-X, -A); compressed pieces.
+constexpr uint32_t kProtocolVersion = 7;
 constexpr size_t kMaxReasonLength = 1024;
 constexpr size_t kMaxPathBytes = 4095;     // PATH_MAX - 1
 constexpr size_t kMaxAddresses = 64;
@@ -96,6 +99,14 @@ constexpr size_t kMaxListedExtraneous = 1024;
 /// is sent as plain data. 4096 × 16 bytes per file; holes this fragmented
 /// save little anyway.
 constexpr size_t kMaxDataRanges = 4096;
+/// Extended attributes of one entry (-X, -A) and their sizes: Linux's own
+/// limits (XATTR_NAME_MAX, XATTR_SIZE_MAX); a file with more is refused by
+/// the sender's scan before it is offered. The offer's frame bounds the sum.
+constexpr size_t kMaxXattrs = 1024;
+constexpr size_t kMaxXattrNameBytes = 255;
+constexpr size_t kMaxXattrValueBytes = 65536;
+/// User and group names (-o, -g): longer than any system's (LOGIN_NAME_MAX is 256).
+constexpr size_t kMaxOwnerNameBytes = 256;
 
 enum class HashAlgo : uint8_t { xxh3_128 = 1, sha256 = 2 };
 const char* hash_algo_name(HashAlgo a);
@@ -135,6 +146,41 @@ struct DataRange {
   bool operator==(const DataRange&) const = default;
 };
 
+/// Who owns an entry (-o) or which group it belongs to (-g): the sender's
+/// numeric id and, unless --numeric-ids, its name there (empty: none, or
+/// not sent). The receiver maps a name it knows to its own id, else uses the id.
+struct OwnerId {
+  uint32_t id = 0;
+  std::string name;
+  bool operator==(const OwnerId&) const = default;
+};
+
+/// One extended attribute: its full name ("user.comment",
+/// "system.posix_acl_access") and its value, raw bytes.
+struct Xattr {
+  std::string name;
+  std::string value;
+  bool operator==(const Xattr&) const = default;
+};
+
+/// An entry's extended attributes (-X) and POSIX ACLs (-A; the kernel's
+/// system.posix_acl_access / system.posix_acl_default values, so no ACL
+/// library is needed on either end). `with_xattrs` / `with_acls` say which
+/// classes the list is complete for: the receiver makes that class on its
+/// entry exactly the list (removing what else it finds of that class), and
+/// leaves the other class alone. Names sorted, distinct; an xattr name is
+/// user.*, trusted.* or security.*; an ACL name one of the two above (the
+/// default ACL on directories only).
+struct XattrList {
+  bool with_xattrs = false;
+  bool with_acls = false;
+  std::vector<Xattr> items;
+  bool operator==(const XattrList&) const = default;
+};
+/// Which class an xattr name belongs to: 'x' (-X), 'a' (-A) or 0 (neither:
+/// not sent, and refused in an offer).
+char xattr_class(std::string_view name);
+
 /// One item of a transfer. Regular files are laid end to end, in manifest
 /// order, to form the transfer's byte space (directories and links take none).
 struct ManifestEntry {
@@ -155,6 +201,12 @@ struct ManifestEntry {
   /// entry has size 0 and no data ranges: it takes no bytes, the receiver
   /// links it to entry N's file once that is in place.
   std::optional<uint32_t> hard_link_to{};
+  /// -o / -g: the entry's owner and group on the sender (nullopt: not sent;
+  /// the receiver's file belongs to whoever runs it). Not on hard links.
+  std::optional<OwnerId> owner{};
+  std::optional<OwnerId> group{};
+  /// -X / -A, files and directories: see XattrList. Not on hard links.
+  std::optional<XattrList> xattrs{};
   bool operator==(const ManifestEntry&) const = default;
   /// Bytes of the file that are data (size less holes).
   uint64_t data_bytes() const;
@@ -301,6 +353,11 @@ struct PieceHeader {
   static constexpr FrameType kType = FrameType::piece_data;
   static constexpr size_t kSize = 72;
   static constexpr uint8_t kLast = 1;
+  /// The frame's data is one zstd frame (engine/compress/frame_codec.hpp)
+  /// that decompresses to the file bytes at data_offset; its length is in
+  /// the zstd frame, so on such a frame the receiver checks the piece's end
+  /// after decompressing. The hash is over the file bytes, as always.
+  static constexpr uint8_t kCompressed = 2;
   uint32_t transfer_id = 0;
   uint32_t piece = 0;
   uint32_t chunk = 0;
@@ -310,6 +367,7 @@ struct PieceHeader {
   uint64_t data_offset = 0;   // this frame's first byte in the transfer
   Digest hash;                // valid when flags & kLast
   bool last() const { return flags & kLast; }
+  bool compressed() const { return flags & kCompressed; }
 };
 
 struct PieceAbort {

@@ -230,6 +230,8 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
   }
   t->keep_ = opts.keep;
   t->keep_.resize(offer.entries.size(), false);
+  t->refresh_ = opts.refresh;
+  t->refresh_.resize(offer.entries.size(), false);
   t->keep_existing_.assign(offer.entries.size(), false);
   if (auto err = t->create_all(opts.keep_parts)) return *err;
   return t;
@@ -443,6 +445,16 @@ std::string ReceiveTree::finalize(int& err) {
     return what + ": " + errno_text(e);
   };
   std::set<std::string> parents_touched;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const auto& e = entries_[i];
+    if (e.kind == wire::EntryKind::file && keep_[i] && refresh_[i]) {
+      // Unchanged here: its bytes stay, its attributes follow the source's.
+      if (security::UniqueFd fd = open_existing(i); fd.valid()) {
+        apply_metadata(fd.get(), {}, i);
+        if (::fchmod(fd.get(), e.mode & 07777) != 0) return fail("chmod of '" + security::printable_path(e.path) + "'", errno);
+      }
+    }
+  }
   // Each temporary file's bytes must be durable before its rename. For a
   // tree of many files one syncfs of the target's file system does it
   // (an fsync each would cost a journal commit per file on ext4); a few
@@ -511,6 +523,7 @@ std::string ReceiveTree::finalize(int& err) {
     if (::symlinkat(e.link_target.c_str(), pfd, tmp_leaf.c_str()) != 0)
       return fail("cannot create the link '" + security::printable_path(paths_[i].str()) + "'", errno);
     const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
+    apply_metadata(pfd, tmp_leaf, i);
     (void)::utimensat(pfd, tmp_leaf.c_str(), times, AT_SYMLINK_NOFOLLOW);
     if (::renameat(pfd, tmp_leaf.c_str(), pfd, parent.value().leaf.c_str()) != 0)
       return fail("cannot move the link '" + security::printable_path(paths_[i].str()) + "' into place", errno);
@@ -527,6 +540,7 @@ std::string ReceiveTree::finalize(int& err) {
       return d.error().message;
     }
     (void)::fsync(d.value().get());
+    apply_metadata(d.value().get(), {}, k);
     if (::fchmod(d.value().get(), e.mode & 07777) != 0) return fail("chmod of '" + security::printable_path(paths_[k].str()) + "'", errno);
     const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
     (void)::futimens(d.value().get(), times);
@@ -608,7 +622,8 @@ std::string ReceiveTree::finalize_file(size_t i, bool synced, int& err) {
     return error;
   }
   const std::string tmp_leaf = temp_leaf(i);
-  if (synced && mode_set_[i]) {
+  const bool metadata = e.owner || e.group || e.xattrs;
+  if (synced && mode_set_[i] && !metadata) {
     // Durable already (syncfs) and its mode set at prepare: only its mtime,
     // by name in its directory, never through a link.
     if (::utimensat(parent->get(), tmp_leaf.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
@@ -617,6 +632,9 @@ std::string ReceiveTree::finalize_file(size_t i, bool synced, int& err) {
     auto fd = fds_.get(i, error);
     if (!fd) return fail("cannot reopen '" + security::printable_path(temp_path(i)) + "' (" + error + ")", EIO);
     if (!synced && ::fsync(fd->get()) != 0) return fail("fsync of '" + security::printable_path(temp_path(i)) + "'", errno);
+    // Owner first (a chown clears set-id bits and file capabilities), the
+    // ACLs before the mode (setting one rewrites the group bits).
+    apply_metadata(fd->get(), {}, i);
     if (::fchmod(fd->get(), e.mode & 07777) != 0) return fail("chmod of '" + security::printable_path(temp_path(i)) + "'", errno);
     if (::futimens(fd->get(), times) != 0) return fail("setting the mtime of '" + security::printable_path(temp_path(i)) + "'", errno);
   }
@@ -633,6 +651,7 @@ std::string ReceiveTree::settle_existing(size_t i, int& err) {
     return "'" + security::printable_path(e.path) + "' went away on the receiver during the sync";
   }
   const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
+  apply_metadata(fd.get(), {}, i);
   if (::fchmod(fd.get(), e.mode & 07777) != 0 || ::futimens(fd.get(), times) != 0) {
     err = errno;
     return "setting the mode and mtime of '" + security::printable_path(e.path) + "': " + errno_text(err);
@@ -643,6 +662,26 @@ std::string ReceiveTree::settle_existing(size_t i, int& err) {
     (void)::unlinkat(parent.value().dir.get(), tmp_leaf.c_str(), 0);
   }
   return {};
+}
+
+void ReceiveTree::apply_metadata(int fd, const std::string& leaf, size_t i) {
+  const auto& e = entries_[i];
+  auto warn = [&](std::string what) {
+    std::lock_guard lock(metadata_mu_);  // files are finalized in parallel, by directory
+    if (metadata_failures_++ >= 100) return;
+    // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "'" + std::string&&.
+    std::string line(1, '\'');
+    line += security::printable_path(e.path);
+    line += "': ";
+    line += what;
+    metadata_warnings_.push_back(std::move(line));
+  };
+  if (e.owner || e.group)
+    if (const int r = apply_owner(fd, leaf, e, ids_); r != 0)
+      warn(std::string("cannot set its owner or group: ") + errno_text(r));
+  if (e.xattrs && leaf.empty())
+    if (std::string failed = apply_xattrs(fd, *e.xattrs); !failed.empty())
+      warn("cannot set its extended attributes (" + failed + ")");
 }
 
 std::string check_writable_dir(int dir_fd, const std::string& shown_name) {

@@ -11,10 +11,11 @@
 //             overlaps its transfer; with `keep_parts` (a resume) they are
 //             all opened at prepare, an existing one as it is;
 //   write     pwrite of verified bytes at their transfer offset (any thread);
-//   finalize  fsync (one syncfs for a tree of many files), mode, mtime,
-//             then rename into place — so no partial file ever stands under
-//             its final name; then symlinks, then the directories' modes
-//             and mtimes (deepest first).
+//   finalize  fsync (one syncfs for a tree of many files), owner and group
+//             (-o, -g), xattrs and ACLs (-X, -A), mode, mtime, then rename
+//             into place — so no partial file ever stands under its final
+//             name; then symlinks, then the directories' modes and mtimes
+//             (deepest first).
 // A tree of many small files costs a few system calls per file: the
 // directories that hold them are opened once (beneath the target, never
 // through a symlink) and kept open while their files are created, written
@@ -34,6 +35,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/files/entry_metadata.hpp"
 #include "engine/files/fd_cache.hpp"
 #include "engine/files/file_layout.hpp"
 #include "engine/files/link_policy.hpp"
@@ -58,6 +60,11 @@ struct PrepareOptions {
   /// Sync, by entry: files the receiver keeps as they are — no temporary
   /// file, nothing written, nothing put in place (empty: none).
   std::vector<bool> keep = {};
+  /// Sync, by entry: kept files found unchanged (size and mtime): finalize
+  /// gives them the offer's mode, owner, group and xattrs, as rsync's quick
+  /// check does (empty: none). Files kept by --update or --ignore-existing
+  /// are left as they are.
+  std::vector<bool> refresh = {};
 };
 
 /// A symlink of the offer that finalize will not create, and why.
@@ -138,6 +145,12 @@ class ReceiveTree {
   const FileLayout& layout() const { return layout_; }
   /// The offer's links that --links keeps out of the target (decided at prepare).
   const std::vector<SkippedLink>& skipped_links() const { return skipped_links_; }
+  /// After finalize: owners, groups or xattrs the offer carried that this
+  /// system would not take (not root, a file system without xattrs, a
+  /// trusted.* name as a user), one line each, the first 100. The files
+  /// are in place with their data either way, as with rsync.
+  const std::vector<std::string>& metadata_warnings() const { return metadata_warnings_; }
+  size_t metadata_failures() const { return metadata_failures_; }
   /// Temporary name of a file entry, relative to the target (for messages and tests).
   std::string temp_path(size_t entry) const;
 
@@ -165,6 +178,9 @@ class ReceiveTree {
   std::string temp_leaf(size_t entry) const;
   /// The directory that holds entry `entry` (DirCache).
   DirCache::Fd parent_dir(size_t entry, bool create, std::string& error, security::Errc* code = nullptr);
+  /// Owner, group and xattrs of entry i onto `fd` (or its `leaf` in directory
+  /// `fd`, a symlink); what fails becomes a metadata warning.
+  void apply_metadata(int fd, const std::string& leaf, size_t i);
 
   int root_fd_;
   std::vector<wire::ManifestEntry> entries_;
@@ -186,7 +202,12 @@ class ReceiveTree {
   std::vector<SkippedLink> skipped_links_;
   std::vector<bool> link_skipped_;  // by entry
   std::vector<bool> keep_;           // by entry: PrepareOptions::keep
+  std::vector<bool> refresh_;        // by entry: PrepareOptions::refresh
   std::vector<bool> keep_existing_;  // by entry: keep_existing()
+  IdMapper ids_;
+  std::vector<std::string> metadata_warnings_;
+  std::mutex metadata_mu_;  // guards the warnings: files are finalized in parallel
+  size_t metadata_failures_ = 0;
 };
 
 /// Checks that `dir` is a directory braid can create files in (a probe file

@@ -115,6 +115,9 @@ class Walker {
     e.mode = st.st_mode & 07777;
     e.mtime_sec = st.st_mtim.tv_sec;
     e.mtime_nsec = static_cast<uint32_t>(st.st_mtim.tv_nsec);
+    const MetadataOptions& md = opts_.metadata;
+    if (md.owner) e.owner = wire::OwnerId{st.st_uid, md.numeric_ids ? std::string() : names_.user(st.st_uid)};
+    if (md.group) e.group = wire::OwnerId{st.st_gid, md.numeric_ids ? std::string() : names_.group(st.st_gid)};
     if (S_ISREG(st.st_mode)) {
       // Opened now, once, to know it can be: a file braid cannot read is skipped here, not mid-transfer.
       const bool followed = open_path != local;
@@ -125,7 +128,10 @@ class Walker {
       e.size = static_cast<uint64_t>(st.st_size);
       // Fewer blocks than bytes: the file may have holes (or be compressed).
       if (opts_.sparse && static_cast<uint64_t>(st.st_blocks) * 512 < e.size) e.data = find_data_ranges(fd, e.size);
+      std::string why;
+      if (md.xattrs || md.acls) e.xattrs = read_xattrs(fd, md, why);
       ::close(fd);
+      if (!why.empty()) return skip(local, why);
       out_.total_bytes += e.size;
       ++out_.file_count;
       push(std::move(e), open_path, st);
@@ -158,6 +164,12 @@ class Walker {
         return skip(local, std::string("cannot list: ") + std::strerror(e));
       }
       e.kind = wire::EntryKind::directory;
+      std::string why;
+      if (md.xattrs || md.acls) e.xattrs = read_xattrs(::dirfd(d), md, why);
+      if (!why.empty()) {
+        ::closedir(d);
+        return skip(local, why);
+      }
       push(std::move(e), local, st);
       ancestors_.emplace_back(local, std::make_pair(st.st_dev, st.st_ino));
       const bool ok = walk_dir(d, local, rel);
@@ -214,6 +226,7 @@ class Walker {
   SourceTree out_;
   std::vector<SkippedSource> skipped_;
   std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> ancestors_;  // the directories being walked
+  IdNames names_;
   std::string error_;
 };
 
@@ -260,6 +273,9 @@ void group_hard_links(SourceTree& tree) {
     tree.total_bytes -= std::min(tree.total_bytes, e.size);
     e.size = 0;
     e.data.reset();
+    e.owner.reset();
+    e.group.reset();
+    e.xattrs.reset();
     e.hard_link_to = at->second;
   }
 }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/wire/messages.hpp"
+#include "engine/files/entry_metadata.hpp"
 
 namespace braid::files {
 
@@ -62,6 +63,9 @@ struct ScanOptions {
   /// inode) are sent once; the later names are links to the first
   /// (ManifestEntry::hard_link_to, group_hard_links).
   bool hard_links = false;
+  /// -o, -g, --numeric-ids, -X, -A: owner, group and extended attributes
+  /// in the entries (ManifestEntry::owner, group, xattrs; entry_metadata.hpp).
+  MetadataOptions metadata{};
 };
 
 struct ScanResult {
@@ -75,7 +79,8 @@ ScanResult scan_sources(const std::vector<std::string>& paths, const ScanOptions
 
 /// Hard links (-H), on a scanned tree: every file entry whose stamp has more
 /// than one link and the device and inode of an earlier file entry becomes
-/// a link to that first one — size 0, no data ranges, out of total_bytes and
+/// a link to that first one — size 0, no data ranges, no owner or xattrs of
+/// its own (it shares its file's inode), out of total_bytes and
 /// file_count's bytes (it still counts as a file). No I/O: it reads the stamps.
 void group_hard_links(SourceTree& tree);
 inline ScanResult scan_sources(const std::vector<std::string>& paths, bool follow_symlinks = false) {

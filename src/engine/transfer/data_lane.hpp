@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/compress/frame_codec.hpp"
 #include "core/scheduler.hpp"
 #include "core/session/lane_traits.hpp"
 #include "core/session/messages.hpp"
@@ -39,6 +40,8 @@ class PieceSource {
   /// Reads `n` bytes at transfer offset `offset` into `dst`; false and
   /// `error` if the source cannot be read.
   virtual bool read(uint64_t offset, uint64_t n, uint8_t* dst, std::string& error) = 0;
+  /// Whether frames of this transfer may cross compressed (`--compress`).
+  virtual compress::Mode compress() const { return compress::Mode::off; }
 };
 
 class DataLaneEvents {
@@ -62,6 +65,8 @@ class DataLaneEvents {
 struct DataLaneCounters {
   uint64_t wire_bytes = 0;       // everything it put on the wire
   uint64_t rejected_frames = 0;  // stale, foreign or forged frames (datagrams) it refused
+  uint64_t packed_file_bytes = 0;  // file bytes it sent in compressed frames
+  uint64_t packed_wire_bytes = 0;  // what those frames' data took (before sealing)
 };
 
 class DataLane {

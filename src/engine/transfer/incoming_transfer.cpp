@@ -238,6 +238,7 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
   std::vector<wire::FileDecision> decisions;
   std::map<size_t, files::FoundFile> older;
   std::vector<bool> keep(offer.entries.size(), false);
+  std::vector<bool> refresh(offer.entries.size(), false);
   std::vector<uint32_t> kept_ids;
   std::vector<std::string> extraneous;
   if (offer.sync.sync) {
@@ -258,6 +259,7 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
       decisions.push_back({static_cast<uint32_t>(i), *verdict});
       if (session::sync::keeps(*verdict)) {
         keep[i] = true;
+        refresh[i] = *verdict == wire::FileVerdict::unchanged;
         kept_ids.push_back(static_cast<uint32_t>(i));
       } else {
         older[i] = found;
@@ -300,7 +302,7 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
   const files::HeldRanges loaded = journal ? journal->loaded() : files::HeldRanges();
   auto prepared = files::ReceiveTree::prepare(
       ctx.root_fd, offer,
-      files::PrepareOptions{key.tag(), !loaded.empty(), loaded.bytes() + tally.kept_bytes, ctx.links, keep});
+      files::PrepareOptions{key.tag(), !loaded.empty(), loaded.bytes() + tally.kept_bytes, ctx.links, keep, refresh});
   if (auto* err = std::get_if<files::PrepareError>(&prepared)) {
     if (journal && loaded.empty()) (void)journal->remove();  // nothing to resume: leave nothing behind
     return refuse(err->reason, err->message);

@@ -353,6 +353,14 @@ void ReceiverSession::run_job(session::FinalizeTransfer& a) {
   int err = 0;
   const std::string failure = t->finalize(err, a.held);
   for (const auto& e : t->delete_errors) note("--delete: " + e);
+  if (t->tree) {
+    for (const auto& w : t->tree->metadata_warnings()) {
+      note("metadata: " + w);
+      log_.write("metadata_not_set", {{"transfer", a.transfer}, {"what", json_safe(w)}});
+    }
+    if (const size_t more = t->tree->metadata_failures() - t->tree->metadata_warnings().size(); more)
+      note("metadata: " + std::to_string(more) + " more entries' owners or xattrs were not set");
+  }
   if (!failure.empty()) {
     const bool full = err == ENOSPC || err == EDQUOT;
     const auto status = full ? wire::ResultStatus::no_space : wire::ResultStatus::write_failed;

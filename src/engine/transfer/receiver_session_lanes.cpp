@@ -154,7 +154,7 @@ void ReceiverSession::handle_piece(Lane& lane, const lanes::Incoming& in) {
   std::span<const uint8_t> data = in.landed.empty() ? in.payload.subspan(wire::PieceHeader::kSize) : in.landed;
   wire::PieceHeader h;
   if (!wire::decode_piece_header(in.payload, data.size(), h)) return refuse("a malformed piece frame");
-  const size_t n = data.size();
+  size_t n = data.size();
   std::vector<uint8_t> moved;  // the frame's bytes, if they sit in a piece buffer about to grow
   if (!lane.receiving || lane.transfer != h.transfer_id || lane.piece != h.piece) {
     lane.receiving = false;
@@ -197,6 +197,20 @@ void ReceiverSession::handle_piece(Lane& lane, const lanes::Incoming& in) {
   if (n > lane.piece_offset + lane.piece_length - lane.next) {
     lane.receiving = false;  // runs past the piece's end: drop this copy
     return;
+  }
+  if (h.compressed()) {
+    // Landed where its file bytes go: moved aside, then decompressed into
+    // their place, at most up to the piece's end (no bomb), then hashed.
+    const size_t room = lane.piece_offset + lane.piece_length - lane.next;
+    const auto size = compress::FrameDecompressor::content_size(data, room);
+    if (!size) return refuse("a malformed compressed frame");
+    lane.packed.assign(data.begin(), data.end());
+    if (!lane.unpacker) lane.unpacker = std::make_unique<compress::FrameDecompressor>();
+    uint8_t* at = lane.piece_bytes.data() + (lane.next - lane.piece_offset);
+    if (!lane.unpacker->decompress(lane.packed, std::span<uint8_t>(at, *size)))
+      return refuse("a compressed frame that does not decompress");
+    data = std::span<const uint8_t>(at, *size);
+    n = *size;
   }
   lane.hasher->update(data);
   // Usually the bytes landed in place; a frame that starts another piece, or

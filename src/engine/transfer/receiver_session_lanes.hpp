@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "engine/compress/frame_codec.hpp"
 #include "engine/files/piece_hasher.hpp"
 #include "engine/transfer/receiver_session.hpp"
 #include "engine/transfer/udp_piece_assembly.hpp"
@@ -52,6 +53,8 @@ struct ReceiverSession::Lane {
   bool write = true;  // false: another copy of this piece was verified already
   std::unique_ptr<files::PieceHasher> hasher;
   std::vector<uint8_t> piece_bytes;  // reused from piece to piece (≤ one chunk)
+  std::vector<uint8_t> packed;       // a compressed frame's data, moved out of the way of its file bytes
+  std::unique_ptr<compress::FrameDecompressor> unpacker;  // made at the first compressed frame
   std::chrono::steady_clock::time_point first_byte;
   std::shared_ptr<IncomingTransfer> t;
 };

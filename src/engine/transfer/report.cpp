@@ -96,6 +96,14 @@ nlohmann::json to_json(const SyncReport& s) {
   return j;
 }
 
+/// Everything the lanes wrote for the transfer (pieces, compressed or not,
+/// with their headers and tags, and messages).
+static uint64_t wire_bytes(const TransferReport& r) {
+  uint64_t n = 0;
+  for (const auto& l : r.lanes) n += l.wire_bytes;
+  return n;
+}
+
 nlohmann::json to_json(const TransferReport& r) {
   nlohmann::json lanes = nlohmann::json::array();
   for (const auto& l : r.lanes) lanes.push_back(to_json(l));
@@ -129,6 +137,9 @@ nlohmann::json to_json(const TransferReport& r) {
           {"abandoned", r.abandoned},
           {"sent_bytes", r.sent_bytes},
           {"hole_bytes", r.hole_bytes},
+          {"compressed_file_bytes", r.compressed_file_bytes},
+          {"compressed_wire_bytes", r.compressed_wire_bytes},
+          {"wire_bytes", wire_bytes(r)},
           {"lanes", lanes}};
   if (r.sync.on) j["sync"] = to_json(r.sync);
   return j;

@@ -118,6 +118,11 @@ struct TransferReport {
   uint64_t sent_bytes = 0;
   /// Holes of sparse files (`send -S`): in `bytes`, never sent nor written.
   uint64_t hole_bytes = 0;
+  /// send: file bytes that crossed in compressed frames, and the bytes
+  /// those frames' data took on the wire (before sealing); the lanes'
+  /// wire_bytes hold everything that was written. 0 and 0: none compressed.
+  uint64_t compressed_file_bytes = 0;
+  uint64_t compressed_wire_bytes = 0;
   SyncReport sync;
   double seconds = 0;
   double rate_bytes_per_sec = 0;  // (bytes - resumed_bytes) / seconds: what crossed the network

@@ -252,6 +252,8 @@ TransferReport SenderSession::build_report_locked(const files::SourceTree& tree)
       const DataLaneCounters c = lane->counters(), c0 = t.at_start.count(no) ? t.at_start[no] : DataLaneCounters{};
       l.wire_bytes = c.wire_bytes - c0.wire_bytes;
       l.rejected_frames = c.rejected_frames - c0.rejected_frames;
+      r.compressed_file_bytes += c.packed_file_bytes - c0.packed_file_bytes;
+      r.compressed_wire_bytes += c.packed_wire_bytes - c0.packed_wire_bytes;
       lane->add_to_report(l);
     } else {
       l.local = v.path.local;

@@ -636,7 +636,7 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
   active_ = std::make_unique<Active>();
   Active& t = *active_;
   t.id = *id;
-  t.source = std::make_shared<SourceReader>(t.id, tree, opts.hash);
+  t.source = std::make_shared<SourceReader>(t.id, tree, opts.hash, opts.compress);
   t.start = now();
   if (opts.display && opts.display->mode() != LiveDisplay::Mode::off) t.display = opts.display;
   // What each lane carried before this transfer (a lane that opens later starts from zero).

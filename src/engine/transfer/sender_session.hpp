@@ -113,6 +113,9 @@ struct TransferOptions {
   uint64_t chunk_size = 1 << 20;
   /// How files that exist on the receiver are met (--sync and its flags).
   wire::SyncOptions sync;
+  /// Frames of TCP and stream lanes cross zstd-compressed where that pays
+  /// (engine/compress/frame_codec.hpp): `--compress auto|always|off`.
+  compress::Mode compress = compress::Mode::automatic;
   /// The live display (the caller's, outliving send()); null: none.
   LiveDisplay* display = nullptr;
 };

@@ -17,8 +17,10 @@ namespace braid::transfer {
 
 class SourceReader final : public PieceSource {
  public:
-  SourceReader(uint32_t id, const files::SourceTree& tree, wire::HashAlgo hash)
+  SourceReader(uint32_t id, const files::SourceTree& tree, wire::HashAlgo hash,
+               compress::Mode compress = compress::Mode::off)
       : id_(id),
+        compress_(compress),
         tree_(tree),
         hash_(hash),
         layout_(tree.entries),
@@ -29,6 +31,7 @@ class SourceReader final : public PieceSource {
         }) {}
   uint32_t transfer_id() const override { return id_; }
   wire::HashAlgo hash() const override { return hash_; }
+  compress::Mode compress() const override { return compress_; }
   bool read(uint64_t off, uint64_t n, uint8_t* dst, std::string& error) override {
     return layout_.for_each(off, n, [&](const files::Extent& x) {
       auto fd = fds_.get(x.entry, error);
@@ -61,6 +64,7 @@ class SourceReader final : public PieceSource {
 
  private:
   uint32_t id_;
+  compress::Mode compress_;
   const files::SourceTree& tree_;  // outlives the transfer (the caller's)
   wire::HashAlgo hash_;
   files::FileLayout layout_;

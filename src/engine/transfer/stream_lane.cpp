@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstring>
 
 #include "engine/files/piece_hasher.hpp"
 #include "engine/lanes/tcp.hpp"
@@ -165,6 +166,12 @@ void StreamLane::writer_loop() {
   link_->shutdown();
 }
 
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+}  // namespace
+
 StreamLane::PieceEnd StreamLane::send_one(const Work& w, std::string& error) {
   PieceSource& src = *w.source;
   const core::Assign& a = w.a;
@@ -184,7 +191,10 @@ StreamLane::PieceEnd StreamLane::send_one(const Work& w, std::string& error) {
     const uint64_t n = std::min<uint64_t>(kFrameData, end - off);
     const std::optional<size_t> payload = load_frame(src, a, off, n, hasher, error);
     if (!payload) return PieceEnd::read_failed;
+    const auto sending = std::chrono::steady_clock::now();
     if (!link_->send_in_place(wire::FrameType::piece_data, frame_, *payload)) return PieceEnd::lane_failed;
+    // What sealing and the socket took per wire byte: the governor's other side.
+    if (src.compress() == compress::Mode::automatic) governor_.sent(*payload, seconds_since(sending));
     off += n;
   }
   events_.on_piece_written(id(), src.transfer_id(), a.piece);
@@ -198,6 +208,24 @@ std::optional<size_t> StreamLane::load_frame(PieceSource& src, const core::Assig
   // while they are hot in the cache; the link then seals them in place.
   if (!src.read(off, n, data, error)) return std::nullopt;
   hasher.update(std::span<const uint8_t>(data, n));
+  // The one point where a frame may shrink: after the hash (which stays
+  // over the file's bytes), before the seal.
+  size_t wire_n = n;
+  bool packed = false;
+  const compress::Mode mode = src.compress();
+  if (mode == compress::Mode::always || (mode == compress::Mode::automatic && governor_.try_next())) {
+    packed_.resize(kFrameData);
+    const auto began = std::chrono::steady_clock::now();
+    const auto c = compressor_.compress(std::span<const uint8_t>(data, n), packed_);
+    if (compressor_.ran_zstd()) governor_.compressed(n, c.value_or(n), seconds_since(began));
+    if (c) {
+      std::memcpy(data, packed_.data(), *c);
+      wire_n = *c;
+      packed = true;
+      packed_file_bytes_ += n;
+      packed_wire_bytes_ += *c;
+    }
+  }
   const uint64_t begin = a.offset.count();
   wire::PieceHeader h;
   h.transfer_id = src.transfer_id();
@@ -206,14 +234,15 @@ std::optional<size_t> StreamLane::load_frame(PieceSource& src, const core::Assig
   h.piece_offset = begin;
   h.piece_length = a.length.count();
   h.data_offset = off;
+  if (packed) h.flags |= wire::PieceHeader::kCompressed;
   if (off + n == begin + a.length.count()) {
-    h.flags = wire::PieceHeader::kLast;
+    h.flags |= wire::PieceHeader::kLast;
     h.hash = hasher.finish();
     events_.on_piece_hashed(id(), src.transfer_id(), a.piece, h.hash);
   }
   wire::encode_piece_header(h, std::span<uint8_t, wire::PieceHeader::kSize>(frame_.data() + kFrameHeaderSize,
                                                                              wire::PieceHeader::kSize));
-  return wire::PieceHeader::kSize + n;
+  return wire::PieceHeader::kSize + wire_n;
 }
 
 void StreamLane::reader_loop() {
@@ -234,7 +263,9 @@ void StreamLane::reader_loop() {
   }
 }
 
-DataLaneCounters StreamLane::counters() const { return {link_->bytes_sent(), link_->rejected_total()}; }
+DataLaneCounters StreamLane::counters() const {
+  return {link_->bytes_sent(), link_->rejected_total(), packed_file_bytes_.load(), packed_wire_bytes_.load()};
+}
 
 // ---- rate caps and --background ---------------------------------------------------
 //

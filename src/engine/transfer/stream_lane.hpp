@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "core/transport/tcp_pacing_cap.hpp"
+#include "engine/compress/frame_codec.hpp"
 #include "engine/files/piece_hasher.hpp"
 #include "engine/lanes/lane_link.hpp"
 #include "engine/transfer/data_lane.hpp"
@@ -84,8 +85,9 @@ class StreamLane final : public DataLane {
   /// hot (the piece's hash is of the file's bytes), the piece header in
   /// front (with the hash on the piece's last frame). Returns the payload's
   /// length (header + data), nullopt if the source could not be read.
-  /// The one place a step between the read and the seal belongs (e.g. a
-  /// per-frame compression, after the hash, into the payload).
+  /// The one place a step between the read and the seal belongs: the
+  /// frame's compression (engine/compress/frame_codec.hpp), after the hash,
+  /// in the payload's place; the length returned is then the compressed one.
   std::optional<size_t> load_frame(PieceSource& src, const core::Assign& a, uint64_t off, uint64_t n,
                                    files::PieceHasher& hasher, std::string& error);
   /// Sends queued messages; false if the lane failed.
@@ -99,6 +101,10 @@ class StreamLane final : public DataLane {
   Options opts_;
   DataLaneEvents& events_;
   std::vector<uint8_t> frame_;  // the writer's frame buffer
+  compress::FrameCompressor compressor_;  // the writer's
+  compress::CompressGovernor governor_;   // the writer's: does compressing pay on this lane?
+  std::vector<uint8_t> packed_;           // the writer's: a frame's compressed data
+  std::atomic<uint64_t> packed_file_bytes_{0}, packed_wire_bytes_{0};
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

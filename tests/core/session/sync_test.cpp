@@ -317,7 +317,9 @@ TEST(SyncMachines, AnOfferOfAnOlderProtocolIsRefusedWithTheReason) {
   ASSERT_EQ(sent.size(), 1u);
   const auto& refuse = std::get<wire::Refuse>(sent[0].msg);
   EXPECT_EQ(refuse.reason, wire::RefuseReason::bad_offer);
-  EXPECT_NE(refuse.message.find("protocol " + std::to_string(wire::kProtocolVersion) + ", the sender 3"), std::string::npos)
+  // Whatever this build's protocol is (it moves on; the lead renumbers merged branches).
+  EXPECT_NE(refuse.message.find("protocol " + std::to_string(wire::kProtocolVersion) + ", the sender 3"),
+            std::string::npos)
       << refuse.message;
 }
 
