@@ -1,9 +1,11 @@
 """What the browser tests share: ending the processes they started —
 SIGTERM, 5 s, then SIGKILL — and their scratch dir; driving headless
-Chromium over the DevTools pipe (DevTools, chromium_args)."""
+Chromium over the DevTools pipe (DevTools, chromium_args); waiting for a
+condition (wait_until)."""
 import shutil
 import signal
 import subprocess
+import time
 
 
 def stop_all(procs, workdir):
@@ -120,3 +122,14 @@ class DevTools:
 def chromium_args(chromium, profile, size="1280,1600"):
     return [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
             "--remote-debugging-pipe", "--user-data-dir=" + profile, "--window-size=" + size, "about:blank"]
+
+
+def wait_until(what, pred, fail, timeout=30.0, step=0.1):
+    """pred()'s first true value within `timeout` s; else fail("timed out waiting for WHAT")."""
+    end = time.time() + timeout
+    while time.time() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    fail("timed out waiting for " + what)

@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from browser_procs import DevTools, DevToolsError, chromium_args, stop_all
+from browser_procs import DevTools, DevToolsError, chromium_args, stop_all, wait_until
 
 braid = sys.argv[1]
 shot = sys.argv[2] if len(sys.argv) > 2 else None
@@ -57,13 +57,7 @@ def fail(msg):
 
 
 def wait_for(what, pred, timeout=30.0, step=0.1):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    fail("timed out waiting for " + what)
+    return wait_until(what, pred, fail, timeout, step)
 
 
 def started(path):

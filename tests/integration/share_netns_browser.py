@@ -31,7 +31,7 @@ import tempfile
 import time
 import base64
 
-from browser_procs import DevTools, DevToolsError, chromium_args, stop_all
+from browser_procs import DevTools, DevToolsError, chromium_args, stop_all, wait_until
 
 braid = sys.argv[1]
 shot = sys.argv[2] if len(sys.argv) > 2 else None
@@ -75,13 +75,7 @@ def sh(*cmd):
 
 
 def wait_for(what, pred, timeout=30.0, step=0.1):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    fail("timed out waiting for " + what)
+    return wait_until(what, pred, fail, timeout, step)
 
 
 def tree_files(root):

@@ -671,46 +671,63 @@ def delay_figures(samples, idle, a, b):
     return out
 
 
+def idle_ping(run, F, D):
+    """Ping alone for the scenario's idle_seconds: its median RTT is the base of 'added delay'."""
+    p, out = run.ping_start("idle")
+    time.sleep(run.sc["idle_seconds"])
+    smp = run.ping_stop(p, out)
+    rtts = [s[2] for s in smp[2:]]  # the first probes may meet ARP/neighbour setup
+    if len(rtts) < 10:
+        raise Failed(f"idle ping: only {len(rtts)} replies")
+    F.update({"idle_rtt_median_ms": percentile(rtts, 50), "idle_rtt_p95_ms": percentile(rtts, 95),
+              "idle_rtt_p99_ms": percentile(rtts, 99)})
+    D["idle"] = {"n": len(rtts), "rtts_ms": rtts}
+    return F["idle_rtt_median_ms"]
+
+
+def ping_under_load(run, k, F, D, base, label, load):
+    """Pings while load() runs (it returns Mbit/s, its wall start and end, and details); the probes sent
+    from skip_seconds after its start count. Figures go into F and D under `label`."""
+    skip = run.sc["skip_seconds"]
+    p, out = run.ping_start(label)
+    try:
+        time.sleep(1.0)
+        with WallSampler(run.lab) as smp:
+            mbit, a, b, extra = load()
+    finally:
+        samples = run.ping_stop(p, out)
+    pts = smp.wall_series()
+    fig = delay_figures(samples, base, a + skip, b)
+    if fig["n"] < 20:
+        raise Failed(f"{label}: only {fig['n']} ping replies while the load ran ({b - a:.1f} s)")
+    F.update({f"{label}_mbit": mbit, f"{label}_link_mbit": rate_mbit(pts, a + skip, b),
+              f"{label}_added_median_ms": fig["added_median_ms"], f"{label}_added_p95_ms": fig["added_p95_ms"],
+              f"{label}_added_p99_ms": fig["added_p99_ms"], f"{label}_ping_loss": fig.get("loss_fraction")})
+    D[label] = {**fig, **extra, "load_window_wall": [a, b],
+                "rtts_ms": [round(s[2], 3) for s in samples if a + skip <= s[0] <= b]}
+    log(f"{run.name} run {k + 1}: {label} {mbit:.2f} Mbit/s, added delay median {fig['added_median_ms']:.1f} "
+        f"p95 {fig['added_p95_ms']:.1f} p99 {fig['added_p99_ms']:.1f} ms ({fig['n']} probes)")
+
+
+def iperf_load(run, cc, seconds):
+    """A load for ping_under_load: iperf3 -C cc for `seconds`."""
+    def go():
+        r = run.iperf(cc, seconds)
+        return r["mbit"], r["start_wall"], r["start_wall"] + seconds, {"iperf3": r}
+    return go
+
+
 def scenario_bufferbloat(run, k):
     sc, F, D, errors = run.sc, {}, {}, []
-    T, skip = sc["iperf_seconds"], sc["skip_seconds"]
+    T = sc["iperf_seconds"]
 
-    def idle():
-        p, out = run.ping_start("idle")
-        time.sleep(sc["idle_seconds"])
-        smp = run.ping_stop(p, out)
-        rtts = [s[2] for s in smp[2:]]  # the first probes may meet ARP/neighbour setup
-        if len(rtts) < 10:
-            raise Failed(f"idle ping: only {len(rtts)} replies")
-        F.update({"idle_rtt_median_ms": percentile(rtts, 50), "idle_rtt_p95_ms": percentile(rtts, 95),
-                  "idle_rtt_p99_ms": percentile(rtts, 99)})
-        D["idle"] = {"n": len(rtts), "rtts_ms": rtts}
-        return F["idle_rtt_median_ms"]
-
-    base = guarded(run, errors, "idle ping", idle)
+    base = guarded(run, errors, "idle ping", lambda: idle_ping(run, F, D))
     if base is None:
         return F, D, errors
     log(f"{run.name} run {k + 1}: idle RTT median {base:.2f} ms")
 
     def under(label, load):
-        p, out = run.ping_start(label)
-        try:
-            time.sleep(1.0)
-            with WallSampler(run.lab) as smp:
-                mbit, a, b, extra = load()
-        finally:
-            samples = run.ping_stop(p, out)
-        pts = smp.wall_series()
-        fig = delay_figures(samples, base, a + skip, b)
-        if fig["n"] < 20:
-            raise Failed(f"{label}: only {fig['n']} ping replies while the load ran ({b - a:.1f} s)")
-        F.update({f"{label}_mbit": mbit, f"{label}_link_mbit": rate_mbit(pts, a + skip, b),
-                  f"{label}_added_median_ms": fig["added_median_ms"], f"{label}_added_p95_ms": fig["added_p95_ms"],
-                  f"{label}_added_p99_ms": fig["added_p99_ms"], f"{label}_ping_loss": fig.get("loss_fraction")})
-        D[label] = {**fig, **extra, "load_window_wall": [a, b],
-                    "rtts_ms": [round(s[2], 3) for s in samples if a + skip <= s[0] <= b]}
-        log(f"{run.name} run {k + 1}: {label} {mbit:.1f} Mbit/s, added delay median {fig['added_median_ms']:.1f} "
-            f"p95 {fig['added_p95_ms']:.1f} p99 {fig['added_p99_ms']:.1f} ms ({fig['n']} probes)")
+        ping_under_load(run, k, F, D, base, label, load)
 
     def braid_load():
         h = run.braid_start("braid", sc["size"])
@@ -722,15 +739,9 @@ def scenario_bufferbloat(run, k):
             raise Failed("braid's log lacks 'sending'/'verifying'")
         return r["mbit"], lg["sending"], lg["end"], {"braid": r}
 
-    def iperf_load(cc):
-        def go():
-            r = run.iperf(cc, T)
-            return r["mbit"], r["start_wall"], r["start_wall"] + T, {"iperf3": r}
-        return go
-
     guarded(run, errors, "braid under ping", lambda: under("braid", braid_load))
-    guarded(run, errors, "iperf3 cubic under ping", lambda: under("cubic", iperf_load("cubic")))
-    guarded(run, errors, "iperf3 bbr under ping", lambda: under("bbr", iperf_load("bbr")))
+    guarded(run, errors, "iperf3 cubic under ping", lambda: under("cubic", iperf_load(run, "cubic", T)))
+    guarded(run, errors, "iperf3 bbr under ping", lambda: under("bbr", iperf_load(run, "bbr", T)))
     F["braid_over_rate"] = ratio(F.get("braid_mbit"), run.rate / 1e6)
     return F, D, errors
 
@@ -738,38 +749,15 @@ def scenario_bufferbloat(run, k):
 def scenario_uplink(run, k):
     """bufferbloat's method, for braid's default and each variant in UPLINK_VARIANTS."""
     sc, F, D, errors = run.sc, {}, {}, []
-    T, skip = sc["iperf_seconds"], sc["skip_seconds"]
+    T = sc["iperf_seconds"]
 
-    def idle():
-        p, out = run.ping_start("idle")
-        time.sleep(sc["idle_seconds"])
-        rtts = [s[2] for s in run.ping_stop(p, out)[2:]]
-        if len(rtts) < 10:
-            raise Failed(f"idle ping: only {len(rtts)} replies")
-        F.update({"idle_rtt_median_ms": percentile(rtts, 50), "idle_rtt_p99_ms": percentile(rtts, 99)})
-        return F["idle_rtt_median_ms"]
-
-    base = guarded(run, errors, "idle ping", idle)
+    base = guarded(run, errors, "idle ping", lambda: idle_ping(run, F, D))
     if base is None:
         return F, D, errors
     log(f"{run.name} run {k + 1}: idle RTT median {base:.2f} ms")
 
     def under(label, load):
-        p, out = run.ping_start(label)
-        try:
-            time.sleep(1.0)
-            mbit, a, b, extra = load()
-        finally:
-            samples = run.ping_stop(p, out)
-        fig = delay_figures(samples, base, a + skip, b)
-        if fig["n"] < 20:
-            raise Failed(f"{label}: only {fig['n']} ping replies while the load ran ({b - a:.1f} s)")
-        F.update({f"{label}_mbit": mbit, f"{label}_added_median_ms": fig["added_median_ms"],
-                  f"{label}_added_p95_ms": fig["added_p95_ms"], f"{label}_added_p99_ms": fig["added_p99_ms"]})
-        D[label] = {**fig, **extra, "load_window_wall": [a, b],
-                    "rtts_ms": [round(s[2], 3) for s in samples if a <= s[0] <= b]}
-        log(f"{run.name} run {k + 1}: {label} {mbit:.2f} Mbit/s, added delay median {fig['added_median_ms']:.1f} "
-            f"p95 {fig['added_p95_ms']:.1f} p99 {fig['added_p99_ms']:.1f} ms ({fig['n']} probes)")
+        ping_under_load(run, k, F, D, base, label, load)
 
     def braid_load(tag, kind, args):
         def go():
@@ -785,19 +773,13 @@ def scenario_uplink(run, k):
             return r["mbit"], lg["sending"], lg["end"], {"braid": r}
         return go
 
-    def iperf_load(cc):
-        def go():
-            r = run.iperf(cc, T)
-            return r["mbit"], r["start_wall"], r["start_wall"] + T, {"iperf3": r}
-        return go
-
     for tag, kind, args in UPLINK_VARIANTS:
         guarded(run, errors, f"braid {tag} under ping", lambda: under(tag, braid_load(tag, kind, args)))
         if f"{tag}_mbit" in F:
             F[f"{tag}_lanes"] = D[tag]["braid"].get("lanes_used")
             F[f"{tag}_over_rate"] = ratio(F[f"{tag}_mbit"], run.rate / 1e6)
-    guarded(run, errors, "iperf3 bbr under ping", lambda: under("bbr", iperf_load("bbr")))
-    guarded(run, errors, "iperf3 cubic under ping", lambda: under("cubic", iperf_load("cubic")))
+    guarded(run, errors, "iperf3 bbr under ping", lambda: under("bbr", iperf_load(run, "bbr", T)))
+    guarded(run, errors, "iperf3 cubic under ping", lambda: under("cubic", iperf_load(run, "cubic", T)))
     return F, D, errors
 
 

@@ -22,9 +22,10 @@ constexpr double kMaxDrain = 0.5;
 // most 2 RTTs.
 constexpr double kMaxRoom = 1.5;
 constexpr double kMaxRttsPerLook = 2.0;
-// The bottleneck's rate: the largest acked rate over 2 RTTs seen within the
+// The bottleneck's rate: the largest acked rate over 4 RTTs seen within the
 // last 10 RTTs (BBR's filter window; a single RTT's rate carries bursts of
-// compressed ACKs, 1.06 × the link per lane on netlab).
+// compressed ACKs, 1.06 × the link per lane on netlab; 2 RTTs still
+// held the group's queue a few ms above the target in the simulated model).
 constexpr double kRateRtts = 4;
 constexpr double kBottleneckWindowRtts = 10;
 // With a queue of at least half the target the link is busy: its rate is
@@ -70,17 +71,16 @@ Rate TcpGroupCap::acked_since(Time now, Time since) const {
 
 void TcpGroupCap::update_rates(Time now, uint64_t acked_now) {
   const Duration rtt = std::max(srtt_, kMinLoopRtt);
-  Point p{now, acked_now, Rate()};
-  history_[history_next_] = p;
+  history_[history_next_] = {now, acked_now, Rate()};
+  Point& newest = history_[history_next_];
   history_next_ = (history_next_ + 1) % kHistory;
   history_count_ = std::min(history_count_ + 1, kHistory);
-  Point& newest = history_[(history_next_ + kHistory - 1) % kHistory];
-  newest.two_rtt = acked_since(now, now - rtt * kRateRtts);
+  newest.windowed = acked_since(now, now - rtt * kRateRtts);
   Rate best;
   for (size_t i = 0; i < history_count_; ++i) {
     const Point& q = history_[(history_next_ + kHistory - 1 - i) % kHistory];
     if (q.t < now - rtt * kBottleneckWindowRtts) break;
-    best = std::max(best, q.two_rtt);
+    best = std::max(best, q.windowed);
   }
   bottleneck_ = best;
 }

@@ -101,7 +101,6 @@ class TcpGroupCap {
     ledbat::DelayFilter delays{2};  // the kernel's srtt is smoothed already (as TcpPacingCap)
     Duration min_rtt;              // the kernel's (tcpi_min_rtt), 0: not known
     Time last_ack = Time::never();
-    uint64_t acked_in_window = 0;  // bytes acked since the group's last rate point
     Rate share_rate;               // its acked rate, smoothed
     std::optional<Rate> cap;       // its cap last round
     Time lagging_since = Time::never();  // paced well below its cap with data waiting, since
@@ -133,7 +132,7 @@ class TcpGroupCap {
   struct Point {
     Time t;
     uint64_t acked = 0;
-    Rate two_rtt;  // acked rate over the 2 RTTs before t
+    Rate windowed;  // acked rate over the kRateRtts RTTs before t (tcp_group_cap.cpp)
   };
   Point history_[kHistory];
   size_t history_count_ = 0;
