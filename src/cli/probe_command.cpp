@@ -122,6 +122,8 @@ void run_probe(const ProbeArgs& a) {
     std::cerr << "braid probe: paired with '" << peer.name << "' (" << security::short_fingerprint(peer.fingerprint)
               << "); pinned in known_peers, no code needed next time (braid peers)" << std::endl;
 
+  // Every path is measured: wait for their lanes (a dead one fails within the join timeout).
+  session->wait_for_lanes(std::chrono::milliseconds(3000));
   const std::vector<ProbePath> found = session->probe_paths();
   if (found.empty()) finish(kExitLanesLost, "no TCP lane to the receiver is open: nothing to measure");
   const Duration length = Duration::seconds_f(a.seconds);

@@ -384,6 +384,7 @@ TEST_F(SessionFixture, ReportTellsEachLanesTruth) {
   RunningReceiver r(dst, recv_cfg, "pair-me", /*two_families=*/true);
   auto s = connect_ok(r.address(), send_cfg, "pair-me", log, 2);
   ASSERT_TRUE(s);
+  s->wait_for_lanes(std::chrono::milliseconds(3000));  // the offer would not wait for them
   EXPECT_GE(s->live_lanes(), 2u);
   TransferOptions opts;
   opts.chunk_size = 256 << 10;

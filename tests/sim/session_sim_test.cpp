@@ -289,6 +289,27 @@ TEST(SessionSim, TheResultComesWithinOneRttOfTheLastAckWhileADeadLaneLooksOpen) 
   }
 }
 
+// The fast end: the sender's bye and lane closes go out with the result,
+// and the receiver's session ends (closing its lanes, which is what the
+// sender's close() waits for) half a round trip later — on TCP lanes and on UDP
+// lanes, whose control lane is the only one that hears the bye.
+TEST(SessionSim, TheSessionEndsHalfARoundTripAfterTheResult) {
+  for (LaneKind kind : {LaneKind::tcp, LaneKind::udp}) {
+    SessionScenario sc;
+    sc.paths = {path("a", 500, 40, 1, kind), path("b", 500, 40, 1, kind)};
+    sc.size = Bytes::mib(64);
+    const auto r = run_session(sc);
+    expect_verified(r);
+    const auto& t = r.transfers[0];
+    ASSERT_NE(r.receiver_ended_at, Time::never()) << dump(r);
+    const double after = (r.receiver_ended_at - t.ended_at).to_seconds();
+    std::printf("  %s lanes: result %.4f s, receiver's end %.4f s later (one way 0.020 s)\n",
+                kind == LaneKind::tcp ? "tcp" : "udp", t.ended_at.to_seconds(), after);
+    EXPECT_GE(after, 0.0);
+    EXPECT_LE(after, 0.020 + 0.001) << dump(r);
+  }
+}
+
 TEST(SessionSim, ADoneWhoseLaneDiesSilentlyGoesAgainOnAnotherLane) {
   SessionScenario sc;
   sc.paths = {path("live", 100, 10, 1), path("dead", 100, 2, 1)};

@@ -5,6 +5,8 @@
 // controller by PacedController (pacer.hpp).
 #pragma once
 
+#include <optional>
+
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -59,8 +61,17 @@ struct CongestionEvent {
 };
 
 /// Per-lane settings a controller may use.
+/// What a path carried the last time (a known peer's last transfer over
+/// it): a controller may start from it instead of from ten packets.
+struct StartHint {
+  Rate rate;      // delivery rate it held
+  Duration rtt;   // its minimum RTT
+};
+
 struct ControllerConfig {
   Bytes max_datagram_size{1200};
+  /// The path's last figures, if known (`delay` starts from half its BDP).
+  std::optional<StartHint> start;
   uint64_t seed = 1;                            // randomised phases are still deterministic
   Duration delay_queue_target = Duration::millis(3);
   Duration background_target = Duration::millis(10);

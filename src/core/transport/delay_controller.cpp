@@ -38,6 +38,8 @@ constexpr uint64_t kInitialWindowPackets = 10;
 constexpr uint64_t kAckAggregationPackets = 3;
 // Before any RTT sample, assume 1 ms for the initial pacing rate (as Linux BBR).
 constexpr Duration kNominalRtt = Duration::millis(1);
+// A start hint's share of the path's last BDP taken as the first window.
+constexpr double kStartHintFraction = 0.5;
 }  // namespace
 
 DelayController::DelayController(const ControllerConfig& cfg)
@@ -48,6 +50,16 @@ DelayController::DelayController(const ControllerConfig& cfg)
       cwnd_gain_(kStartupCwndGain),
       cwnd_(Bytes(kInitialWindowPackets * cfg.max_datagram_size.count())) {
   pacing_rate_ = Rate::over(cwnd_, kNominalRtt) * kStartupPacingGain;
+  if (cfg.start && !cfg.start->rate.is_zero() && cfg.start->rtt > Duration::zero()) {
+    // A known path: startup begins from half the BDP it had last time, paced
+    // over the RTT it had, instead of ten packets — one round trip from full
+    // rate where ten packets need log2(BDP / 10 packets) of them. Half, so
+    // that a path that got slower since queues at most half its old BDP once
+    // before the first acks say so (startup then grows or drains as ever).
+    const double half_bdp = cfg.start->rate.bytes_per_second() * cfg.start->rtt.to_seconds() * kStartHintFraction;
+    cwnd_ = std::max(cwnd_, Bytes(static_cast<uint64_t>(half_bdp)));
+    pacing_rate_ = Rate::over(cwnd_, cfg.start->rtt) * kStartupPacingGain;
+  }
 }
 
 uint64_t DelayController::next_random() {

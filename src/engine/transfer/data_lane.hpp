@@ -23,6 +23,7 @@
 #include "core/scheduler.hpp"
 #include "core/session/lane_traits.hpp"
 #include "core/session/messages.hpp"
+#include "core/transport/congestion_controller.hpp"
 #include "core/units.hpp"
 #include "engine/lanes/tcp.hpp"
 #include "engine/transfer/report.hpp"
@@ -109,6 +110,10 @@ class DataLane {
   virtual nlohmann::json sample() const { return nlohmann::json::object(); }
   /// A TCP lane's kernel state (TCP_INFO) now; false for other kinds.
   virtual bool tcp_info(lanes::TcpKernelInfo& out) const { (void)out; return false; }
+  /// What the lane's own controller learned of its path (rate and minimum
+  /// RTT), for the next session's fast start (PathMemory); none where a
+  /// start cannot be seeded (a kernel's TCP) or nothing was learned.
+  virtual std::optional<transport::StartHint> path_figures() const { return std::nullopt; }
 };
 
 }  // namespace braid::transfer

@@ -49,8 +49,13 @@ TransferOutcome SenderSession::outcome_locked(const files::SourceTree& tree, con
     out.report.policy = opts.policy;
     const Time end = machine_->all_acked_at() != Time::never() ? machine_->all_acked_at() : t.ended_at;
     out.report.seconds = (end - t.start).to_seconds();
-    // The session's clock starts with the connect: this is command to first byte, less process start.
-    if (t.first_ack != Time::never()) out.report.first_byte_seconds = t.first_ack.to_seconds();
+    // The session's clock starts with the connect: this is command to the
+    // first acked piece, less process start — on any lane kind (the
+    // scheduler hears UDP lanes' acks too, which no lane message carries).
+    const core::Scheduler& sched = *machine_->scheduler();
+    Time first = Time::never();
+    for (core::LaneId l = 0; l < sched.lane_count(); ++l) first = std::min(first, sched.stats(l).first_ack);
+    if (first != Time::never()) out.report.first_byte_seconds = first.to_seconds();
     out.report.rate_bytes_per_sec =
         out.report.seconds > 0 ? static_cast<double>(out.report.sent_bytes) / out.report.seconds : 0;
   }

@@ -31,6 +31,10 @@
 namespace braid::transfer {
 
 namespace {
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 /// TCP lanes that leave by one interface share its uplink: one delay group
 /// (transport::TcpGroupCap). The interface a lane is bound to, else the one
 /// that holds its local address, else the address itself. None (empty) on
@@ -116,6 +120,7 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   s->session_id_ = session.value().session_id();
   s->background_ = opts.cc == "background";
   s->secret_ = session.value().lane_secret();
+  s->path_memory_ = PathMemory::load(s->host_->dir);
   log.write("status", {{"status", "authenticated"},
                        {"peer", s->peer_name_},
                        {"fingerprint", s->peer_.fingerprint.to_string()},
@@ -207,18 +212,10 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
     s->machine_->add_paths(paths, s->now());
     s->drain_locked();
   }
-  // Lanes open in the background; wait a little for them (kLaneGrace), so
-  // the first pieces are usually planned over every lane — UDP lanes a
-  // little longer (udp_open, udp_ready), a dead path not at all: a lane that
-  // opens later joins the running transfer.
-  bool any_udp = false;
-  for (const auto& p : paths) any_udp = any_udp || p.kind == session::LaneKind::udp;
-  const auto grace = std::chrono::nanoseconds((any_udp ? Duration::millis(std::min(opts.connect_timeout_ms, 3000))
-                                                       : kLaneGrace).ns());
-  {
-    std::unique_lock lock(s->mu_);
-    s->cv_.wait_for(lock, grace, [&] { return s->machine_->opening_lanes() == 0; });
-  }
+  // Lanes open in the background and join the transfer as they come: the
+  // offer does not wait for them. Its answer takes a round trip, about what
+  // a lane takes to connect, so they are usually there for the first pieces
+  // anyway, and a path that does not answer costs nothing at the start.
   // TCP lanes run under a pacing cap: --background's scavenger, else the
   // coupled low-delay cap (unless --latency-target 0).
   if (s->background_ || opts.latency_target > Duration::zero())
@@ -319,6 +316,11 @@ void SenderSession::replan_paths() {
 size_t SenderSession::live_lanes() const {
   std::lock_guard lock(mu_);
   return machine_ ? machine_->open_lanes() : 0;
+}
+
+void SenderSession::wait_for_lanes(std::chrono::milliseconds max) {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, max, [&] { return !machine_ || machine_->opening_lanes() == 0; });
 }
 
 DataLane* SenderSession::lane_locked(session::LaneNo id) {
@@ -456,6 +458,12 @@ void SenderSession::start_udp_lane(session::LaneNo id, const session::PathSpec& 
     cfg.fault = opts_.faults.udp;
     cfg.cc_seed = id;
     cfg.socket.device = where.interface;
+    // Known peer, known path: start from what it carried last time.
+    const std::string key = PathMemory::udp_path_key(
+        !where.interface.empty() ? where.interface : where.local ? where.local->host() : std::string("any"),
+        where.remote.host());
+    cfg.start = path_memory_.hint(peer_.fingerprint.to_string(), key, unix_now());
+    figure_keys_[id] = key;
   }
   std::unique_ptr<UdpDataLane> lane;
   if (error.empty()) lane = UdpDataLane::start(cfg, static_cast<DataLaneEvents&>(*this), error);
@@ -535,10 +543,7 @@ void SenderSession::on_message(LaneNo lane, const session::ToSender& msg) {
   if (!machine_) return;
   const Time at = now();
   machine_->handle_message(lane, msg, at);
-  if (std::holds_alternative<wire::Ack>(msg) || std::holds_alternative<wire::LaneAck>(msg)) {
-    if (active_ && active_->first_ack == Time::never()) active_->first_ack = at;
-    log_progress_locked();
-  }
+  if (std::holds_alternative<wire::Ack>(msg) || std::holds_alternative<wire::LaneAck>(msg)) log_progress_locked();
   drain_locked();
 }
 
@@ -695,6 +700,18 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
   }
   TransferOutcome out = outcome_locked(tree, opts);
   active_.reset();
+  if (out.report.verified && !opts.sync.dry_run) {
+    // What each UDP lane's controller learned, for the next session's start.
+    bool learned = false;
+    for (const auto& [id, l] : lanes_)
+      if (auto f = l->path_figures(); f && figure_keys_.count(id)) {
+        path_memory_.remember(peer_.fingerprint.to_string(), figure_keys_[id], *f, unix_now());
+        learned = true;
+      }
+    lock.unlock();
+    if (learned)
+      if (auto e = path_memory_.save(host_->dir); !e.empty()) log_.write("path_figures_unsaved", {{"reason", e}});
+  }
   return out;
 }
 

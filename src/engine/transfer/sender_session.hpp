@@ -37,6 +37,7 @@
 #include "engine/transfer/lane_paths.hpp"
 #include "engine/transfer/live_display.hpp"
 #include "engine/transfer/local_host.hpp"
+#include "engine/transfer/path_memory.hpp"
 #include "engine/transfer/report.hpp"
 #include "engine/udp/udp_lane_types.hpp"
 #include "core/wire/messages.hpp"
@@ -54,11 +55,6 @@ constexpr Duration kSampleEvery = Duration::millis(100);
 /// cap (transport/tcp_group_cap.hpp; tcp_pacing_cap.hpp under --background):
 /// a few times per RTT on most paths, ~100 getsockopt calls per second per lane.
 constexpr Duration kTcpPacingEvery = Duration::millis(10);
-/// How long connect() waits for further TCP lanes before the first transfer
-/// may start: long enough for a connect and a join over most paths (two
-/// round trips), short next to the 3 s a dead path takes to fail. A lane
-/// that opens later joins the running transfer.
-constexpr Duration kLaneGrace = Duration::millis(200);
 
 /// What kind of lanes discovered paths (and `--lane` specs without a
 /// `tcp:`/`udp:` prefix) get. `automatic`: see docs/engine.md ("auto").
@@ -186,6 +182,10 @@ class SenderSession : private DataLaneEvents {
   void interrupt(const std::string& reason);
 
   size_t live_lanes() const;
+  /// Waits until no lane is still connecting or joining, at most `max`.
+  /// send() does not (lanes join the running transfer); a probe, which
+  /// measures every path, does.
+  void wait_for_lanes(std::chrono::milliseconds max);
   std::string peer_name() const { return peer_name_; }
   /// Who the receiver is: its label, claimed name, key, and whether this run paired it.
   const security::PeerInfo& peer() const { return peer_; }
@@ -247,6 +247,9 @@ class SenderSession : private DataLaneEvents {
   std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
   bool background_ = false;
   std::map<std::string, LanePath> paths_;  // by path_key(PathSpec)
+  /// The peer's paths' last figures (fast start), and each UDP lane's key there.
+  PathMemory path_memory_;
+  std::map<session::LaneNo, std::string> figure_keys_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -25,7 +25,6 @@ struct SenderActive {
   // Per lane: its counters when the transfer began, and its first piece's start.
   std::map<LaneNo, DataLaneCounters> at_start;
   std::map<LaneNo, Time> first_send;
-  Time first_ack = Time::never();  // the first piece the receiver acked
 };
 
 }  // namespace braid::transfer

@@ -187,6 +187,13 @@ void UdpDataLane::add_to_report(LaneReport& r) const {
                         c.srtt_ms,      c.min_rtt_ms,   c.rate_bytes_per_sec,    c.cwnd_bytes};
 }
 
+std::optional<transport::StartHint> UdpDataLane::path_figures() const {
+  if (!udp_) return std::nullopt;
+  const auto c = udp_->counters();
+  if (!(c.bandwidth_bytes_per_sec > 0) || !(c.min_rtt_ms > 0)) return std::nullopt;
+  return transport::StartHint{Rate::bytes_per_sec(c.bandwidth_bytes_per_sec), Duration::micros(static_cast<int64_t>(c.min_rtt_ms * 1000))};
+}
+
 nlohmann::json UdpDataLane::sample() const {
   if (!udp_) return nlohmann::json::object();
   const auto c = udp_->counters();

@@ -41,6 +41,7 @@ class UdpDataLane final : public DataLane, private udp::UdpSendEvents {
   DataLaneCounters counters() const override;
   void add_to_report(LaneReport& r) const override;
   nlohmann::json sample() const override;
+  std::optional<transport::StartHint> path_figures() const override;
   /// Bytes per datagram: --packet-size, or what the path MTU allows.
   size_t packet_size() const { return udp_ ? udp_->packet_size() : 0; }
   /// Test hook support: shut the lane after this many piece bytes were handed to it.

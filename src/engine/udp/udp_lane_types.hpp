@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "core/transport/congestion_controller.hpp"
 #include "core/units.hpp"
 #include "engine/security/lane_keys.h"
 #include "engine/udp/socket_address.hpp"
@@ -72,6 +73,8 @@ struct UdpLaneConfig {
   /// there instead (UdpSendLane::heard_peer).
   Duration first_contact_timeout = Duration::seconds(2);
   uint64_t cc_seed = 1;               // randomised controller phases stay reproducible
+  /// The path's figures from a known peer's last transfer: a fast start (PathMemory).
+  std::optional<transport::StartHint> start;
   SocketOptions socket;
   FaultInjection fault;               // tests only
 };

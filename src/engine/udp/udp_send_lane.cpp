@@ -28,6 +28,7 @@ std::unique_ptr<UdpSendLane> UdpSendLane::start(const UdpLaneConfig& cfg, UdpSen
   sc.max_datagram_size = Bytes(io->packet_size);
   sc.cc.max_datagram_size = sc.max_datagram_size;
   sc.cc.seed = cfg.cc_seed;
+  sc.cc.start = cfg.start;
   sc.pacer.burst_time = cfg.pacer_burst;
   sc.pacer.wake_time = cfg.pacer_wake;
   auto cc = transport::make_controller(cfg.cc, sc.cc);

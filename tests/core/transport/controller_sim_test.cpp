@@ -197,5 +197,43 @@ TEST(LaneSim, FiniteTransferCompletesNearTheFluidBound) {
   EXPECT_LE(done.to_seconds(), bound * 1.10) << done.to_seconds() << " vs " << bound;
 }
 
+// Fast start: a known path's last figures (StartHint) let startup begin
+// from half its old BDP. 64 MiB over 500 Mbit/s with a 40 ms RTT: ten packets
+// need ~8 round trips to fill the pipe, the hint about one.
+TEST(DelayController, AKnownPathsFiguresShortenTheStartByRoundTrips) {
+  auto run = [](std::optional<StartHint> hint, double link_mbit) {
+    SimConfig cfg;
+    cfg.link = {Rate::mbit(link_mbit), Duration::millis(20), Bytes(4'000'000), 0.0, 1};
+    LaneSim sim(cfg);
+    FlowSpec spec;
+    spec.packet_size = Bytes(1472);
+    spec.total = Bytes::mib(link_mbit >= 100 ? 64 : 8);
+    spec.cc_config.start = hint;
+    const int f = sim.add_flow(spec);
+    EXPECT_TRUE(sim.run_until(sec(20)));
+    return std::make_pair(sim.completion_time(f), sim.queue_delays(Time::zero(), sec(20)));
+  };
+  constexpr double kPayload1472 = (1472.0 - 13 - 16 - 8) / 1472.0;
+  const double bound = 64.0 * 1048576 * 8 / (500e6 * kPayload1472) + 0.04;
+  const auto [cold, cold_q] = run(std::nullopt, 500);
+  const auto [warm, warm_q] = run(StartHint{Rate::mbit(500), Duration::millis(40)}, 500);
+  ASSERT_NE(cold, Time::never());
+  ASSERT_NE(warm, Time::never());
+  std::printf("  fluid bound %.3f s; ten packets %.3f s; hinted %.3f s; queue p95 %.1f / %.1f ms\n", bound,
+              cold.to_seconds(), warm.to_seconds(), percentile(cold_q, 95).to_seconds() * 1e3,
+              percentile(warm_q, 95).to_seconds() * 1e3);
+  EXPECT_LE(warm.to_seconds(), cold.to_seconds() - 4 * 0.040);  // at least four round trips sooner
+  EXPECT_LE(warm.to_seconds(), bound * 1.25 + 3 * 0.040);       // the short-transfer bound
+  // A hint ten times the path (the Wi-Fi got slower since): half the old BDP
+  // queues once, then startup learns the real rate and the queue drains.
+  const auto [wrong, wrong_q] = run(StartHint{Rate::mbit(500), Duration::millis(40)}, 50);
+  ASSERT_NE(wrong, Time::never());
+  const auto [plain, plain_q] = run(std::nullopt, 50);
+  std::printf("  50 Mbit/s with a 500 Mbit/s hint: %.3f s (no hint %.3f s); peak queue %.0f ms\n", wrong.to_seconds(),
+              plain.to_seconds(), percentile(wrong_q, 100).to_seconds() * 1e3);
+  EXPECT_LE(percentile(wrong_q, 100), Duration::millis(1250 * 8 / 50 + 60));  // half the old BDP at 50 Mbit/s, plus startup's own
+  EXPECT_LE(wrong.to_seconds(), plain.to_seconds() + 0.2);
+}
+
 }  // namespace
 }  // namespace braid::transport::sim
