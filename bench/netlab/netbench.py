@@ -483,6 +483,7 @@ class Bench:
             if not identical:
                 raise RuntimeError("braid: the received file differs from the source (SHA-256)")
             out = {"seconds": rep["seconds"], "wall_seconds": wall, "mbit": self.size * 8 / rep["seconds"] / 1e6,
+                   "first_byte_seconds": rep.get("first_byte_seconds"),
                    "identical": identical, "stalls": rep.get("stalls"), "duplicates": rep.get("duplicates"),
                    "abandoned": rep.get("abandoned"),
                    "lanes": [{k: l.get(k) for k in ("name", "local", "remote", "bytes", "chunks", "share",

@@ -1,0 +1,113 @@
+"""bench/netlab/short [--runs N] [--sizes 16,64,256] [--out DIR]
+
+Issue "Latency"'s short transfers: two fast long links (500 Mbit/s each,
+20 ms one way: bench/netlab/scenarios/short64.scn), braid from the command
+to its exit for 16, 64 and 256 MiB, with TCP lanes and with UDP lanes, as a
+first contact (fresh configuration: pairing with a code) and with a known
+peer (paired, and its path figures kept from an unmeasured warm-up run:
+PathMemory), beside Linux MPTCP moving the same bytes (iperf3 -n under
+mptcpize) in the same run. Reports medians of N runs, the time to the first
+acked piece, and the issue's bound: 1.25 x the fluid bound + 3 RTTs, where
+the fluid bound is the bytes at the links' payload rate plus one RTT.
+Writes netlab-short.json in --out (default bench/out). Needs root and the
+netlab (exit 77 when the lab cannot run here).
+"""
+import argparse
+import datetime
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netbench as nb  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="bench/netlab/short", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--sizes", default="16,64,256", help="MiB, comma-separated")
+    ap.add_argument("--out", default=os.path.join(nb.REPO, "bench", "out"))
+    ap.add_argument("--workdir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    args = ap.parse_args()
+    sc = nb.load_scenario("short64")
+    try:
+        tools, braid_ok, why = nb.preflight()
+    except nb.Skip as e:
+        print(f"bench/netlab/short: SKIPPED: {e}", file=sys.stderr)
+        return nb.SKIP
+    if not braid_ok:
+        print(f"bench/netlab/short: braid cannot run: {why}", file=sys.stderr)
+        return 1
+    bargs = argparse.Namespace(runs=args.runs, size=None, transport="tcp", out=args.out, workdir=args.workdir, cc=None)
+    b = nb.Bench(sc, tools, braid_ok, why, bargs)
+    rtt = 2 * max(l["delay_s"] for l in sc["links"])
+    payload_rate = sum(l["rate_bps"] * nb.Bench.payload_factor(l) for l in sc["links"]) / 8
+    res = {"scenario": sc["name"], "links": sc["links"], "rtt_s": rtt, "runs": args.runs,
+           "started": datetime.datetime.now().isoformat(timespec="seconds"), "load_avg_at_start": os.getloadavg(),
+           "command": "bench/netlab/short " + " ".join(sys.argv[1:]), "sizes": []}
+    workdir = tempfile.mkdtemp(prefix="netbench-short-", dir=args.workdir)
+    try:
+        b.lab.up()
+        for mib in [int(x) for x in args.sizes.split(",")]:
+            b.size = mib << 20
+            fluid = b.size / payload_rate + rtt
+            row = {"mib": mib, "fluid_bound_s": fluid, "goal_s": 1.25 * fluid + 3 * rtt, "braid": {}}
+            src = os.path.join(workdir, "payload.bin")
+            with open(src, "wb") as f:
+                left = b.size
+                while left:
+                    chunk = os.urandom(min(left, 1 << 22))
+                    f.write(chunk)
+                    left -= len(chunk)
+            b.src_sha = nb.sha256(src)
+            for kind in ("tcp", "udp"):
+                bargs.transport = kind
+                for case in ("first_contact", "known_peer"):
+                    runs = []
+                    fresh = lambda: [shutil.rmtree(os.path.join(workdir, d), ignore_errors=True)
+                                     for d in ("cfg-send", "cfg-recv")]
+                    fresh()
+                    if case == "known_peer":
+                        b.braid([0, 1], src, workdir)  # pairs and leaves the path figures: not measured
+                    for k in range(args.runs):
+                        if case == "first_contact":
+                            fresh()
+                        r = b.braid([0, 1], src, workdir)
+                        runs.append({x: r.get(x) for x in ("wall_seconds", "seconds", "first_byte_seconds", "mbit")})
+                        nb.log(f"{mib} MiB {kind} {case} run {k + 1}: command to exit {r['wall_seconds']:.3f} s, "
+                               f"first byte {r.get('first_byte_seconds') or 0:.3f} s")
+                    row["braid"][f"{kind}:{case}"] = {
+                        "median_wall_seconds": statistics.median(r["wall_seconds"] for r in runs),
+                        "median_first_byte_seconds": statistics.median(r["first_byte_seconds"] or 0 for r in runs),
+                        "runs": runs}
+            os.unlink(src)
+            if tools["mptcpize"]:
+                b.mptcp_setup(0)
+                m = [b.iperf(0, nbytes=b.size, mptcp=True, bind_server=False) for _ in range(args.runs)]
+                row["mptcp"] = {"median_seconds": statistics.median(x["seconds"] for x in m),
+                                "runs": [{"seconds": x["seconds"], "mbit": x["mbit"]} for x in m]}
+            res["sizes"].append(row)
+    finally:
+        b.lab.down()
+        shutil.rmtree(workdir, ignore_errors=True)
+    res["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "netlab-short.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    print(f"short transfers over {sc['name']} (2 x 500 Mbit/s, RTT {rtt * 1000:.0f} ms), medians of {args.runs}, "
+          "command to exit (first byte):")
+    for row in res["sizes"]:
+        cells = [f"{k} {v['median_wall_seconds']:.3f} s ({v['median_first_byte_seconds']:.3f})"
+                 for k, v in row["braid"].items()]
+        mp = f"; MPTCP transfer {row['mptcp']['median_seconds']:.3f} s" if "mptcp" in row else ""
+        print(f"  {row['mib']} MiB: fluid {row['fluid_bound_s']:.3f} s, goal <= {row['goal_s']:.3f} s: "
+              + ", ".join(cells) + mp)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
