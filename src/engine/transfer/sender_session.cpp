@@ -786,8 +786,15 @@ void SenderSession::cap_delay_groups_locked(Time n) {
   };
   std::map<std::string, std::vector<Member>> groups;
   for (const auto& v : machine_->lanes()) {
+    // A lane under a --rate-limit or --metered share is held by that split,
+    // which follows what each lane delivers: a second controller on the
+    // same measured rates would talk both down (24-37 of a 60 Mbit/s limit).
     if (!v.open || !v.data) continue;
     DataLane* l = lane_locked(v.id);
+    if (l && v.rate_cap) {
+      if (delay_capped_.erase(v.id)) l->set_delay_cap(std::nullopt, Duration::zero(), false);
+      continue;
+    }
     lanes::TcpKernelInfo k;
     if (!l || l->bottleneck().empty() || !l->tcp_info(k) || k.rtt_us == 0) continue;
     transport::TcpLaneSample s;
@@ -808,8 +815,10 @@ void SenderSession::cap_delay_groups_locked(Time n) {
     std::vector<transport::TcpLaneSample> samples;
     for (const auto& m : members) samples.push_back(m.sample);
     const auto caps = g.on_samples(n, samples);
-    for (size_t i = 0; i < members.size(); ++i)
+    for (size_t i = 0; i < members.size(); ++i) {
       members[i].lane->set_delay_cap(caps[i].cap, g.queuing_delay(), caps[i].restart);
+      delay_capped_.insert(static_cast<session::LaneNo>(members[i].sample.lane));
+    }
   }
 }
 
