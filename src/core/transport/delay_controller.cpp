@@ -40,6 +40,8 @@ constexpr uint64_t kAckAggregationPackets = 3;
 constexpr Duration kNominalRtt = Duration::millis(1);
 // A start hint's share of the path's last BDP taken as the first window.
 constexpr double kStartHintFraction = 0.5;
+// Startup ends once the estimate is back at this share of a start hint's rate.
+constexpr double kStartHintFull = 0.9;
 }  // namespace
 
 DelayController::DelayController(const ControllerConfig& cfg)
@@ -58,6 +60,7 @@ DelayController::DelayController(const ControllerConfig& cfg)
     // before the first acks say so (startup then grows or drains as ever).
     const double half_bdp = cfg.start->rate.bytes_per_second() * cfg.start->rtt.to_seconds() * kStartHintFraction;
     cwnd_ = std::max(cwnd_, Bytes(static_cast<uint64_t>(half_bdp)));
+    hint_rate_ = cfg.start->rate;
     pacing_rate_ = Rate::over(cwnd_, cfg.start->rtt) * kStartupPacingGain;
   }
 }
@@ -139,7 +142,11 @@ void DelayController::update_model(const CongestionEvent& ev) {
 void DelayController::update_startup(const CongestionEvent& ev) {
   if (round_start_ && !ev.rate.is_app_limited) {
     const Rate bw = bw_filter_.best();
-    if (bw >= full_bw_ * kFullBwGrowth) {
+    if (!hint_rate_.is_zero() && bw >= hint_rate_ * kStartHintFull) {
+      // The known path is full again: startup's usual three rounds without
+      // growth would only build a queue of up to twice its BDP (and drain it).
+      filled_pipe_ = true;
+    } else if (bw >= full_bw_ * kFullBwGrowth) {
       full_bw_ = bw;
       full_bw_rounds_ = 0;
     } else if (++full_bw_rounds_ >= kFullBwRounds) {

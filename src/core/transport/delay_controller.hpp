@@ -76,6 +76,7 @@ class DelayController final : public CongestionController {
   Rate full_bw_;
   int full_bw_rounds_ = 0;
   bool filled_pipe_ = false;
+  Rate hint_rate_;  // a start hint's rate (zero: none): startup ends when it is reached
 
   // ProbeBW gain cycle: up (1.25) → down (0.75) → cruise (1) for a random
   // number of RTTs → up ...
