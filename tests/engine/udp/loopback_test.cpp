@@ -108,8 +108,28 @@ TEST(Loopback, FallsBackWhenTheKernelRefusesGsoAtSendTime) {
   EXPECT_EQ(c.send.data_bytes_retransmitted, 0u);
 }
 
+// A sender with GSO and a receiver whose kernel has no GRO (UDP_GRO refused
+// at open): the kernel cuts each GSO message into datagrams before the
+// receiving socket, which takes them one per buffer.
+TEST(Loopback, GsoSenderToAReceiverWithoutGro) {
+  LoopbackPair pair(16 * kMiB, kMiB);
+  UdpLaneConfig r = base_config("127.0.0.1:0");
+  r.socket.gro = false;
+  ASSERT_TRUE(pair.start(base_config("127.0.0.1:0"), r)) << pair.error();
+  pair.send_all();
+  ASSERT_TRUE(pair.wait_acked(pair.piece_count()));
+  const auto c = pair.stop();
+  EXPECT_TRUE(pair.identical());
+  EXPECT_FALSE(c.recv.gro);
+  EXPECT_EQ(c.recv.socket.gro_messages, 0u);
+  if (c.send.gso) {
+    EXPECT_GT(c.send.socket.gso_messages, 0u);
+  }
+}
+
 // Without the fault the same lane does use GSO and GRO on loopback (the
-// kernel here has both), so the test above falls back from a real GSO path.
+// kernel here has both), so FallsBackWhenTheKernelRefusesGsoAtSendTime
+// falls back from a real GSO path.
 TEST(Loopback, UsesGsoAndGroWhereTheKernelHasThem) {
   LoopbackPair pair(16 * kMiB, kMiB);
   ASSERT_TRUE(pair.start(base_config("127.0.0.1:0"), base_config("127.0.0.1:0"))) << pair.error();
@@ -121,7 +141,9 @@ TEST(Loopback, UsesGsoAndGroWhereTheKernelHasThem) {
   EXPECT_EQ(c.send.socket.gso_fallbacks, 0u);
   EXPECT_GT(c.send.socket.gso_messages, 0u);
   EXPECT_LT(c.send.socket.send_calls, c.send.socket.datagrams_sent / 4);
-  if (c.recv.gro) EXPECT_GT(c.recv.socket.gro_messages, 0u);
+  if (c.recv.gro) {
+    EXPECT_GT(c.recv.socket.gro_messages, 0u);
+  }
 }
 
 TEST(Loopback, Ipv6JumboPackets) {
