@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <cstring>
 #include <numeric>
 
 namespace braid::udp {
@@ -45,6 +46,18 @@ void make_nonce(const security::Secret<security::kNonceSize>& salt, uint64_t pn,
   for (int i = 0; i < 8; ++i) nonce[security::kNonceSize - 1 - static_cast<size_t>(i)] ^= static_cast<uint8_t>(pn >> (8 * i));
 }
 
+// The AAD (session id || clear header) in one buffer: one EVP update per
+// datagram instead of two. GCM's AAD is a byte stream, so the tag is the
+// same; OpenSSL 3.0 pays per call (dispatch, and the 8-byte part left in a
+// partial block): sealing 1452-byte payloads went from 0.53 to 0.46 CPU-s
+// per GiB, medians of 7 (bench/udp/seal_calls_probe.cpp).
+std::array<uint8_t, 8 + kHeaderSize> aad_of(const std::array<uint8_t, 8>& session, const uint8_t* header) {
+  std::array<uint8_t, 8 + kHeaderSize> aad{};
+  std::memcpy(aad.data(), session.data(), 8);
+  std::memcpy(aad.data() + 8, header, kHeaderSize);
+  return aad;
+}
+
 }  // namespace
 
 security::Result<DatagramSealer> DatagramSealer::create(const security::DirectionKeys& keys, uint64_t session_id) {
@@ -74,9 +87,9 @@ FrameStatus DatagramSealer::seal(std::span<uint8_t> packet, size_t size, std::sp
   auto encrypt = [&](size_t to, const uint8_t* from, size_t n) {
     return n == 0 || EVP_EncryptUpdate(ctx_.get(), p + to, &len, from, static_cast<int>(n)) == 1;
   };
+  const auto aad = aad_of(session_, p);
   bool ok = EVP_EncryptInit_ex2(ctx_.get(), nullptr, nullptr, nonce, nullptr) == 1 &&
-            EVP_EncryptUpdate(ctx_.get(), nullptr, &len, session_.data(), 8) == 1 &&
-            EVP_EncryptUpdate(ctx_.get(), nullptr, &len, p, static_cast<int>(kHeaderSize)) == 1;
+            EVP_EncryptUpdate(ctx_.get(), nullptr, &len, aad.data(), static_cast<int>(aad.size())) == 1;
   at = kHeaderSize;
   for (const Gathered& g : gathered) {
     ok = ok && encrypt(at, p + at, g.offset_in_packet - at) && encrypt(g.offset_in_packet, g.bytes.data(), g.bytes.size());
@@ -129,12 +142,12 @@ FrameStatus DatagramOpener::open_impl(std::span<uint8_t> datagram) {
   const size_t size = datagram.size() - kAeadTagSize;
   uint8_t nonce[security::kNonceSize];
   make_nonce(salt_, pn, nonce);
+  const auto aad = aad_of(session_, p);
   int len = 0;
   const bool ok =
       EVP_DecryptInit_ex2(ctx_.get(), nullptr, nullptr, nonce, nullptr) == 1 &&
       EVP_CIPHER_CTX_ctrl(ctx_.get(), EVP_CTRL_AEAD_SET_TAG, static_cast<int>(kAeadTagSize), p + size) == 1 &&
-      EVP_DecryptUpdate(ctx_.get(), nullptr, &len, session_.data(), 8) == 1 &&
-      EVP_DecryptUpdate(ctx_.get(), nullptr, &len, p, static_cast<int>(kHeaderSize)) == 1 &&
+      EVP_DecryptUpdate(ctx_.get(), nullptr, &len, aad.data(), static_cast<int>(aad.size())) == 1 &&
       EVP_DecryptUpdate(ctx_.get(), p + kHeaderSize, &len, p + kHeaderSize, static_cast<int>(size - kHeaderSize)) == 1 &&
       EVP_DecryptFinal_ex(ctx_.get(), p + size, &len) == 1;
   if (!ok) {

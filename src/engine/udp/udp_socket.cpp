@@ -210,6 +210,7 @@ int UdpSocket::send_messages(TxBatch& batch, bool use_gso) {
     ++messages;
     i = j;
   }
+  if (fault_.refuse_gso != 0 && messages < n - batch.head_) return fault_.refuse_gso;  // some message carries several
   const int sent = ::sendmmsg(fd_.get(), tx_msgs_.data(), static_cast<unsigned>(messages), 0);
   if (sent < 0) return errno == EWOULDBLOCK ? EAGAIN : errno;
   ++stats_.send_calls;

@@ -18,8 +18,9 @@
 // GSO runs never cross destinations.
 //
 // Nothing here knows the protocol. The test hook (FaultInjection) drops
-// datagrams at random (seeded) before they reach the kernel and shows each
-// sent datagram to the test, so tests can lose, replay or forge packets.
+// datagrams at random (seeded) before they reach the kernel, shows each
+// sent datagram to the test, so tests can lose, replay or forge packets,
+// and can play a kernel that refuses GSO at send time.
 #pragma once
 
 #include <sys/socket.h>
@@ -58,6 +59,10 @@ struct SocketOptions {
 struct FaultInjection {
   double drop_probability = 0.0;
   uint64_t seed = 1;
+  /// An errno (EIO, EINVAL) the "kernel" answers every send carrying a GSO
+  /// message with, as a route without checksum offload does (0: none), so
+  /// tests reach the fall-back to one datagram per message.
+  int refuse_gso = 0;
   std::function<void(std::span<const uint8_t> datagram)> on_sent;
 };
 

@@ -2,6 +2,8 @@
 // identical, with and without injected loss, with and without GSO/GRO.
 #include <gtest/gtest.h>
 
+#include <cerrno>
+
 #include "loopback_pair.hpp"
 
 namespace braid::udp::test {
@@ -85,6 +87,63 @@ TEST(Loopback, WorksWithoutGsoAndGro) {
   ASSERT_TRUE(pair.wait_acked(pair.piece_count()));
   pair.stop();
   EXPECT_TRUE(pair.identical());
+}
+
+// GSO was there when the socket opened, but the kernel refuses it at send
+// time (EIO: a route without checksum offload): the sending lane turns it
+// off once and sends one datagram per message; nothing is lost to it.
+TEST(Loopback, FallsBackWhenTheKernelRefusesGsoAtSendTime) {
+  LoopbackPair pair(16 * kMiB, kMiB);
+  UdpLaneConfig s = base_config("127.0.0.1:0");
+  s.fault.refuse_gso = EIO;
+  ASSERT_TRUE(pair.start(s, base_config("127.0.0.1:0"))) << pair.error();
+  pair.send_all();
+  ASSERT_TRUE(pair.wait_acked(pair.piece_count()));
+  const auto c = pair.stop();
+  EXPECT_TRUE(pair.identical());
+  EXPECT_FALSE(c.send.gso);
+  EXPECT_EQ(c.send.socket.gso_fallbacks, 1u);
+  EXPECT_EQ(c.send.socket.gso_messages, 0u);
+  EXPECT_GE(c.send.socket.datagrams_sent, c.send.packets_sent);
+  EXPECT_EQ(c.send.data_bytes_retransmitted, 0u);
+}
+
+// A sender with GSO and a receiver whose kernel has no GRO (UDP_GRO refused
+// at open): the kernel cuts each GSO message into datagrams before the
+// receiving socket, which takes them one per buffer.
+TEST(Loopback, GsoSenderToAReceiverWithoutGro) {
+  LoopbackPair pair(16 * kMiB, kMiB);
+  UdpLaneConfig r = base_config("127.0.0.1:0");
+  r.socket.gro = false;
+  ASSERT_TRUE(pair.start(base_config("127.0.0.1:0"), r)) << pair.error();
+  pair.send_all();
+  ASSERT_TRUE(pair.wait_acked(pair.piece_count()));
+  const auto c = pair.stop();
+  EXPECT_TRUE(pair.identical());
+  EXPECT_FALSE(c.recv.gro);
+  EXPECT_EQ(c.recv.socket.gro_messages, 0u);
+  if (c.send.gso) {
+    EXPECT_GT(c.send.socket.gso_messages, 0u);
+  }
+}
+
+// Without the fault the same lane does use GSO and GRO on loopback (the
+// kernel here has both), so FallsBackWhenTheKernelRefusesGsoAtSendTime
+// falls back from a real GSO path.
+TEST(Loopback, UsesGsoAndGroWhereTheKernelHasThem) {
+  LoopbackPair pair(16 * kMiB, kMiB);
+  ASSERT_TRUE(pair.start(base_config("127.0.0.1:0"), base_config("127.0.0.1:0"))) << pair.error();
+  pair.send_all();
+  ASSERT_TRUE(pair.wait_acked(pair.piece_count()));
+  const auto c = pair.stop();
+  EXPECT_TRUE(pair.identical());
+  if (!c.send.gso) GTEST_SKIP() << "this kernel refuses UDP_SEGMENT";
+  EXPECT_EQ(c.send.socket.gso_fallbacks, 0u);
+  EXPECT_GT(c.send.socket.gso_messages, 0u);
+  EXPECT_LT(c.send.socket.send_calls, c.send.socket.datagrams_sent / 4);
+  if (c.recv.gro) {
+    EXPECT_GT(c.recv.socket.gro_messages, 0u);
+  }
 }
 
 TEST(Loopback, Ipv6JumboPackets) {
