@@ -5,12 +5,14 @@
 // controller by PacedController (pacer.hpp).
 #pragma once
 
+#include <memory>
 #include <optional>
 
 #include <cstdint>
 #include <span>
 #include <string_view>
 
+#include "core/transport/shared_base_rtt.hpp"
 #include "core/units.hpp"
 
 namespace braid::transport {
@@ -72,6 +74,9 @@ struct ControllerConfig {
   Bytes max_datagram_size{1200};
   /// The path's last figures, if known (`delay` starts from half its BDP).
   std::optional<StartHint> start;
+  /// Shared by the lanes of one path (`delay` measures its queue against
+  /// the smallest RTT any of them saw), or null: the lane's own.
+  std::shared_ptr<SharedBaseRtt> shared_base;
   uint64_t seed = 1;                            // randomised phases are still deterministic
   Duration delay_queue_target = Duration::millis(3);
   Duration background_target = Duration::millis(10);

@@ -50,7 +50,8 @@ DelayController::DelayController(const ControllerConfig& cfg)
       rng_state_(cfg.seed * 0x9e3779b97f4a7c15ULL + 1),
       pacing_gain_(kStartupPacingGain),
       cwnd_gain_(kStartupCwndGain),
-      cwnd_(Bytes(kInitialWindowPackets * cfg.max_datagram_size.count())) {
+      cwnd_(Bytes(kInitialWindowPackets * cfg.max_datagram_size.count())),
+      shared_base_(cfg.shared_base) {
   pacing_rate_ = Rate::over(cwnd_, kNominalRtt) * kStartupPacingGain;
   if (cfg.start && !cfg.start->rate.is_zero() && cfg.start->rtt > Duration::zero()) {
     // A known path: startup begins from half the BDP it had last time, paced
@@ -135,8 +136,16 @@ void DelayController::update_model(const CongestionEvent& ev) {
     min_rtt_ = ev.rtt.latest;
     min_rtt_stamp_ = ev.now;
   }
-  delay_exceeded_ = recent_min != Duration::infinite() && recent_min > min_rtt_ + queue_target_;
-  probe_delay_exceeded_ = ev.rtt.latest_adjusted > min_rtt_ + queue_target_ * 2.0;
+  // The queue is measured against the path's base: this lane's own, or the
+  // smallest any lane of the path saw (a latecomer's own includes the queue
+  // the others keep standing).
+  Duration base = min_rtt_;
+  if (shared_base_) {
+    shared_base_->offer(ev.rtt.latest, ev.now);
+    base = std::min(base, shared_base_->base(ev.now));
+  }
+  delay_exceeded_ = recent_min != Duration::infinite() && recent_min > base + queue_target_;
+  probe_delay_exceeded_ = ev.rtt.latest_adjusted > base + queue_target_ * 2.0;
 }
 
 void DelayController::update_startup(const CongestionEvent& ev) {

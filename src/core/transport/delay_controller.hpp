@@ -77,6 +77,7 @@ class DelayController final : public CongestionController {
   int full_bw_rounds_ = 0;
   bool filled_pipe_ = false;
   Rate hint_rate_;  // a start hint's rate (zero: none): startup ends when it is reached
+  std::shared_ptr<SharedBaseRtt> shared_base_;  // the path's lanes' smallest RTT (ControllerConfig)
 
   // ProbeBW gain cycle: up (1.25) → down (0.75) → cruise (1) for a random
   // number of RTTs → up ...

@@ -464,6 +464,10 @@ void SenderSession::start_udp_lane(session::LaneNo id, const session::PathSpec& 
         where.remote.host());
     cfg.start = path_memory_.hint(peer_.fingerprint.to_string(), key, unix_now());
     figure_keys_[id] = key;
+    // Streams on one path measure their queue against one base RTT.
+    auto& base = shared_bases_[key];
+    if (!base) base = std::make_shared<transport::SharedBaseRtt>();
+    cfg.shared_base = base;
   }
   std::unique_ptr<UdpDataLane> lane;
   if (error.empty()) lane = UdpDataLane::start(cfg, static_cast<DataLaneEvents&>(*this), error);

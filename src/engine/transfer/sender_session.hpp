@@ -250,6 +250,8 @@ class SenderSession : private DataLaneEvents {
   /// The peer's paths' last figures (fast start), and each UDP lane's key there.
   PathMemory path_memory_;
   std::map<session::LaneNo, std::string> figure_keys_;
+  /// Each UDP path's base RTT, shared by its lanes (by the same key).
+  std::map<std::string, std::shared_ptr<transport::SharedBaseRtt>> shared_bases_;
   /// Lanes a delay group has capped (a lane that comes under a rate split leaves its group uncapped).
   std::set<session::LaneNo> delay_capped_;
 

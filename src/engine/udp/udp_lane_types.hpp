@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -75,6 +76,8 @@ struct UdpLaneConfig {
   uint64_t cc_seed = 1;               // randomised controller phases stay reproducible
   /// The path's figures from a known peer's last transfer: a fast start (PathMemory).
   std::optional<transport::StartHint> start;
+  /// Shared by the lanes of one path: its base RTT (transport::SharedBaseRtt).
+  std::shared_ptr<transport::SharedBaseRtt> shared_base;
   SocketOptions socket;
   FaultInjection fault;               // tests only
 };

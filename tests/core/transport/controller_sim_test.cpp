@@ -197,6 +197,45 @@ TEST(LaneSim, FiniteTransferCompletesNearTheFluidBound) {
   EXPECT_LE(done.to_seconds(), bound * 1.10) << done.to_seconds() << " vs " << bound;
 }
 
+// Several lanes on one slow path (--streams N over a 4 Mbit/s uplink, 10 ms
+// one way, 1.5 s of buffer): lanes that start while the others' queue
+// stands take it for their base RTT, and the queue then never empties. With
+// the path's base shared (SharedBaseRtt) the queue does not grow with the
+// number of lanes; without it, it does (the contrast shows the test can fail).
+TEST(DelayController, LanesOfOnePathShareTheirBaseSoTheQueueDoesNotGrowWithThem) {
+  auto run = [](int lanes, bool shared) {
+    SimConfig cfg;
+    cfg.link = {Rate::mbit(4), Duration::millis(10), Bytes(750'000), 0.0, 1};
+    LaneSim sim(cfg);
+    auto base = shared ? std::make_shared<SharedBaseRtt>() : nullptr;
+    for (int i = 0; i < lanes; ++i) {
+      FlowSpec s;
+      s.packet_size = Bytes(1472);
+      s.cc_config.seed = static_cast<uint64_t>(i + 1);
+      s.cc_config.shared_base = base;
+      s.start = Time::zero() + Duration::millis(7 * i);
+      sim.add_flow(s);
+    }
+    EXPECT_TRUE(sim.run_until(sec(20)));
+    double mbit_sum = 0;
+    for (int i = 0; i < lanes; ++i) mbit_sum += mbit(sim.goodput(i, sec(3), sec(20)));
+    return std::make_pair(mbit_sum, sim.queue_delays(sec(3), sec(20)));
+  };
+  constexpr double kPayload1472 = (1472.0 - 13 - 16 - 8) / 1472.0;
+  for (int lanes : {2, 4}) {
+    const auto [alone_mbit, alone_q] = run(lanes, false);
+    const auto [shared_mbit, shared_q] = run(lanes, true);
+    std::printf("  %d lanes on 4 Mbit/s: own bases %.2f Mbit/s, queue p50 %.1f p95 %.1f ms; shared base %.2f Mbit/s, "
+                "p50 %.1f p95 %.1f ms\n",
+                lanes, alone_mbit, percentile(alone_q, 50).to_seconds() * 1e3, percentile(alone_q, 95).to_seconds() * 1e3,
+                shared_mbit, percentile(shared_q, 50).to_seconds() * 1e3, percentile(shared_q, 95).to_seconds() * 1e3);
+    EXPECT_GE(shared_mbit, 0.95 * 4 * kPayload1472);
+    EXPECT_LE(percentile(shared_q, 50), Duration::millis(10));
+    EXPECT_LE(percentile(shared_q, 95), Duration::millis(15));
+    EXPECT_GE(percentile(alone_q, 50), Duration::millis(12));  // what sharing fixes
+  }
+}
+
 // Fast start: a known path's last figures (StartHint) let startup begin
 // from half its old BDP. 64 MiB over 500 Mbit/s with a 40 ms RTT: ten packets
 // need ~8 round trips to fill the pipe, the hint about one.
