@@ -157,15 +157,62 @@ void ReceiveTree::set_final_mode(int fd, size_t entry) {
   if ((mode & 0600) == 0600 && (mode & 07000) == 0 && ::fchmod(fd, mode) == 0) mode_set_[entry] = 1;
 }
 
-std::string ReceiveTree::temp_leaf(size_t entry) const { return ".braid-" + tag_ + "-" + std::to_string(entry) + ".part"; }
+std::string ReceiveTree::temp_leaf(size_t entry) const {
+  if (staged_[entry] == kInStaged) return paths_[entry].components().back();
+  return ".braid-" + tag_ + "-" + std::to_string(entry) + ".part";
+}
 
 DirCache::Fd ReceiveTree::parent_dir(size_t entry, bool create, std::string& error, security::Errc* code) {
-  return dirs_.get(parents_[entry], create, error, code);
+  return dirs_.get(disk_parents_[entry], create, error, code);
 }
 
 std::string ReceiveTree::temp_path(size_t entry) const {
-  const std::string& parent = parents_[entry];
+  const std::string& parent = disk_parents_[entry];
   return parent.empty() ? temp_leaf(entry) : parent + "/" + temp_leaf(entry);
+}
+
+std::string ReceiveTree::disk_path(size_t entry) const {
+  const std::string leaf = staged_[entry] == kStageRoot ? ".braid-" + tag_ + "-" + std::to_string(entry) + ".dir"
+                                                        : paths_[entry].components().back();
+  const std::string& parent = disk_parents_[entry];
+  return parent.empty() ? leaf : parent + "/" + leaf;
+}
+
+void ReceiveTree::plan_staging(size_t files) {
+  disk_parents_ = parents_;
+  staged_.assign(entries_.size(), 0);
+  if (files < kStageFrom) return;
+  // Parents before their children: by depth.
+  std::vector<size_t> dirs;
+  for (size_t i = 0; i < entries_.size(); ++i)
+    if (entries_[i].kind == wire::EntryKind::directory) dirs.push_back(i);
+  std::stable_sort(dirs.begin(), dirs.end(), [&](size_t a, size_t b) {
+    return paths_[a].components().size() < paths_[b].components().size();
+  });
+  std::unordered_map<std::string, std::string> staged;  // a staged directory's path → where it is on disk
+  for (size_t k : dirs) {
+    const std::string& leaf = paths_[k].components().back();
+    if (auto it = staged.find(parents_[k]); it != staged.end()) {
+      staged.emplace(paths_[k].str(), it->second + "/" + leaf);
+      continue;
+    }
+    // Outside any staged directory: staged when nothing stands at its place
+    // yet (then nothing in it can be kept, replaced or clash with the offer).
+    auto where = security::open_parent_beneath(root_fd_, paths_[k], false);
+    if (!where) continue;  // its parent is not there yet: made as usual
+    struct stat st {};
+    if (::fstatat(where.value().dir.get(), where.value().leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+      continue;
+    staged_[k] = kStageRoot;
+    stage_roots_.push_back(StageRoot{k, disk_path(k)});
+    staged.emplace(paths_[k].str(), stage_roots_.back().disk_path);
+  }
+  if (stage_roots_.empty()) return;
+  for (size_t i = 0; i < entries_.size(); ++i)
+    if (auto it = staged.find(parents_[i]); it != staged.end()) {
+      disk_parents_[i] = it->second;
+      staged_[i] = kInStaged;
+    }
 }
 
 std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(int root_fd, const wire::Offer& offer,
@@ -233,6 +280,9 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
   t->refresh_ = opts.refresh;
   t->refresh_.resize(offer.entries.size(), false);
   t->keep_existing_.assign(offer.entries.size(), false);
+  size_t files = 0;
+  for (const auto& e : offer.entries) files += e.kind == wire::EntryKind::file;
+  t->plan_staging(files);
   if (auto err = t->create_all(opts.keep_parts)) return *err;
   return t;
 }
@@ -245,7 +295,9 @@ std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
     if (e.kind == wire::EntryKind::directory) {
-      auto d = security::make_dirs_beneath(root_fd_, paths_[i], 0700);
+      auto where = RelativePath::parse(disk_path(i));
+      if (!where) return PrepareError{wire::RefuseReason::bad_path, where.error().message};
+      auto d = security::make_dirs_beneath(root_fd_, where.value(), 0700);
       if (!d) {
         const auto code = d.error().code;
         const bool path_problem = code == security::Errc::path_symlink || code == security::Errc::path_escapes ||
@@ -260,6 +312,12 @@ std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
   if (!keep_parts) {
     create_state_ = std::make_unique<std::atomic<uint8_t>[]>(entries_.size());
     for (size_t i : files) create_state_[i] = kToCreate;
+    unwritten_ = std::make_unique<std::atomic<int64_t>[]>(entries_.size());
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      const auto& e = entries_[i];
+      const bool writes = e.kind == wire::EntryKind::file && !keep_[i] && !e.hard_link_to && e.size > 0;
+      unwritten_[i] = writes ? static_cast<int64_t>(e.size) : -1;
+    }
   }
   std::mutex mu;
   std::optional<PrepareError> first_error;
@@ -285,9 +343,10 @@ std::optional<PrepareError> ReceiveTree::create_file(size_t i, bool keep_parts) 
   }
   const int dir = parent->get();
   const std::string& leaf = paths_[i].components().back();
-  // The final name must not be a directory or a symlink we would replace blindly.
+  // The final name must not be a directory or a symlink we would replace
+  // blindly (in a staged directory nothing stands but what this offer made).
   struct stat st {};
-  if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+  if (staged_[i] != kInStaged && ::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
     return PrepareError{wire::RefuseReason::bad_offer,
                         "'" + security::printable_path(paths_[i].str()) + "' exists as a directory in the target"};
   if (e.hard_link_to) return std::nullopt;  // no bytes of its own: linked to its file in finalize
@@ -377,6 +436,13 @@ int ReceiveTree::write(uint64_t offset, std::span<const uint8_t> data) {
       p += n;
       at += n;
       left -= static_cast<uint64_t>(n);
+    }
+    // Its last byte (every write of it done before its count came off):
+    // the file is whole, its mtime can be set now rather than at finalize.
+    if (unwritten_ && unwritten_[x.entry].fetch_sub(static_cast<int64_t>(x.length)) == static_cast<int64_t>(x.length)) {
+      const auto& e = entries_[x.entry];
+      const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
+      if (::futimens(fd->get(), times) != 0) unwritten_[x.entry] = -1;  // finalize tries again
     }
     return true;
   });
@@ -482,6 +548,26 @@ std::string ReceiveTree::finalize(int& err) {
   for (size_t i : files) parents_touched.insert(parents_[i]);
   fds_.clear();
   dirs_.clear();
+  // Staged directories into place: every file beneath each is complete and
+  // durable now. A directory that appeared at the place meanwhile is
+  // replaced only if empty (rename's rule); else this fails and the staged
+  // one stays, as temporary files do.
+  for (const auto& root : stage_roots_) {
+    auto from = RelativePath::parse(root.disk_path);
+    if (!from) {
+      err = EINVAL;
+      return from.error().message;
+    }
+    auto parent = security::open_parent_beneath(root_fd_, from.value(), false);
+    if (!parent) {
+      err = EIO;
+      return parent.error().message;
+    }
+    const std::string& leaf = paths_[root.entry].components().back();
+    if (::renameat(parent.value().dir.get(), parent.value().leaf.c_str(), parent.value().dir.get(), leaf.c_str()) != 0)
+      return fail("cannot move the directory '" + security::printable_path(paths_[root.entry].str()) + "' into place", errno);
+    parents_touched.insert(parents_[root.entry]);
+  }
   // Hard links (-H), once every file is in place: another name for the file
   // of an earlier entry, both beneath the target with no symlink on the way
   // (so nothing outside the transfer can be linked in). Made under a
@@ -615,6 +701,11 @@ std::string ReceiveTree::finalize_file(size_t i, bool synced, int& err) {
     return what + ": " + errno_text(code);
   };
   const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
+  const bool metadata = e.owner || e.group || e.xattrs;
+  // Its mtime set by the write of its last byte (write()), its mode when it
+  // was made, durable: nothing left but its name.
+  const bool settled = synced && mode_set_[i] && !metadata && unwritten_ && unwritten_[i].load() == 0;
+  if (settled && staged_[i] == kInStaged) return {};  // its directory is renamed into place instead
   std::string error;
   auto parent = parent_dir(i, false, error);
   if (!parent) {
@@ -622,8 +713,9 @@ std::string ReceiveTree::finalize_file(size_t i, bool synced, int& err) {
     return error;
   }
   const std::string tmp_leaf = temp_leaf(i);
-  const bool metadata = e.owner || e.group || e.xattrs;
-  if (synced && mode_set_[i] && !metadata) {
+  if (settled) {
+    // Nothing to set (above): only the rename below, outside a staged directory.
+  } else if (synced && mode_set_[i] && !metadata) {
     // Durable already (syncfs) and its mode set at prepare: only its mtime,
     // by name in its directory, never through a link.
     if (::utimensat(parent->get(), tmp_leaf.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
@@ -638,6 +730,7 @@ std::string ReceiveTree::finalize_file(size_t i, bool synced, int& err) {
     if (::fchmod(fd->get(), e.mode & 07777) != 0) return fail("chmod of '" + security::printable_path(temp_path(i)) + "'", errno);
     if (::futimens(fd->get(), times) != 0) return fail("setting the mtime of '" + security::printable_path(temp_path(i)) + "'", errno);
   }
+  if (staged_[i] == kInStaged) return {};  // its directory is renamed into place instead
   if (::renameat(parent->get(), tmp_leaf.c_str(), parent->get(), paths_[i].components().back().c_str()) != 0)
     return fail("cannot move '" + security::printable_path(paths_[i].str()) + "' into place", errno);
   return {};

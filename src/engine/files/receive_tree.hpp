@@ -20,6 +20,16 @@
 // directories that hold them are opened once (beneath the target, never
 // through a symlink) and kept open while their files are created, written
 // and renamed (DirCache below).
+// Staged directories (an offer of kStageFrom files or more): a directory of
+// the offer that does not exist in the target is made under a temporary
+// name, ".braid-<tag>-<index>.dir", in its parent, and everything beneath it
+// is made there under its final leaf name — nothing in it stands under its
+// final path before finalize renames the staged directory into place, once
+// for the whole subtree instead of once per file. A file whose every byte
+// was written exactly once gets its mtime from the thread that wrote its
+// last byte (futimens on the open file), so finalize has nothing left to do
+// per file in a staged directory but check that. A resume finds the staged
+// directory again by its name (the same offer, the same tag).
 // On any failure the temporary files stay where they are.
 #pragma once
 
@@ -153,6 +163,10 @@ class ReceiveTree {
   size_t metadata_failures() const { return metadata_failures_; }
   /// Temporary name of a file entry, relative to the target (for messages and tests).
   std::string temp_path(size_t entry) const;
+  /// Directories of the offer made under a temporary name (see the top).
+  size_t staged_directories() const { return stage_roots_.size(); }
+  /// From this many files in an offer, its new directories are staged.
+  static constexpr size_t kStageFrom = 256;
 
  private:
   ReceiveTree(int root_fd, const wire::Offer& offer, std::string tag);
@@ -174,8 +188,13 @@ class ReceiveTree {
   void for_each_directory(const std::vector<size_t>& entries, Work work);
   /// finalize of a keep_existing entry.
   std::string settle_existing(size_t entry, int& err);
-  /// The temporary file's name in its directory: ".braid-<tag>-<entry>.part".
+  /// The temporary file's name in its directory: ".braid-<tag>-<entry>.part",
+  /// or its final leaf in a staged directory.
   std::string temp_leaf(size_t entry) const;
+  /// Decides which directories are staged (prepare); sets disk_parents_.
+  void plan_staging(size_t files);
+  /// Where an entry is on disk until finalize, relative to the target.
+  std::string disk_path(size_t entry) const;
   /// The directory that holds entry `entry` (DirCache).
   DirCache::Fd parent_dir(size_t entry, bool create, std::string& error, security::Errc* code = nullptr);
   /// Owner, group and xattrs of entry i onto `fd` (or its `leaf` in directory
@@ -188,6 +207,22 @@ class ReceiveTree {
   std::string tag_;
   FileLayout layout_;
   std::vector<std::string> parents_;  // by entry: its parent's relative path ("" for the target)
+  /// By entry: where its parent is on disk until finalize (parents_, or
+  /// beneath a staged directory's temporary name).
+  std::vector<std::string> disk_parents_;
+  static constexpr uint8_t kInStaged = 1, kStageRoot = 2;
+  std::vector<uint8_t> staged_;  // by entry: 0, kInStaged (beneath a staged directory) or kStageRoot
+  struct StageRoot {
+    size_t entry;           // the directory's entry
+    std::string disk_path;  // relative to the target: its temporary name
+  };
+  std::vector<StageRoot> stage_roots_;  // outermost staged directories, renamed at finalize
+  /// Without keep_parts, by file entry: bytes still to be written (its size
+  /// at prepare, -1 for none to write); the write that brings it to exactly
+  /// 0 sets the file's mtime. A copy written twice, a sparse file's holes or
+  /// bytes copied from an existing file leave it elsewhere, and finalize sets
+  /// the mtime as before.
+  std::unique_ptr<std::atomic<int64_t>[]> unwritten_;
   DirCache dirs_;
   FdCache fds_;
   std::shared_mutex sealing_;  // write: shared; finalize: exclusive
