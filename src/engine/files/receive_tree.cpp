@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -43,6 +44,19 @@ constexpr size_t kParallelFrom = 256;
 constexpr size_t kMaxFileThreads = 4;
 
 bool is_no_space(int e) { return e == ENOSPC || e == EDQUOT; }
+
+/// The process's umask as /proc says it (reading it with umask(2) would
+/// change it for a moment under other threads); 0777 if it cannot tell.
+mode_t process_umask() {
+  std::FILE* f = std::fopen("/proc/self/status", "re");
+  if (!f) return 0777;
+  char line[256];
+  unsigned int mask = 0777;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "Umask: %o", &mask) == 1) break;
+  std::fclose(f);
+  return static_cast<mode_t>(mask);
+}
 
 wire::RefuseReason reason_for_errno(int e) {
   if (is_no_space(e)) return wire::RefuseReason::no_space;
@@ -100,6 +114,7 @@ ReceiveTree::ReceiveTree(int root_fd, const wire::Offer& offer, std::string tag)
       tag_(std::move(tag)),
       layout_(offer.entries),
       dirs_(root_fd, 64),
+      umask_(process_umask()),
       fds_(256, [this](size_t entry, std::string& error) { return open_temp(entry, error); }) {}
 
 security::UniqueFd ReceiveTree::open_temp(size_t entry, std::string& error) {
@@ -408,11 +423,58 @@ void ReceiveTree::for_each_directory(const std::vector<size_t>& entries, Work wo
   for (auto& h : helpers) h.join();
 }
 
+int ReceiveTree::write_whole(const Extent& x, const uint8_t* p) {
+  const auto& e = entries_[x.entry];
+  std::string error;
+  auto dir = parent_dir(x.entry, false, error);
+  if (!dir) return EIO;
+  // Made with its final mode when the umask leaves it as it is (else 0600,
+  // then fchmod); O_EXCL, so a file an older run left is never taken for
+  // new — that one is cut to nothing and chmodded instead.
+  const mode_t mode = e.mode & 07777;
+  bool exact = (mode & 0600) == 0600 && (mode & 07000) == 0 && (mode & umask_) == 0;
+  const std::string leaf = temp_leaf(x.entry);
+  security::UniqueFd fd(::openat(dir->get(), leaf.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                 exact ? mode : 0600));
+  if (!fd.valid() && errno == EEXIST) {
+    exact = false;
+    fd = security::UniqueFd(::openat(dir->get(), leaf.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  }
+  if (!fd.valid()) return errno;
+  for (uint64_t left = x.length, at = 0; left > 0;) {
+    const ssize_t n = ::pwrite(fd.get(), p + at, left, static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n == 0 ? ENOSPC : errno;
+    at += static_cast<uint64_t>(n);
+    left -= static_cast<uint64_t>(n);
+  }
+  if (exact) mode_set_[x.entry] = 1;
+  else set_final_mode(fd.get(), x.entry);
+  if (unwritten_[x.entry].fetch_sub(static_cast<int64_t>(x.length)) == static_cast<int64_t>(x.length)) {
+    const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
+    if (::futimens(fd.get(), times) != 0) unwritten_[x.entry] = -1;  // finalize tries again
+  }
+  return 0;
+}
+
 int ReceiveTree::write(uint64_t offset, std::span<const uint8_t> data) {
   std::shared_lock seal(sealing_);
   if (sealed_) return 0;
   int result = 0;
   const bool ok = layout_.for_each(offset, data.size(), [&](const Extent& x) {
+    // A whole file in this one write (a tree of small files): made, written
+    // and closed here — four system calls, no cached fd to keep.
+    if (create_state_ && x.file_offset == 0 && x.length == entries_[x.entry].size && !entries_[x.entry].data) {
+      auto& state = create_state_[x.entry];
+      uint8_t expected = kToCreate;
+      if (state.compare_exchange_strong(expected, kCreating)) {
+        const int r = write_whole(x, data.data() + (x.transfer_offset - offset));
+        state.store(r == 0 ? kCreated : kToCreate);
+        state.notify_all();
+        if (r != 0) result = r;
+        return r == 0;
+      }
+    }
     std::string error;
     auto fd = fds_.get(x.entry, error);
     if (!fd) {

@@ -173,6 +173,9 @@ class ReceiveTree {
   std::optional<PrepareError> create_all(bool keep_parts);
   /// FdCache's opener: the entry's temporary file, made first if it is not yet.
   security::UniqueFd open_temp(size_t entry, std::string& error);
+  /// A file's whole bytes in one write, into a file not made yet: makes,
+  /// writes and closes it (write()). 0 or errno.
+  int write_whole(const Extent& x, const uint8_t* p);
   /// Makes the entry's temporary file in `dir` (empty; a sparse one sized).
   security::UniqueFd create_temp(int dir, size_t entry, std::string& error);
   /// Gives a temporary file its final mode when that keeps it writable (mode_set_).
@@ -224,6 +227,7 @@ class ReceiveTree {
   /// the mtime as before.
   std::unique_ptr<std::atomic<int64_t>[]> unwritten_;
   DirCache dirs_;
+  mode_t umask_;  // the process's, read once
   FdCache fds_;
   std::shared_mutex sealing_;  // write: shared; finalize: exclusive
   bool sealed_ = false;
