@@ -173,28 +173,28 @@ void ReceiveTree::set_final_mode(int fd, size_t entry) {
 }
 
 std::string ReceiveTree::temp_leaf(size_t entry) const {
-  if (staged_[entry] == kInStaged) return paths_[entry].components().back();
+  if (staged_[entry] == kInStaged) return leaf(entry);
   return ".braid-" + tag_ + "-" + std::to_string(entry) + ".part";
 }
 
 DirCache::Fd ReceiveTree::parent_dir(size_t entry, bool create, std::string& error, security::Errc* code) {
-  return dirs_.get(disk_parents_[entry], create, error, code);
+  return dirs_.get(disk_parent(entry), create, error, code);
 }
 
 std::string ReceiveTree::temp_path(size_t entry) const {
-  const std::string& parent = disk_parents_[entry];
+  const std::string& parent = disk_parent(entry);
   return parent.empty() ? temp_leaf(entry) : parent + "/" + temp_leaf(entry);
 }
 
 std::string ReceiveTree::disk_path(size_t entry) const {
-  const std::string leaf = staged_[entry] == kStageRoot ? ".braid-" + tag_ + "-" + std::to_string(entry) + ".dir"
-                                                        : paths_[entry].components().back();
-  const std::string& parent = disk_parents_[entry];
-  return parent.empty() ? leaf : parent + "/" + leaf;
+  const std::string name = staged_[entry] == kStageRoot ? ".braid-" + tag_ + "-" + std::to_string(entry) + ".dir"
+                                                        : leaf(entry);
+  const std::string& parent = disk_parent(entry);
+  return parent.empty() ? name : parent + "/" + name;
 }
 
 void ReceiveTree::plan_staging(size_t files) {
-  disk_parents_ = parents_;
+  disk_dir_names_ = dir_names_;
   staged_.assign(entries_.size(), 0);
   if (files < kStageFrom) return;
   // Parents before their children: by depth.
@@ -202,32 +202,35 @@ void ReceiveTree::plan_staging(size_t files) {
   for (size_t i = 0; i < entries_.size(); ++i)
     if (entries_[i].kind == wire::EntryKind::directory) dirs.push_back(i);
   std::stable_sort(dirs.begin(), dirs.end(), [&](size_t a, size_t b) {
-    return paths_[a].components().size() < paths_[b].components().size();
+    return std::count(entries_[a].path.begin(), entries_[a].path.end(), '/') <
+           std::count(entries_[b].path.begin(), entries_[b].path.end(), '/');
   });
   std::unordered_map<std::string, std::string> staged;  // a staged directory's path → where it is on disk
   for (size_t k : dirs) {
-    const std::string& leaf = paths_[k].components().back();
-    if (auto it = staged.find(parents_[k]); it != staged.end()) {
-      staged.emplace(paths_[k].str(), it->second + "/" + leaf);
+    if (auto it = staged.find(parent(k)); it != staged.end()) {
+      staged.emplace(entries_[k].path, it->second + "/" + leaf(k));
       continue;
     }
     // Outside any staged directory: staged when nothing stands at its place
     // yet (then nothing in it can be kept, replaced or clash with the offer).
-    auto where = security::open_parent_beneath(root_fd_, paths_[k], false);
+    auto where = security::open_parent_beneath(root_fd_, rel(k), false);
     if (!where) continue;  // its parent is not there yet: made as usual
     struct stat st {};
     if (::fstatat(where.value().dir.get(), where.value().leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
       continue;
     staged_[k] = kStageRoot;
     stage_roots_.push_back(StageRoot{k, disk_path(k)});
-    staged.emplace(paths_[k].str(), stage_roots_.back().disk_path);
+    staged.emplace(entries_[k].path, stage_roots_.back().disk_path);
   }
   if (stage_roots_.empty()) return;
-  for (size_t i = 0; i < entries_.size(); ++i)
-    if (auto it = staged.find(parents_[i]); it != staged.end()) {
-      disk_parents_[i] = it->second;
-      staged_[i] = kInStaged;
+  std::vector<uint8_t> dir_staged(dir_names_.size(), 0);
+  for (size_t d = 0; d < dir_names_.size(); ++d)
+    if (auto it = staged.find(dir_names_[d]); it != staged.end()) {
+      disk_dir_names_[d] = it->second;
+      dir_staged[d] = 1;
     }
+  for (size_t i = 0; i < entries_.size(); ++i)
+    if (dir_staged[dir_of_[i]]) staged_[i] = kInStaged;
 }
 
 std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(int root_fd, const wire::Offer& offer,
@@ -237,27 +240,32 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
   std::unique_ptr<ReceiveTree> t(new ReceiveTree(root_fd, offer, opts.tag));
   // 1. Every path must be a clean relative path, unique, and every parent
   //    that the offer itself names must be a directory of the offer.
-  std::set<std::string> seen;
-  std::set<std::string> dirs;
-  for (const auto& e : offer.entries) {
+  // Names as views of the tree's own copy of the paths (parse accepts only
+  // the canonical form, so an entry's path is its RelativePath's str()):
+  // no second copy of every path, even for the checks.
+  std::unordered_set<std::string_view> seen;
+  std::unordered_set<std::string_view> dirs;
+  std::unordered_map<std::string, uint32_t> dir_index;  // a parent's path → its place in dir_names_
+  seen.reserve(t->entries_.size());
+  for (const auto& e : t->entries_) {
     auto p = RelativePath::parse(e.path);
     if (!p)
       return PrepareError{wire::RefuseReason::bad_path,
                           "refused a path from the sender: '" + security::printable_path(e.path) + "': " + p.error().message};
-    if (!seen.insert(p.value().str()).second)
+    if (!seen.insert(e.path).second)
       return PrepareError{wire::RefuseReason::bad_offer,
                           "the offer names '" + security::printable_path(e.path) + "' twice"};
-    if (e.kind == wire::EntryKind::directory) dirs.insert(p.value().str());
-    t->parents_.push_back(parent_of(p.value()));
-    t->paths_.push_back(std::move(p.value()));
+    if (e.kind == wire::EntryKind::directory) dirs.insert(e.path);
+    auto [at, added] = dir_index.try_emplace(parent_of(p.value()), static_cast<uint32_t>(t->dir_names_.size()));
+    if (added) t->dir_names_.push_back(at->first);
+    t->dir_of_.push_back(at->second);
   }
-  for (const auto& p : t->paths_) {
-    std::string prefix;
-    const auto& c = p.components();
-    for (size_t i = 0; i + 1 < c.size(); ++i) {
-      prefix += (i ? "/" : "") + c[i];
+  for (const auto& e : t->entries_) {
+    const std::string_view path = e.path;
+    for (size_t slash = path.find('/'); slash != std::string_view::npos; slash = path.find('/', slash + 1)) {
+      const std::string_view prefix = path.substr(0, slash);
       if (seen.count(prefix) && !dirs.count(prefix))
-        return PrepareError{wire::RefuseReason::bad_offer, "the offer puts '" + security::printable_path(p.str()) +
+        return PrepareError{wire::RefuseReason::bad_offer, "the offer puts '" + security::printable_path(e.path) +
                                                                "' beneath '" + security::printable_path(prefix) +
                                                                "', which it does not send as a directory"};
     }
@@ -266,12 +274,12 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
   t->link_skipped_.assign(offer.entries.size(), false);
   std::set<std::string> links;
   for (size_t i = 0; i < offer.entries.size(); ++i)
-    if (offer.entries[i].kind == wire::EntryKind::symlink) links.insert(t->paths_[i].str());
+    if (offer.entries[i].kind == wire::EntryKind::symlink) links.insert(offer.entries[i].path);
   for (size_t i = 0; i < offer.entries.size(); ++i) {
     const auto& e = offer.entries[i];
     if (e.kind != wire::EntryKind::symlink || opts.links == LinkPolicy::keep) continue;
     std::string why = opts.links == LinkPolicy::skip ? "links are not created (--links skip)"
-                                                     : unsafe_link_reason(t->paths_[i], e.link_target, links);
+                                                     : unsafe_link_reason(t->rel(i), e.link_target, links);
     if (why.empty()) continue;
     t->link_skipped_[i] = true;
     t->skipped_links_.push_back(SkippedLink{i, e.path, e.link_target, std::move(why)});
@@ -357,13 +365,12 @@ std::optional<PrepareError> ReceiveTree::create_file(size_t i, bool keep_parts) 
     return PrepareError{path_problem ? wire::RefuseReason::bad_path : wire::RefuseReason::not_writable, error};
   }
   const int dir = parent->get();
-  const std::string& leaf = paths_[i].components().back();
   // The final name must not be a directory or a symlink we would replace
   // blindly (in a staged directory nothing stands but what this offer made).
   struct stat st {};
-  if (staged_[i] != kInStaged && ::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+  if (staged_[i] != kInStaged && ::fstatat(dir, leaf(i).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
     return PrepareError{wire::RefuseReason::bad_offer,
-                        "'" + security::printable_path(paths_[i].str()) + "' exists as a directory in the target"};
+                        "'" + security::printable_path(entries_[i].path) + "' exists as a directory in the target"};
   if (e.hard_link_to) return std::nullopt;  // no bytes of its own: linked to its file in finalize
   // Without a resume, the file is made when its first bytes come (or at
   // finalize, for an empty one): creating a tree's files overlaps its
@@ -397,7 +404,7 @@ void ReceiveTree::for_each_directory(const std::vector<size_t>& entries, Work wo
   // takes its lock, so runs go to different threads, a run to one thread.
   std::vector<std::pair<size_t, size_t>> runs;  // [first, last) in `entries`
   for (size_t k = 0; k < entries.size(); ++k)
-    if (runs.empty() || parents_[entries[k]] != parents_[entries[runs.back().second - 1]]) runs.push_back({k, k + 1});
+    if (runs.empty() || dir_of_[entries[k]] != dir_of_[entries[runs.back().second - 1]]) runs.push_back({k, k + 1});
     else runs.back().second = k + 1;
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
@@ -607,7 +614,7 @@ std::string ReceiveTree::finalize(int& err) {
     return false;
   });
   if (!failure.empty()) return failure;
-  for (size_t i : files) parents_touched.insert(parents_[i]);
+  for (size_t i : files) parents_touched.insert(parent(i));
   fds_.clear();
   dirs_.clear();
   // Staged directories into place: every file beneath each is complete and
@@ -620,15 +627,14 @@ std::string ReceiveTree::finalize(int& err) {
       err = EINVAL;
       return from.error().message;
     }
-    auto parent = security::open_parent_beneath(root_fd_, from.value(), false);
-    if (!parent) {
+    auto holder = security::open_parent_beneath(root_fd_, from.value(), false);
+    if (!holder) {
       err = EIO;
-      return parent.error().message;
+      return holder.error().message;
     }
-    const std::string& leaf = paths_[root.entry].components().back();
-    if (::renameat(parent.value().dir.get(), parent.value().leaf.c_str(), parent.value().dir.get(), leaf.c_str()) != 0)
-      return fail("cannot move the directory '" + security::printable_path(paths_[root.entry].str()) + "' into place", errno);
-    parents_touched.insert(parents_[root.entry]);
+    if (::renameat(holder.value().dir.get(), holder.value().leaf.c_str(), holder.value().dir.get(), leaf(root.entry).c_str()) != 0)
+      return fail("cannot move the directory '" + security::printable_path(entries_[root.entry].path) + "' into place", errno);
+    parents_touched.insert(parent(root.entry));
   }
   // Hard links (-H), once every file is in place: another name for the file
   // of an earlier entry, both beneath the target with no symlink on the way
@@ -638,8 +644,8 @@ std::string ReceiveTree::finalize(int& err) {
     const auto& e = entries_[i];
     if (e.kind != wire::EntryKind::file || !e.hard_link_to) continue;
     const size_t first = *e.hard_link_to;
-    auto from = security::open_parent_beneath(root_fd_, paths_[first], false);
-    auto to = security::open_parent_beneath(root_fd_, paths_[i], true);
+    auto from = security::open_parent_beneath(root_fd_, rel(first), false);
+    auto to = security::open_parent_beneath(root_fd_, rel(i), true);
     if (!from || !to) {
       err = EIO;
       return !from ? from.error().message : to.error().message;
@@ -648,19 +654,19 @@ std::string ReceiveTree::finalize(int& err) {
     const std::string tmp_leaf = ".braid-" + tag_ + "-" + std::to_string(i) + ".link";
     ::unlinkat(pfd, tmp_leaf.c_str(), 0);
     if (::linkat(from.value().dir.get(), from.value().leaf.c_str(), pfd, tmp_leaf.c_str(), 0) != 0)
-      return fail("cannot link '" + security::printable_path(paths_[i].str()) + "' to '" +
-                      security::printable_path(paths_[first].str()) + "'",
+      return fail("cannot link '" + security::printable_path(entries_[i].path) + "' to '" +
+                      security::printable_path(entries_[first].path) + "'",
                   errno);
     if (::renameat(pfd, tmp_leaf.c_str(), pfd, to.value().leaf.c_str()) != 0)
-      return fail("cannot move the link '" + security::printable_path(paths_[i].str()) + "' into place", errno);
+      return fail("cannot move the link '" + security::printable_path(entries_[i].path) + "' into place", errno);
     // Already a link to the same file there (a second run): rename did nothing.
     ::unlinkat(pfd, tmp_leaf.c_str(), 0);
-    parents_touched.insert(parent_of(paths_[i]));
+    parents_touched.insert(parent_of(rel(i)));
   }
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
     if (e.kind != wire::EntryKind::symlink || link_skipped_[i]) continue;
-    auto parent = security::open_parent_beneath(root_fd_, paths_[i], true);
+    auto parent = security::open_parent_beneath(root_fd_, rel(i), true);
     if (!parent) {
       err = EIO;
       return parent.error().message;
@@ -669,30 +675,30 @@ std::string ReceiveTree::finalize(int& err) {
     const std::string tmp_leaf = ".braid-" + tag_ + "-" + std::to_string(i) + ".link";
     ::unlinkat(pfd, tmp_leaf.c_str(), 0);
     if (::symlinkat(e.link_target.c_str(), pfd, tmp_leaf.c_str()) != 0)
-      return fail("cannot create the link '" + security::printable_path(paths_[i].str()) + "'", errno);
+      return fail("cannot create the link '" + security::printable_path(entries_[i].path) + "'", errno);
     const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
     apply_metadata(pfd, tmp_leaf, i);
     (void)::utimensat(pfd, tmp_leaf.c_str(), times, AT_SYMLINK_NOFOLLOW);
     if (::renameat(pfd, tmp_leaf.c_str(), pfd, parent.value().leaf.c_str()) != 0)
-      return fail("cannot move the link '" + security::printable_path(paths_[i].str()) + "' into place", errno);
-    parents_touched.insert(parent_of(paths_[i]));
+      return fail("cannot move the link '" + security::printable_path(entries_[i].path) + "' into place", errno);
+    parents_touched.insert(parent_of(rel(i)));
   }
   // Directories last, deepest first: their mtimes change whenever an entry
   // inside them is created.
   for (size_t k = entries_.size(); k-- > 0;) {
     const auto& e = entries_[k];
     if (e.kind != wire::EntryKind::directory) continue;
-    auto d = security::make_dirs_beneath(root_fd_, paths_[k], 0700);
+    auto d = security::make_dirs_beneath(root_fd_, rel(k), 0700);
     if (!d) {
       err = EIO;
       return d.error().message;
     }
     (void)::fsync(d.value().get());
     apply_metadata(d.value().get(), {}, k);
-    if (::fchmod(d.value().get(), e.mode & 07777) != 0) return fail("chmod of '" + security::printable_path(paths_[k].str()) + "'", errno);
+    if (::fchmod(d.value().get(), e.mode & 07777) != 0) return fail("chmod of '" + security::printable_path(entries_[k].path) + "'", errno);
     const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
     (void)::futimens(d.value().get(), times);
-    parents_touched.erase(paths_[k].str());
+    parents_touched.erase(entries_[k].path);
   }
   // Make the renames durable in the directories the offer did not name.
   for (const auto& p : parents_touched) {
@@ -707,7 +713,7 @@ std::string ReceiveTree::finalize(int& err) {
 }
 
 security::UniqueFd ReceiveTree::open_existing(size_t entry) const {
-  auto fd = security::open_beneath(root_fd_, paths_[entry], O_RDONLY);
+  auto fd = security::open_beneath(root_fd_, rel(entry), O_RDONLY);
   if (!fd) return security::UniqueFd();
   struct stat st {};
   if (::fstat(fd.value().get(), &st) != 0 || !S_ISREG(st.st_mode)) return security::UniqueFd();
@@ -793,8 +799,8 @@ std::string ReceiveTree::finalize_file(size_t i, bool synced, int& err) {
     if (::futimens(fd->get(), times) != 0) return fail("setting the mtime of '" + security::printable_path(temp_path(i)) + "'", errno);
   }
   if (staged_[i] == kInStaged) return {};  // its directory is renamed into place instead
-  if (::renameat(parent->get(), tmp_leaf.c_str(), parent->get(), paths_[i].components().back().c_str()) != 0)
-    return fail("cannot move '" + security::printable_path(paths_[i].str()) + "' into place", errno);
+  if (::renameat(parent->get(), tmp_leaf.c_str(), parent->get(), leaf(i).c_str()) != 0)
+    return fail("cannot move '" + security::printable_path(entries_[i].path) + "' into place", errno);
   return {};
 }
 
@@ -811,7 +817,7 @@ std::string ReceiveTree::settle_existing(size_t i, int& err) {
     err = errno;
     return "setting the mode and mtime of '" + security::printable_path(e.path) + "': " + errno_text(err);
   }
-  auto parent = security::open_parent_beneath(root_fd_, paths_[i], false);
+  auto parent = security::open_parent_beneath(root_fd_, rel(i), false);
   if (parent) {
     const std::string tmp_leaf = ".braid-" + tag_ + "-" + std::to_string(i) + ".part";
     (void)::unlinkat(parent.value().dir.get(), tmp_leaf.c_str(), 0);

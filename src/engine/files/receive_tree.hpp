@@ -42,6 +42,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -194,7 +195,7 @@ class ReceiveTree {
   /// The temporary file's name in its directory: ".braid-<tag>-<entry>.part",
   /// or its final leaf in a staged directory.
   std::string temp_leaf(size_t entry) const;
-  /// Decides which directories are staged (prepare); sets disk_parents_.
+  /// Decides which directories are staged (prepare); sets disk_dir_names_ and staged_.
   void plan_staging(size_t files);
   /// Where an entry is on disk until finalize, relative to the target.
   std::string disk_path(size_t entry) const;
@@ -206,13 +207,23 @@ class ReceiveTree {
 
   int root_fd_;
   std::vector<wire::ManifestEntry> entries_;
-  std::vector<security::RelativePath> paths_;  // validated, one per entry
+  /// An entry's path, checked at prepare (parsed again when a call needs
+  /// it: most files need only their leaf).
+  security::RelativePath rel(size_t entry) const { return security::RelativePath::parse(entries_[entry].path).value(); }
+  std::string leaf(size_t entry) const {
+    const std::string& p = entries_[entry].path;
+    return p.substr(p.rfind('/') + 1);  // npos + 1 == 0: a top-level name whole
+  }
   std::string tag_;
   FileLayout layout_;
-  std::vector<std::string> parents_;  // by entry: its parent's relative path ("" for the target)
-  /// By entry: where its parent is on disk until finalize (parents_, or
-  /// beneath a staged directory's temporary name).
-  std::vector<std::string> disk_parents_;
+  /// The directories that hold entries, each once: its relative path ("" for
+  /// the target), and where it is on disk until finalize (the same, or
+  /// beneath a staged directory's temporary name); by entry, its parent's
+  /// index (4 bytes an entry rather than a path each).
+  std::vector<std::string> dir_names_, disk_dir_names_;
+  std::vector<uint32_t> dir_of_;
+  const std::string& parent(size_t entry) const { return dir_names_[dir_of_[entry]]; }
+  const std::string& disk_parent(size_t entry) const { return disk_dir_names_[dir_of_[entry]]; }
   static constexpr uint8_t kInStaged = 1, kStageRoot = 2;
   std::vector<uint8_t> staged_;  // by entry: 0, kInStaged (beneath a staged directory) or kStageRoot
   struct StageRoot {
