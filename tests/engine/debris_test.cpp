@@ -112,6 +112,35 @@ TEST(Debris, OldTransfersGoYoungAndRunningOnesStayAndNothingElseIsTouched) {
   EXPECT_FALSE(t.has(".braid-resume-" + kRunning));
 }
 
+TEST(Debris, AStagedDirectoryGoesWholeWithItsTransfer) {
+  Target t;
+  const auto week = hours(24 * 7);
+  const std::string staged = "top/.braid-" + kOld + "-2.dir";
+  t.file(".braid-resume-" + kOld, week + hours(1));
+  // Completed files there carry their source's old mtime: what counts is
+  // when this transfer touched them (ctime), just now.
+  t.file(staged + "/a/f1", week * 50, "12345");
+  t.file(staged + "/f2", week * 50, "12");
+  // A link inside points elsewhere: removed as a link, its target untouched.
+  Target elsewhere;
+  elsewhere.file("keep", week * 4);
+  fs::create_directory_symlink(elsewhere.path(), t.path() / staged / "out");
+  // Not a staged directory's name: walked into like any other.
+  t.file(".braid-" + kOld + "-x.dir/.braid-" + kOld + "-5.part", week + hours(2), "abc");
+
+  DebrisResult young = clean_debris(t.fd(), DebrisOptions{week, false});
+  EXPECT_TRUE(young.removed.empty());
+  EXPECT_TRUE(t.has(staged + "/a/f1"));
+  DebrisResult r = clean_debris(t.fd(), DebrisOptions{seconds(0), false});
+  EXPECT_TRUE(r.failed.empty());
+  EXPECT_EQ(r.removed_bytes, 1u + 5 + 2 + 3);
+  EXPECT_FALSE(t.has(staged));
+  EXPECT_FALSE(t.has(".braid-" + kOld + "-x.dir/.braid-" + kOld + "-5.part"));
+  EXPECT_TRUE(t.has(".braid-" + kOld + "-x.dir"));
+  EXPECT_TRUE(t.has("top"));
+  EXPECT_TRUE(elsewhere.has("keep"));
+}
+
 TEST(Debris, Ages) {
   EXPECT_EQ(parse_age("7d"), seconds(7 * 86400));
   EXPECT_EQ(parse_age("12h"), seconds(12 * 3600));

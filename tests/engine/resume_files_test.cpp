@@ -427,6 +427,100 @@ TEST(ReceiveTreeResume, ATagMustBeHex) {
   EXPECT_TRUE(std::holds_alternative<PrepareError>(t));
 }
 
+// ---- staged directories (many files into a directory that is not there yet) -----------
+
+// A tree "t" of `n` files of 100 bytes in t/a and t/a/b, and "top.bin" beside it.
+wire::Offer staged_offer(size_t n) {
+  wire::Offer o;
+  o.transfer_id = 1;
+  o.hash = wire::HashAlgo::xxh3_128;
+  o.chunk_size = 1 << 16;
+  o.entries = {{EntryKind::directory, "t", 0, 0750, 1500000000, 0, ""},
+               {EntryKind::directory, "t/a", 0, 0755, 1500000001, 0, ""},
+               {EntryKind::directory, "t/a/b", 0, 0755, 1500000002, 0, ""},
+               {EntryKind::file, "top.bin", 100, 0644, 1600000000, 0, ""}};
+  for (size_t i = 0; i < n; ++i)
+    o.entries.push_back({EntryKind::file, (i % 2 ? "t/a/f" : "t/a/b/f") + std::to_string(i), 100, 0640,
+                         1600000000 + static_cast<int64_t>(i), 7, ""});
+  return o;
+}
+
+TEST(ReceiveTreeStaged, ANewDirectoryOfManyFilesArrivesWholeByOneRename) {
+  TempDir dir;
+  const wire::Offer o = staged_offer(300);
+  auto p = ReceiveTree::prepare(dir.fd(), o, PrepareOptions{"00000000000000ab", false, 0});
+  ASSERT_TRUE(std::holds_alternative<std::unique_ptr<ReceiveTree>>(p));
+  auto t = std::move(std::get<0>(p));
+  EXPECT_EQ(t->staged_directories(), 1u);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "t"));  // nothing under its final path yet
+  EXPECT_EQ(t->temp_path(4), ".braid-00000000000000ab-0.dir/a/b/f0");
+  EXPECT_EQ(t->temp_path(3), ".braid-00000000000000ab-3.part");  // beside the tree: a file of its own
+  // Every byte once, out of order; the last file short of one byte.
+  const uint64_t total = 100 * o.entries.size() - 100 * 3;
+  std::vector<uint8_t> bytes(total, 0x41);
+  ASSERT_EQ(t->write(total / 2, std::span(bytes).subspan(total / 2, total / 2 - 1)), 0);
+  ASSERT_EQ(t->write(0, std::span(bytes).first(total / 2)), 0);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "t"));
+  ASSERT_EQ(t->write(total - 1, std::span(bytes).last(1)), 0);
+  int err = 0;
+  ASSERT_EQ(t->finalize(err), "");
+  t.reset();
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    EXPECT_FALSE(e.path().filename().string().starts_with(".braid-")) << e.path();
+  for (size_t i = 3; i < o.entries.size(); ++i) {
+    const auto& e = o.entries[i];
+    struct stat st {};
+    ASSERT_EQ(::stat((dir.path() / e.path).c_str(), &st), 0) << e.path;
+    EXPECT_EQ(st.st_size, 100);
+    EXPECT_EQ(st.st_mode & 07777, e.mode) << e.path;
+    EXPECT_EQ(st.st_mtim.tv_sec, e.mtime_sec) << e.path;
+    EXPECT_EQ(st.st_mtim.tv_nsec, e.mtime_nsec) << e.path;
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat((dir.path() / "t").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0750u);
+  EXPECT_EQ(st.st_mtim.tv_sec, 1500000000);
+}
+
+TEST(ReceiveTreeStaged, AResumeFindsTheStagedDirectoryAgain) {
+  TempDir dir;
+  const wire::Offer o = staged_offer(300);
+  const PrepareOptions fresh{"00000000000000cd", false, 0}, resume{"00000000000000cd", true, 0};
+  {
+    auto t = std::move(std::get<0>(ReceiveTree::prepare(dir.fd(), o, fresh)));
+    ASSERT_EQ(t->write(0, std::vector<uint8_t>(250, 0x5A)), 0);  // top.bin, f0 and half of f1
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "t"));
+  EXPECT_EQ(size_of(dir.path() / ".braid-00000000000000cd-0.dir/a/f1"), 100u);
+  auto t = std::move(std::get<0>(ReceiveTree::prepare(dir.fd(), o, resume)));
+  EXPECT_EQ(t->staged_directories(), 1u);
+  EXPECT_TRUE(t->part_kept(5));
+  std::vector<uint8_t> back(250);
+  ASSERT_EQ(t->read(0, back), 0);
+  EXPECT_EQ(back, std::vector<uint8_t>(250, 0x5A));
+  const uint64_t total = 100 * (o.entries.size() - 3);
+  ASSERT_EQ(t->write(250, std::vector<uint8_t>(total - 250, 0x5A)), 0);
+  int err = 0;
+  ASSERT_EQ(t->finalize(err), "");
+  struct stat st {};
+  ASSERT_EQ(::stat((dir.path() / "t/a/f1").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mtim.tv_sec, 1600000001);  // set at finalize: a resumed file's bytes were not all written here
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / ".braid-00000000000000cd-0.dir"));
+}
+
+TEST(ReceiveTreeStaged, AnExistingDirectoryOrAFewFilesAreNotStaged) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "t/a");
+  auto t = std::move(std::get<0>(ReceiveTree::prepare(dir.fd(), staged_offer(300), PrepareOptions{"00000000000000ef", false, 0})));
+  EXPECT_EQ(t->staged_directories(), 1u);  // t/a/b only
+  EXPECT_EQ(t->temp_path(5), "t/a/.braid-00000000000000ef-5.part");
+  EXPECT_EQ(t->temp_path(4), "t/a/.braid-00000000000000ef-2.dir/f0");
+  t.reset();
+  TempDir other;
+  auto few = std::move(std::get<0>(ReceiveTree::prepare(other.fd(), staged_offer(10), PrepareOptions{"00000000000000ef", false, 0})));
+  EXPECT_EQ(few->staged_directories(), 0u);
+}
+
 // ---- the read-back of held ranges ------------------------------------------------------
 
 // The record a piece of `bytes` at `offset` would have had when it was verified.

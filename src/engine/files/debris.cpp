@@ -36,7 +36,8 @@ std::string tag_of(std::string_view name, bool in_root, bool& journal) {
   std::string_view rest = name.substr(any.size());  // <tag>-<i>.part | <tag>-<i>.link
   if (rest.size() < 17 || rest[16] != '-' || !is_hex16(rest.substr(0, 16))) return {};
   std::string_view tail = rest.substr(17);
-  if (!tail.ends_with(".part") && !tail.ends_with(".link")) return {};
+  if (!tail.ends_with(".part") && !tail.ends_with(".link") && !tail.ends_with(".dir")) return {};
+  if (tail.ends_with(".dir")) return is_digits(tail.substr(0, tail.size() - 4)) ? std::string(rest.substr(0, 16)) : std::string();
   if (!is_digits(tail.substr(0, tail.size() - 5))) return {};
   return std::string(rest.substr(0, 16));
 }
@@ -46,7 +47,58 @@ struct Found {
   std::string name;
   uint64_t bytes = 0;
   bool journal = false;
+  bool staged = false;  // a staged directory (receive_tree.hpp), removed with what it holds
 };
+
+// Bytes of the regular files beneath `dir_fd` and the newest ctime there (a
+// staged directory's contents; no link followed). ctime, not mtime: a file
+// completed in a staged directory already has its source's mtime, so only
+// the ctime says when this transfer last touched it.
+void usage_of(int dir_fd, uint64_t& bytes, std::chrono::system_clock::time_point& newest, int depth) {
+  if (depth > 256) return;
+  security::UniqueFd own(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* d = own.valid() ? ::fdopendir(own.get()) : nullptr;
+  if (!d) return;
+  (void)own.release();
+  while (dirent* de = ::readdir(d)) {
+    const std::string_view name = de->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    newest = std::max(newest, std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                  std::chrono::seconds(st.st_ctim.tv_sec) + std::chrono::nanoseconds(st.st_ctim.tv_nsec))));
+    if (S_ISREG(st.st_mode)) bytes += static_cast<uint64_t>(st.st_size);
+    if (!S_ISDIR(st.st_mode)) continue;
+    security::UniqueFd sub(::openat(::dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (sub.valid()) usage_of(sub.get(), bytes, newest, depth + 1);
+  }
+  ::closedir(d);
+}
+
+// Removes everything beneath `dir_fd` (never following a link: each
+// directory is opened by its name with O_NOFOLLOW). false if something stayed.
+bool empty_dir(int dir_fd, int depth) {
+  if (depth > 256) return false;
+  security::UniqueFd own(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* d = own.valid() ? ::fdopendir(own.get()) : nullptr;
+  if (!d) return false;
+  (void)own.release();
+  bool ok = true;
+  std::vector<std::string> subdirs;
+  while (dirent* de = ::readdir(d)) {
+    const std::string name = de->d_name;
+    if (name == "." || name == "..") continue;
+    if (::unlinkat(::dirfd(d), name.c_str(), 0) == 0) continue;
+    if (errno == EISDIR || errno == EPERM) subdirs.push_back(name);
+    else if (errno != ENOENT) ok = false;
+  }
+  for (const auto& s : subdirs) {
+    security::UniqueFd sub(::openat(::dirfd(d), s.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    ok = sub.valid() && empty_dir(sub.get(), depth + 1) && ::unlinkat(::dirfd(d), s.c_str(), AT_REMOVEDIR) == 0 && ok;
+  }
+  ::closedir(d);
+  return ok;
+}
 
 struct Group {
   std::vector<Found> files;
@@ -67,12 +119,23 @@ void walk(int dir_fd, const std::string& rel, std::map<std::string, Group>& grou
     if (name == "." || name == "..") continue;
     struct stat st {};
     if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (S_ISDIR(st.st_mode)) {
+    bool journal = false;
+    const std::string tag = tag_of(name, rel.empty(), journal);
+    if (S_ISDIR(st.st_mode) && !(tag.size() == 16 && name.ends_with(".dir"))) {
       subdirs.push_back(name);
       continue;
     }
-    bool journal = false;
-    const std::string tag = tag_of(name, rel.empty(), journal);
+    if (S_ISDIR(st.st_mode)) {  // a staged directory: counted and removed whole, not walked for more
+      Group& g = groups[tag];
+      Found f{rel, name, 0, false, true};
+      auto mtime = std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::seconds(st.st_ctim.tv_sec) + std::chrono::nanoseconds(st.st_ctim.tv_nsec)));
+      security::UniqueFd sub(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (sub.valid()) usage_of(sub.get(), f.bytes, mtime, 0);
+      g.files.push_back(std::move(f));
+      g.newest = std::max(g.newest, mtime);
+      continue;
+    }
     if (tag.empty() || !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) continue;
     Group& g = groups[tag];
     g.files.push_back(Found{rel, name, static_cast<uint64_t>(st.st_size), journal});
@@ -103,11 +166,16 @@ bool remove_beneath(int dir_fd, const std::string& rel, std::string& error) {
     error = parent.error().message;
     return false;
   }
-  if (::unlinkat(parent.value().dir.get(), parent.value().leaf.c_str(), 0) != 0 && errno != ENOENT) {
-    error = std::strerror(errno);
-    return false;
+  if (::unlinkat(parent.value().dir.get(), parent.value().leaf.c_str(), 0) == 0 || errno == ENOENT) return true;
+  if (errno == EISDIR || errno == EPERM) {  // a staged directory
+    security::UniqueFd d(::openat(parent.value().dir.get(), parent.value().leaf.c_str(),
+                                  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (d.valid() && empty_dir(d.get(), 0) &&
+        ::unlinkat(parent.value().dir.get(), parent.value().leaf.c_str(), AT_REMOVEDIR) == 0)
+      return true;
   }
-  return true;
+  error = std::strerror(errno);
+  return false;
 }
 
 }  // namespace

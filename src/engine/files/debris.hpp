@@ -1,6 +1,7 @@
 // What interrupted transfers leave in a target directory and no later offer
 // asks for: the temporary files (".braid-<tag>-<i>.part", ".braid-<tag>-<i>.link",
-// in each file's final directory) and the resume journal (".braid-resume-<tag>",
+// in each file's final directory), staged directories (".braid-<tag>-<i>.dir",
+// removed with everything in them; receive_tree.hpp) and the resume journal (".braid-resume-<tag>",
 // in the target) of a transfer whose source then changed — another offer,
 // another key, another tag — and the probe file of a receiver that died while
 // checking the target (".braid-probe-<pid>").

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -43,6 +44,19 @@ constexpr size_t kParallelFrom = 256;
 constexpr size_t kMaxFileThreads = 4;
 
 bool is_no_space(int e) { return e == ENOSPC || e == EDQUOT; }
+
+/// The process's umask as /proc says it (reading it with umask(2) would
+/// change it for a moment under other threads); 0777 if it cannot tell.
+mode_t process_umask() {
+  std::FILE* f = std::fopen("/proc/self/status", "re");
+  if (!f) return 0777;
+  char line[256];
+  unsigned int mask = 0777;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "Umask: %o", &mask) == 1) break;
+  std::fclose(f);
+  return static_cast<mode_t>(mask);
+}
 
 wire::RefuseReason reason_for_errno(int e) {
   if (is_no_space(e)) return wire::RefuseReason::no_space;
@@ -100,6 +114,7 @@ ReceiveTree::ReceiveTree(int root_fd, const wire::Offer& offer, std::string tag)
       tag_(std::move(tag)),
       layout_(offer.entries),
       dirs_(root_fd, 64),
+      umask_(process_umask()),
       fds_(256, [this](size_t entry, std::string& error) { return open_temp(entry, error); }) {}
 
 security::UniqueFd ReceiveTree::open_temp(size_t entry, std::string& error) {
@@ -157,15 +172,65 @@ void ReceiveTree::set_final_mode(int fd, size_t entry) {
   if ((mode & 0600) == 0600 && (mode & 07000) == 0 && ::fchmod(fd, mode) == 0) mode_set_[entry] = 1;
 }
 
-std::string ReceiveTree::temp_leaf(size_t entry) const { return ".braid-" + tag_ + "-" + std::to_string(entry) + ".part"; }
+std::string ReceiveTree::temp_leaf(size_t entry) const {
+  if (staged_[entry] == kInStaged) return leaf(entry);
+  return ".braid-" + tag_ + "-" + std::to_string(entry) + ".part";
+}
 
 DirCache::Fd ReceiveTree::parent_dir(size_t entry, bool create, std::string& error, security::Errc* code) {
-  return dirs_.get(parents_[entry], create, error, code);
+  return dirs_.get(disk_parent(entry), create, error, code);
 }
 
 std::string ReceiveTree::temp_path(size_t entry) const {
-  const std::string& parent = parents_[entry];
+  const std::string& parent = disk_parent(entry);
   return parent.empty() ? temp_leaf(entry) : parent + "/" + temp_leaf(entry);
+}
+
+std::string ReceiveTree::disk_path(size_t entry) const {
+  const std::string name = staged_[entry] == kStageRoot ? ".braid-" + tag_ + "-" + std::to_string(entry) + ".dir"
+                                                        : leaf(entry);
+  const std::string& parent = disk_parent(entry);
+  return parent.empty() ? name : parent + "/" + name;
+}
+
+void ReceiveTree::plan_staging(size_t files) {
+  disk_dir_names_ = dir_names_;
+  staged_.assign(entries_.size(), 0);
+  if (files < kStageFrom) return;
+  // Parents before their children: by depth.
+  std::vector<size_t> dirs;
+  for (size_t i = 0; i < entries_.size(); ++i)
+    if (entries_[i].kind == wire::EntryKind::directory) dirs.push_back(i);
+  std::stable_sort(dirs.begin(), dirs.end(), [&](size_t a, size_t b) {
+    return std::count(entries_[a].path.begin(), entries_[a].path.end(), '/') <
+           std::count(entries_[b].path.begin(), entries_[b].path.end(), '/');
+  });
+  std::unordered_map<std::string, std::string> staged;  // a staged directory's path → where it is on disk
+  for (size_t k : dirs) {
+    if (auto it = staged.find(parent(k)); it != staged.end()) {
+      staged.emplace(entries_[k].path, it->second + "/" + leaf(k));
+      continue;
+    }
+    // Outside any staged directory: staged when nothing stands at its place
+    // yet (then nothing in it can be kept, replaced or clash with the offer).
+    auto where = security::open_parent_beneath(root_fd_, rel(k), false);
+    if (!where) continue;  // its parent is not there yet: made as usual
+    struct stat st {};
+    if (::fstatat(where.value().dir.get(), where.value().leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+      continue;
+    staged_[k] = kStageRoot;
+    stage_roots_.push_back(StageRoot{k, disk_path(k)});
+    staged.emplace(entries_[k].path, stage_roots_.back().disk_path);
+  }
+  if (stage_roots_.empty()) return;
+  std::vector<uint8_t> dir_staged(dir_names_.size(), 0);
+  for (size_t d = 0; d < dir_names_.size(); ++d)
+    if (auto it = staged.find(dir_names_[d]); it != staged.end()) {
+      disk_dir_names_[d] = it->second;
+      dir_staged[d] = 1;
+    }
+  for (size_t i = 0; i < entries_.size(); ++i)
+    if (dir_staged[dir_of_[i]]) staged_[i] = kInStaged;
 }
 
 std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(int root_fd, const wire::Offer& offer,
@@ -175,27 +240,32 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
   std::unique_ptr<ReceiveTree> t(new ReceiveTree(root_fd, offer, opts.tag));
   // 1. Every path must be a clean relative path, unique, and every parent
   //    that the offer itself names must be a directory of the offer.
-  std::set<std::string> seen;
-  std::set<std::string> dirs;
-  for (const auto& e : offer.entries) {
+  // Names as views of the tree's own copy of the paths (parse accepts only
+  // the canonical form, so an entry's path is its RelativePath's str()):
+  // no second copy of every path, even for the checks.
+  std::unordered_set<std::string_view> seen;
+  std::unordered_set<std::string_view> dirs;
+  std::unordered_map<std::string, uint32_t> dir_index;  // a parent's path → its place in dir_names_
+  seen.reserve(t->entries_.size());
+  for (const auto& e : t->entries_) {
     auto p = RelativePath::parse(e.path);
     if (!p)
       return PrepareError{wire::RefuseReason::bad_path,
                           "refused a path from the sender: '" + security::printable_path(e.path) + "': " + p.error().message};
-    if (!seen.insert(p.value().str()).second)
+    if (!seen.insert(e.path).second)
       return PrepareError{wire::RefuseReason::bad_offer,
                           "the offer names '" + security::printable_path(e.path) + "' twice"};
-    if (e.kind == wire::EntryKind::directory) dirs.insert(p.value().str());
-    t->parents_.push_back(parent_of(p.value()));
-    t->paths_.push_back(std::move(p.value()));
+    if (e.kind == wire::EntryKind::directory) dirs.insert(e.path);
+    auto [at, added] = dir_index.try_emplace(parent_of(p.value()), static_cast<uint32_t>(t->dir_names_.size()));
+    if (added) t->dir_names_.push_back(at->first);
+    t->dir_of_.push_back(at->second);
   }
-  for (const auto& p : t->paths_) {
-    std::string prefix;
-    const auto& c = p.components();
-    for (size_t i = 0; i + 1 < c.size(); ++i) {
-      prefix += (i ? "/" : "") + c[i];
+  for (const auto& e : t->entries_) {
+    const std::string_view path = e.path;
+    for (size_t slash = path.find('/'); slash != std::string_view::npos; slash = path.find('/', slash + 1)) {
+      const std::string_view prefix = path.substr(0, slash);
       if (seen.count(prefix) && !dirs.count(prefix))
-        return PrepareError{wire::RefuseReason::bad_offer, "the offer puts '" + security::printable_path(p.str()) +
+        return PrepareError{wire::RefuseReason::bad_offer, "the offer puts '" + security::printable_path(e.path) +
                                                                "' beneath '" + security::printable_path(prefix) +
                                                                "', which it does not send as a directory"};
     }
@@ -204,12 +274,12 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
   t->link_skipped_.assign(offer.entries.size(), false);
   std::set<std::string> links;
   for (size_t i = 0; i < offer.entries.size(); ++i)
-    if (offer.entries[i].kind == wire::EntryKind::symlink) links.insert(t->paths_[i].str());
+    if (offer.entries[i].kind == wire::EntryKind::symlink) links.insert(offer.entries[i].path);
   for (size_t i = 0; i < offer.entries.size(); ++i) {
     const auto& e = offer.entries[i];
     if (e.kind != wire::EntryKind::symlink || opts.links == LinkPolicy::keep) continue;
     std::string why = opts.links == LinkPolicy::skip ? "links are not created (--links skip)"
-                                                     : unsafe_link_reason(t->paths_[i], e.link_target, links);
+                                                     : unsafe_link_reason(t->rel(i), e.link_target, links);
     if (why.empty()) continue;
     t->link_skipped_[i] = true;
     t->skipped_links_.push_back(SkippedLink{i, e.path, e.link_target, std::move(why)});
@@ -233,6 +303,9 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
   t->refresh_ = opts.refresh;
   t->refresh_.resize(offer.entries.size(), false);
   t->keep_existing_.assign(offer.entries.size(), false);
+  size_t files = 0;
+  for (const auto& e : offer.entries) files += e.kind == wire::EntryKind::file;
+  t->plan_staging(files);
   if (auto err = t->create_all(opts.keep_parts)) return *err;
   return t;
 }
@@ -245,7 +318,9 @@ std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
     if (e.kind == wire::EntryKind::directory) {
-      auto d = security::make_dirs_beneath(root_fd_, paths_[i], 0700);
+      auto where = RelativePath::parse(disk_path(i));
+      if (!where) return PrepareError{wire::RefuseReason::bad_path, where.error().message};
+      auto d = security::make_dirs_beneath(root_fd_, where.value(), 0700);
       if (!d) {
         const auto code = d.error().code;
         const bool path_problem = code == security::Errc::path_symlink || code == security::Errc::path_escapes ||
@@ -260,6 +335,12 @@ std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
   if (!keep_parts) {
     create_state_ = std::make_unique<std::atomic<uint8_t>[]>(entries_.size());
     for (size_t i : files) create_state_[i] = kToCreate;
+    unwritten_ = std::make_unique<std::atomic<int64_t>[]>(entries_.size());
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      const auto& e = entries_[i];
+      const bool writes = e.kind == wire::EntryKind::file && !keep_[i] && !e.hard_link_to && e.size > 0;
+      unwritten_[i] = writes ? static_cast<int64_t>(e.size) : -1;
+    }
   }
   std::mutex mu;
   std::optional<PrepareError> first_error;
@@ -284,12 +365,12 @@ std::optional<PrepareError> ReceiveTree::create_file(size_t i, bool keep_parts) 
     return PrepareError{path_problem ? wire::RefuseReason::bad_path : wire::RefuseReason::not_writable, error};
   }
   const int dir = parent->get();
-  const std::string& leaf = paths_[i].components().back();
-  // The final name must not be a directory or a symlink we would replace blindly.
+  // The final name must not be a directory or a symlink we would replace
+  // blindly (in a staged directory nothing stands but what this offer made).
   struct stat st {};
-  if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+  if (staged_[i] != kInStaged && ::fstatat(dir, leaf(i).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
     return PrepareError{wire::RefuseReason::bad_offer,
-                        "'" + security::printable_path(paths_[i].str()) + "' exists as a directory in the target"};
+                        "'" + security::printable_path(entries_[i].path) + "' exists as a directory in the target"};
   if (e.hard_link_to) return std::nullopt;  // no bytes of its own: linked to its file in finalize
   // Without a resume, the file is made when its first bytes come (or at
   // finalize, for an empty one): creating a tree's files overlaps its
@@ -323,7 +404,7 @@ void ReceiveTree::for_each_directory(const std::vector<size_t>& entries, Work wo
   // takes its lock, so runs go to different threads, a run to one thread.
   std::vector<std::pair<size_t, size_t>> runs;  // [first, last) in `entries`
   for (size_t k = 0; k < entries.size(); ++k)
-    if (runs.empty() || parents_[entries[k]] != parents_[entries[runs.back().second - 1]]) runs.push_back({k, k + 1});
+    if (runs.empty() || dir_of_[entries[k]] != dir_of_[entries[runs.back().second - 1]]) runs.push_back({k, k + 1});
     else runs.back().second = k + 1;
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
@@ -349,11 +430,58 @@ void ReceiveTree::for_each_directory(const std::vector<size_t>& entries, Work wo
   for (auto& h : helpers) h.join();
 }
 
+int ReceiveTree::write_whole(const Extent& x, const uint8_t* p) {
+  const auto& e = entries_[x.entry];
+  std::string error;
+  auto dir = parent_dir(x.entry, false, error);
+  if (!dir) return EIO;
+  // Made with its final mode when the umask leaves it as it is (else 0600,
+  // then fchmod); O_EXCL, so a file an older run left is never taken for
+  // new — that one is cut to nothing and chmodded instead.
+  const mode_t mode = e.mode & 07777;
+  bool exact = (mode & 0600) == 0600 && (mode & 07000) == 0 && (mode & umask_) == 0;
+  const std::string leaf = temp_leaf(x.entry);
+  security::UniqueFd fd(::openat(dir->get(), leaf.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                 exact ? mode : 0600));
+  if (!fd.valid() && errno == EEXIST) {
+    exact = false;
+    fd = security::UniqueFd(::openat(dir->get(), leaf.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  }
+  if (!fd.valid()) return errno;
+  for (uint64_t left = x.length, at = 0; left > 0;) {
+    const ssize_t n = ::pwrite(fd.get(), p + at, left, static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n == 0 ? ENOSPC : errno;
+    at += static_cast<uint64_t>(n);
+    left -= static_cast<uint64_t>(n);
+  }
+  if (exact) mode_set_[x.entry] = 1;
+  else set_final_mode(fd.get(), x.entry);
+  if (unwritten_[x.entry].fetch_sub(static_cast<int64_t>(x.length)) == static_cast<int64_t>(x.length)) {
+    const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
+    if (::futimens(fd.get(), times) != 0) unwritten_[x.entry] = -1;  // finalize tries again
+  }
+  return 0;
+}
+
 int ReceiveTree::write(uint64_t offset, std::span<const uint8_t> data) {
   std::shared_lock seal(sealing_);
   if (sealed_) return 0;
   int result = 0;
   const bool ok = layout_.for_each(offset, data.size(), [&](const Extent& x) {
+    // A whole file in this one write (a tree of small files): made, written
+    // and closed here — four system calls, no cached fd to keep.
+    if (create_state_ && x.file_offset == 0 && x.length == entries_[x.entry].size && !entries_[x.entry].data) {
+      auto& state = create_state_[x.entry];
+      uint8_t expected = kToCreate;
+      if (state.compare_exchange_strong(expected, kCreating)) {
+        const int r = write_whole(x, data.data() + (x.transfer_offset - offset));
+        state.store(r == 0 ? kCreated : kToCreate);
+        state.notify_all();
+        if (r != 0) result = r;
+        return r == 0;
+      }
+    }
     std::string error;
     auto fd = fds_.get(x.entry, error);
     if (!fd) {
@@ -377,6 +505,13 @@ int ReceiveTree::write(uint64_t offset, std::span<const uint8_t> data) {
       p += n;
       at += n;
       left -= static_cast<uint64_t>(n);
+    }
+    // Its last byte (every write of it done before its count came off):
+    // the file is whole, its mtime can be set now rather than at finalize.
+    if (unwritten_ && unwritten_[x.entry].fetch_sub(static_cast<int64_t>(x.length)) == static_cast<int64_t>(x.length)) {
+      const auto& e = entries_[x.entry];
+      const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
+      if (::futimens(fd->get(), times) != 0) unwritten_[x.entry] = -1;  // finalize tries again
     }
     return true;
   });
@@ -479,9 +614,28 @@ std::string ReceiveTree::finalize(int& err) {
     return false;
   });
   if (!failure.empty()) return failure;
-  for (size_t i : files) parents_touched.insert(parents_[i]);
+  for (size_t i : files) parents_touched.insert(parent(i));
   fds_.clear();
   dirs_.clear();
+  // Staged directories into place: every file beneath each is complete and
+  // durable now. A directory that appeared at the place meanwhile is
+  // replaced only if empty (rename's rule); else this fails and the staged
+  // one stays, as temporary files do.
+  for (const auto& root : stage_roots_) {
+    auto from = RelativePath::parse(root.disk_path);
+    if (!from) {
+      err = EINVAL;
+      return from.error().message;
+    }
+    auto holder = security::open_parent_beneath(root_fd_, from.value(), false);
+    if (!holder) {
+      err = EIO;
+      return holder.error().message;
+    }
+    if (::renameat(holder.value().dir.get(), holder.value().leaf.c_str(), holder.value().dir.get(), leaf(root.entry).c_str()) != 0)
+      return fail("cannot move the directory '" + security::printable_path(entries_[root.entry].path) + "' into place", errno);
+    parents_touched.insert(parent(root.entry));
+  }
   // Hard links (-H), once every file is in place: another name for the file
   // of an earlier entry, both beneath the target with no symlink on the way
   // (so nothing outside the transfer can be linked in). Made under a
@@ -490,8 +644,8 @@ std::string ReceiveTree::finalize(int& err) {
     const auto& e = entries_[i];
     if (e.kind != wire::EntryKind::file || !e.hard_link_to) continue;
     const size_t first = *e.hard_link_to;
-    auto from = security::open_parent_beneath(root_fd_, paths_[first], false);
-    auto to = security::open_parent_beneath(root_fd_, paths_[i], true);
+    auto from = security::open_parent_beneath(root_fd_, rel(first), false);
+    auto to = security::open_parent_beneath(root_fd_, rel(i), true);
     if (!from || !to) {
       err = EIO;
       return !from ? from.error().message : to.error().message;
@@ -500,19 +654,19 @@ std::string ReceiveTree::finalize(int& err) {
     const std::string tmp_leaf = ".braid-" + tag_ + "-" + std::to_string(i) + ".link";
     ::unlinkat(pfd, tmp_leaf.c_str(), 0);
     if (::linkat(from.value().dir.get(), from.value().leaf.c_str(), pfd, tmp_leaf.c_str(), 0) != 0)
-      return fail("cannot link '" + security::printable_path(paths_[i].str()) + "' to '" +
-                      security::printable_path(paths_[first].str()) + "'",
+      return fail("cannot link '" + security::printable_path(entries_[i].path) + "' to '" +
+                      security::printable_path(entries_[first].path) + "'",
                   errno);
     if (::renameat(pfd, tmp_leaf.c_str(), pfd, to.value().leaf.c_str()) != 0)
-      return fail("cannot move the link '" + security::printable_path(paths_[i].str()) + "' into place", errno);
+      return fail("cannot move the link '" + security::printable_path(entries_[i].path) + "' into place", errno);
     // Already a link to the same file there (a second run): rename did nothing.
     ::unlinkat(pfd, tmp_leaf.c_str(), 0);
-    parents_touched.insert(parent_of(paths_[i]));
+    parents_touched.insert(parent_of(rel(i)));
   }
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
     if (e.kind != wire::EntryKind::symlink || link_skipped_[i]) continue;
-    auto parent = security::open_parent_beneath(root_fd_, paths_[i], true);
+    auto parent = security::open_parent_beneath(root_fd_, rel(i), true);
     if (!parent) {
       err = EIO;
       return parent.error().message;
@@ -521,30 +675,30 @@ std::string ReceiveTree::finalize(int& err) {
     const std::string tmp_leaf = ".braid-" + tag_ + "-" + std::to_string(i) + ".link";
     ::unlinkat(pfd, tmp_leaf.c_str(), 0);
     if (::symlinkat(e.link_target.c_str(), pfd, tmp_leaf.c_str()) != 0)
-      return fail("cannot create the link '" + security::printable_path(paths_[i].str()) + "'", errno);
+      return fail("cannot create the link '" + security::printable_path(entries_[i].path) + "'", errno);
     const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
     apply_metadata(pfd, tmp_leaf, i);
     (void)::utimensat(pfd, tmp_leaf.c_str(), times, AT_SYMLINK_NOFOLLOW);
     if (::renameat(pfd, tmp_leaf.c_str(), pfd, parent.value().leaf.c_str()) != 0)
-      return fail("cannot move the link '" + security::printable_path(paths_[i].str()) + "' into place", errno);
-    parents_touched.insert(parent_of(paths_[i]));
+      return fail("cannot move the link '" + security::printable_path(entries_[i].path) + "' into place", errno);
+    parents_touched.insert(parent_of(rel(i)));
   }
   // Directories last, deepest first: their mtimes change whenever an entry
   // inside them is created.
   for (size_t k = entries_.size(); k-- > 0;) {
     const auto& e = entries_[k];
     if (e.kind != wire::EntryKind::directory) continue;
-    auto d = security::make_dirs_beneath(root_fd_, paths_[k], 0700);
+    auto d = security::make_dirs_beneath(root_fd_, rel(k), 0700);
     if (!d) {
       err = EIO;
       return d.error().message;
     }
     (void)::fsync(d.value().get());
     apply_metadata(d.value().get(), {}, k);
-    if (::fchmod(d.value().get(), e.mode & 07777) != 0) return fail("chmod of '" + security::printable_path(paths_[k].str()) + "'", errno);
+    if (::fchmod(d.value().get(), e.mode & 07777) != 0) return fail("chmod of '" + security::printable_path(entries_[k].path) + "'", errno);
     const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
     (void)::futimens(d.value().get(), times);
-    parents_touched.erase(paths_[k].str());
+    parents_touched.erase(entries_[k].path);
   }
   // Make the renames durable in the directories the offer did not name.
   for (const auto& p : parents_touched) {
@@ -559,7 +713,7 @@ std::string ReceiveTree::finalize(int& err) {
 }
 
 security::UniqueFd ReceiveTree::open_existing(size_t entry) const {
-  auto fd = security::open_beneath(root_fd_, paths_[entry], O_RDONLY);
+  auto fd = security::open_beneath(root_fd_, rel(entry), O_RDONLY);
   if (!fd) return security::UniqueFd();
   struct stat st {};
   if (::fstat(fd.value().get(), &st) != 0 || !S_ISREG(st.st_mode)) return security::UniqueFd();
@@ -615,6 +769,11 @@ std::string ReceiveTree::finalize_file(size_t i, bool synced, int& err) {
     return what + ": " + errno_text(code);
   };
   const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
+  const bool metadata = e.owner || e.group || e.xattrs;
+  // Its mtime set by the write of its last byte (write()), its mode when it
+  // was made, durable: nothing left but its name.
+  const bool settled = synced && mode_set_[i] && !metadata && unwritten_ && unwritten_[i].load() == 0;
+  if (settled && staged_[i] == kInStaged) return {};  // its directory is renamed into place instead
   std::string error;
   auto parent = parent_dir(i, false, error);
   if (!parent) {
@@ -622,8 +781,9 @@ std::string ReceiveTree::finalize_file(size_t i, bool synced, int& err) {
     return error;
   }
   const std::string tmp_leaf = temp_leaf(i);
-  const bool metadata = e.owner || e.group || e.xattrs;
-  if (synced && mode_set_[i] && !metadata) {
+  if (settled) {
+    // Nothing to set (above): only the rename below, outside a staged directory.
+  } else if (synced && mode_set_[i] && !metadata) {
     // Durable already (syncfs) and its mode set at prepare: only its mtime,
     // by name in its directory, never through a link.
     if (::utimensat(parent->get(), tmp_leaf.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
@@ -638,8 +798,9 @@ std::string ReceiveTree::finalize_file(size_t i, bool synced, int& err) {
     if (::fchmod(fd->get(), e.mode & 07777) != 0) return fail("chmod of '" + security::printable_path(temp_path(i)) + "'", errno);
     if (::futimens(fd->get(), times) != 0) return fail("setting the mtime of '" + security::printable_path(temp_path(i)) + "'", errno);
   }
-  if (::renameat(parent->get(), tmp_leaf.c_str(), parent->get(), paths_[i].components().back().c_str()) != 0)
-    return fail("cannot move '" + security::printable_path(paths_[i].str()) + "' into place", errno);
+  if (staged_[i] == kInStaged) return {};  // its directory is renamed into place instead
+  if (::renameat(parent->get(), tmp_leaf.c_str(), parent->get(), leaf(i).c_str()) != 0)
+    return fail("cannot move '" + security::printable_path(entries_[i].path) + "' into place", errno);
   return {};
 }
 
@@ -656,7 +817,7 @@ std::string ReceiveTree::settle_existing(size_t i, int& err) {
     err = errno;
     return "setting the mode and mtime of '" + security::printable_path(e.path) + "': " + errno_text(err);
   }
-  auto parent = security::open_parent_beneath(root_fd_, paths_[i], false);
+  auto parent = security::open_parent_beneath(root_fd_, rel(i), false);
   if (parent) {
     const std::string tmp_leaf = ".braid-" + tag_ + "-" + std::to_string(i) + ".part";
     (void)::unlinkat(parent.value().dir.get(), tmp_leaf.c_str(), 0);

@@ -20,6 +20,16 @@
 // directories that hold them are opened once (beneath the target, never
 // through a symlink) and kept open while their files are created, written
 // and renamed (DirCache below).
+// Staged directories (an offer of kStageFrom files or more): a directory of
+// the offer that does not exist in the target is made under a temporary
+// name, ".braid-<tag>-<index>.dir", in its parent, and everything beneath it
+// is made there under its final leaf name — nothing in it stands under its
+// final path before finalize renames the staged directory into place, once
+// for the whole subtree instead of once per file. A file whose every byte
+// was written exactly once gets its mtime from the thread that wrote its
+// last byte (futimens on the open file), so finalize has nothing left to do
+// per file in a staged directory but check that. A resume finds the staged
+// directory again by its name (the same offer, the same tag).
 // On any failure the temporary files stay where they are.
 #pragma once
 
@@ -32,6 +42,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -153,12 +164,19 @@ class ReceiveTree {
   size_t metadata_failures() const { return metadata_failures_; }
   /// Temporary name of a file entry, relative to the target (for messages and tests).
   std::string temp_path(size_t entry) const;
+  /// Directories of the offer made under a temporary name (see the top).
+  size_t staged_directories() const { return stage_roots_.size(); }
+  /// From this many files in an offer, its new directories are staged.
+  static constexpr size_t kStageFrom = 256;
 
  private:
   ReceiveTree(int root_fd, const wire::Offer& offer, std::string tag);
   std::optional<PrepareError> create_all(bool keep_parts);
   /// FdCache's opener: the entry's temporary file, made first if it is not yet.
   security::UniqueFd open_temp(size_t entry, std::string& error);
+  /// A file's whole bytes in one write, into a file not made yet: makes,
+  /// writes and closes it (write()). 0 or errno.
+  int write_whole(const Extent& x, const uint8_t* p);
   /// Makes the entry's temporary file in `dir` (empty; a sparse one sized).
   security::UniqueFd create_temp(int dir, size_t entry, std::string& error);
   /// Gives a temporary file its final mode when that keeps it writable (mode_set_).
@@ -174,8 +192,13 @@ class ReceiveTree {
   void for_each_directory(const std::vector<size_t>& entries, Work work);
   /// finalize of a keep_existing entry.
   std::string settle_existing(size_t entry, int& err);
-  /// The temporary file's name in its directory: ".braid-<tag>-<entry>.part".
+  /// The temporary file's name in its directory: ".braid-<tag>-<entry>.part",
+  /// or its final leaf in a staged directory.
   std::string temp_leaf(size_t entry) const;
+  /// Decides which directories are staged (prepare); sets disk_dir_names_ and staged_.
+  void plan_staging(size_t files);
+  /// Where an entry is on disk until finalize, relative to the target.
+  std::string disk_path(size_t entry) const;
   /// The directory that holds entry `entry` (DirCache).
   DirCache::Fd parent_dir(size_t entry, bool create, std::string& error, security::Errc* code = nullptr);
   /// Owner, group and xattrs of entry i onto `fd` (or its `leaf` in directory
@@ -184,11 +207,38 @@ class ReceiveTree {
 
   int root_fd_;
   std::vector<wire::ManifestEntry> entries_;
-  std::vector<security::RelativePath> paths_;  // validated, one per entry
+  /// An entry's path, checked at prepare (parsed again when a call needs
+  /// it: most files need only their leaf).
+  security::RelativePath rel(size_t entry) const { return security::RelativePath::parse(entries_[entry].path).value(); }
+  std::string leaf(size_t entry) const {
+    const std::string& p = entries_[entry].path;
+    return p.substr(p.rfind('/') + 1);  // npos + 1 == 0: a top-level name whole
+  }
   std::string tag_;
   FileLayout layout_;
-  std::vector<std::string> parents_;  // by entry: its parent's relative path ("" for the target)
+  /// The directories that hold entries, each once: its relative path ("" for
+  /// the target), and where it is on disk until finalize (the same, or
+  /// beneath a staged directory's temporary name); by entry, its parent's
+  /// index (4 bytes an entry rather than a path each).
+  std::vector<std::string> dir_names_, disk_dir_names_;
+  std::vector<uint32_t> dir_of_;
+  const std::string& parent(size_t entry) const { return dir_names_[dir_of_[entry]]; }
+  const std::string& disk_parent(size_t entry) const { return disk_dir_names_[dir_of_[entry]]; }
+  static constexpr uint8_t kInStaged = 1, kStageRoot = 2;
+  std::vector<uint8_t> staged_;  // by entry: 0, kInStaged (beneath a staged directory) or kStageRoot
+  struct StageRoot {
+    size_t entry;           // the directory's entry
+    std::string disk_path;  // relative to the target: its temporary name
+  };
+  std::vector<StageRoot> stage_roots_;  // outermost staged directories, renamed at finalize
+  /// Without keep_parts, by file entry: bytes still to be written (its size
+  /// at prepare, -1 for none to write); the write that brings it to exactly
+  /// 0 sets the file's mtime. A copy written twice, a sparse file's holes or
+  /// bytes copied from an existing file leave it elsewhere, and finalize sets
+  /// the mtime as before.
+  std::unique_ptr<std::atomic<int64_t>[]> unwritten_;
   DirCache dirs_;
+  mode_t umask_;  // the process's, read once
   FdCache fds_;
   std::shared_mutex sealing_;  // write: shared; finalize: exclusive
   bool sealed_ = false;

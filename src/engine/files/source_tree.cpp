@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
@@ -79,6 +80,23 @@ std::optional<std::vector<wire::DataRange>> find_data_ranges(int fd, uint64_t si
 
 bool same_time(const timespec& a, const timespec& b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; }
 
+/// Whether this process may read any file whatever its mode
+/// (CAP_DAC_READ_SEARCH or CAP_DAC_OVERRIDE in its effective set).
+bool reads_any_file() {
+  std::FILE* f = std::fopen("/proc/self/status", "re");
+  if (!f) return false;
+  char line[256];
+  unsigned long long caps = 0;
+  bool found = false;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "CapEff: %llx", &caps) == 1) {
+      found = true;
+      break;
+    }
+  std::fclose(f);
+  return found && (caps & ((1ull << 1) | (1ull << 2))) != 0;
+}
+
 class Walker {
  public:
   explicit Walker(const ScanOptions& opts) : opts_(opts) {}
@@ -119,19 +137,26 @@ class Walker {
     if (md.owner) e.owner = wire::OwnerId{st.st_uid, md.numeric_ids ? std::string() : names_.user(st.st_uid)};
     if (md.group) e.group = wire::OwnerId{st.st_gid, md.numeric_ids ? std::string() : names_.group(st.st_gid)};
     if (S_ISREG(st.st_mode)) {
-      // Opened now, once, to know it can be: a file braid cannot read is skipped here, not mid-transfer.
-      const bool followed = open_path != local;
-      const int fd = ::openat(followed ? AT_FDCWD : at, followed ? open_path.c_str() : name,
-                              O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-      if (fd < 0) return skip(local, std::string("cannot open: ") + std::strerror(errno));
       e.kind = wire::EntryKind::file;
       e.size = static_cast<uint64_t>(st.st_size);
       // Fewer blocks than bytes: the file may have holes (or be compressed).
-      if (opts_.sparse && static_cast<uint64_t>(st.st_blocks) * 512 < e.size) e.data = find_data_ranges(fd, e.size);
-      std::string why;
-      if (md.xattrs || md.acls) e.xattrs = read_xattrs(fd, md, why);
-      ::close(fd);
-      if (!why.empty()) return skip(local, why);
+      const bool holes = opts_.sparse && static_cast<uint64_t>(st.st_blocks) * 512 < e.size;
+      // Opened now, once, to know it can be: a file braid cannot read is
+      // skipped here, not mid-transfer — unless the stat already says so by
+      // the kernel's rule (this process owns it and the owner may read, or
+      // it may read any file), a tree of small files' third system call each.
+      const bool needs_fd = holes || md.xattrs || md.acls;
+      if (needs_fd || !((st.st_uid == euid_ && (st.st_mode & S_IRUSR)) || reads_any_)) {
+        const bool followed = open_path != local;
+        const int fd = ::openat(followed ? AT_FDCWD : at, followed ? open_path.c_str() : name,
+                                O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) return skip(local, std::string("cannot open: ") + std::strerror(errno));
+        if (holes) e.data = find_data_ranges(fd, e.size);
+        std::string why;
+        if (md.xattrs || md.acls) e.xattrs = read_xattrs(fd, md, why);
+        ::close(fd);
+        if (!why.empty()) return skip(local, why);
+      }
       out_.total_bytes += e.size;
       ++out_.file_count;
       push(std::move(e), open_path, st);
@@ -223,6 +248,8 @@ class Walker {
   }
 
   ScanOptions opts_;
+  uid_t euid_ = ::geteuid();
+  bool reads_any_ = reads_any_file();
   SourceTree out_;
   std::vector<SkippedSource> skipped_;
   std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> ancestors_;  // the directories being walked
