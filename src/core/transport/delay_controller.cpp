@@ -42,9 +42,6 @@ constexpr Duration kNominalRtt = Duration::millis(1);
 constexpr double kStartHintFraction = 0.5;
 // Startup ends once the estimate is back at this share of a start hint's rate.
 constexpr double kStartHintFull = 0.9;
-// Startup ends when the RTT rose this much above the base (base / 8, clamped).
-constexpr Duration kStartupDelayRiseMin = Duration::millis(4);
-constexpr Duration kStartupDelayRiseMax = Duration::millis(16);
 }  // namespace
 
 DelayController::DelayController(const ControllerConfig& cfg)
@@ -149,24 +146,12 @@ void DelayController::update_model(const CongestionEvent& ev) {
   }
   delay_exceeded_ = recent_min != Duration::infinite() && recent_min > base + queue_target_;
   probe_delay_exceeded_ = ev.rtt.latest_adjusted > base + queue_target_ * 2.0;
-  // Startup's own queue (HyStart++'s delay increase, RFC 9406 §4.2: base/8
-  // within 4..16 ms): the pipe is full once the last few RTTs all stand that
-  // far above the base. Without it, startup waits for three rounds without
-  // growth, and at a few Mbit/s — or with several lanes starting on one path,
-  // each still growing while the others fill the queue — that is hundreds of
-  // milliseconds of queue before anyone drains.
-  if (base != Duration::infinite() && recent_min != Duration::infinite()) {
-    const Duration rise = std::clamp(base / 8.0, kStartupDelayRiseMin, kStartupDelayRiseMax);
-    startup_delay_exceeded_ = recent_min > base + rise;
-  }
 }
 
 void DelayController::update_startup(const CongestionEvent& ev) {
   if (round_start_ && !ev.rate.is_app_limited) {
     const Rate bw = bw_filter_.best();
-    if (startup_delay_exceeded_) {
-      filled_pipe_ = true;  // a queue of startup's own: the pipe is full
-    } else if (!hint_rate_.is_zero() && bw >= hint_rate_ * kStartHintFull) {
+    if (!hint_rate_.is_zero() && bw >= hint_rate_ * kStartHintFull) {
       // The known path is full again: startup's usual three rounds without
       // growth would only build a queue of up to twice its BDP (and drain it).
       filled_pipe_ = true;

@@ -86,7 +86,6 @@ class DelayController final : public CongestionController {
   Time phase_stamp_;
   bool delay_exceeded_ = false;        // the last few RTTs were all above the mark
   bool probe_delay_exceeded_ = false;  // this sample is twice the mark above (ends a probe)
-  bool startup_delay_exceeded_ = false;  // the last few RTTs rose past startup's allowance
   std::array<Duration, 3> recent_rtt_{Duration::infinite(), Duration::infinite(), Duration::infinite()};
   size_t recent_rtt_pos_ = 0;
 

