@@ -431,6 +431,18 @@ class Bench:
             self.lab.stop(p)
 
     # ---- braid ----
+    def write_payload(self, workdir):
+        """self.size random bytes in workdir/payload.bin (its SHA-256 kept to check what arrives); the path."""
+        src = os.path.join(workdir, "payload.bin")
+        with open(src, "wb") as f:
+            left = self.size
+            while left:
+                chunk = os.urandom(min(left, 1 << 22))
+                f.write(chunk)
+                left -= len(chunk)
+        self.src_sha = sha256(src)
+        return src
+
     def braid(self, lanes, srcfile, workdir):
         dst = os.path.join(workdir, "dst")
         shutil.rmtree(dst, ignore_errors=True)
@@ -611,14 +623,7 @@ class Bench:
                              "iperf3_rates": self.sim([best], measured, payload=False)}
             # 2./3. braid
             if self.braid_ok:
-                src = os.path.join(workdir, "payload.bin")
-                with open(src, "wb") as f:
-                    left = self.size
-                    while left:
-                        chunk = os.urandom(min(left, 1 << 22))
-                        f.write(chunk)
-                        left -= len(chunk)
-                self.src_sha = sha256(src)
+                src = self.write_payload(workdir)
                 F["braid:all"] = self.measure("braid all links", lambda: self.braid(all_lanes, src, workdir))
                 F["braid:best"] = self.measure(f"braid link {res['best_link']}",
                                                lambda: self.braid([best], src, workdir))

@@ -50,26 +50,21 @@ def main():
            "started": datetime.datetime.now().isoformat(timespec="seconds"), "load_avg_at_start": os.getloadavg(),
            "command": "bench/netlab/short " + " ".join(sys.argv[1:]), "sizes": []}
     workdir = tempfile.mkdtemp(prefix="netbench-short-", dir=args.workdir)
+
+    def fresh():  # a first contact: neither end has met the other
+        for d in ("cfg-send", "cfg-recv"):
+            shutil.rmtree(os.path.join(workdir, d), ignore_errors=True)
     try:
         b.lab.up()
         for mib in [int(x) for x in args.sizes.split(",")]:
             b.size = mib << 20
             fluid = b.size / payload_rate + rtt
             row = {"mib": mib, "fluid_bound_s": fluid, "goal_s": 1.25 * fluid + 3 * rtt, "braid": {}}
-            src = os.path.join(workdir, "payload.bin")
-            with open(src, "wb") as f:
-                left = b.size
-                while left:
-                    chunk = os.urandom(min(left, 1 << 22))
-                    f.write(chunk)
-                    left -= len(chunk)
-            b.src_sha = nb.sha256(src)
+            src = b.write_payload(workdir)
             for kind in ("tcp", "udp"):
                 bargs.transport = kind
                 for case in ("first_contact", "known_peer"):
                     runs = []
-                    fresh = lambda: [shutil.rmtree(os.path.join(workdir, d), ignore_errors=True)
-                                     for d in ("cfg-send", "cfg-recv")]
                     fresh()
                     if case == "known_peer":
                         b.braid([0, 1], src, workdir)  # pairs and leaves the path figures: not measured

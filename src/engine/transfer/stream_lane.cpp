@@ -312,20 +312,23 @@ void StreamLane::set_delay_cap(std::optional<Rate> cap, Duration queue, bool res
   std::lock_guard lock(pace_mu_);
   delay_cap_ = cap;
   apply_cap_locked(lower(cap, rate_cap_));
+  record_pacing_locked(queue, have ? &k : nullptr, restart);
+}
+
+void StreamLane::record_pacing_locked(Duration queue, const lanes::TcpKernelInfo* k, bool restarted) {
   auto& p = pacing_state_;
   p.active = true;
   p.cap = on_socket_ ? on_socket_->bytes_per_second() : -1.0;
   p.queue_ms = queue.to_millis();
-  p.restarts += restart;
-  if (have) {
-    p.srtt_ms = k.rtt_us / 1000.0;
-    p.min_rtt_ms = k.min_rtt_us / 1000.0;
-    p.acked = k.bytes_acked;
-    p.kernel_pacing = k.pacing_rate;
-    p.delivery_rate = k.delivery_rate;
-    p.retrans = k.total_retrans;
-    p.cwnd = k.snd_cwnd;
-  }
+  p.restarts += restarted;
+  if (!k) return;
+  p.srtt_ms = k->rtt_us / 1000.0;
+  p.min_rtt_ms = k->min_rtt_us / 1000.0;
+  p.acked = k->bytes_acked;
+  p.kernel_pacing = k->pacing_rate;
+  p.delivery_rate = k->delivery_rate;
+  p.retrans = k->total_retrans;
+  p.cwnd = k->snd_cwnd;
 }
 
 void StreamLane::pace(Time now) {
@@ -347,18 +350,7 @@ void StreamLane::pace(Time now) {
   if (rate_cap_ && (!want || *want > *rate_cap_)) want = rate_cap_;
   if (d.restart_probe) lanes::restart_congestion_control(fd);
   apply_cap_locked(want);
-  auto& p = pacing_state_;
-  p.active = true;
-  p.cap = on_socket_ ? on_socket_->bytes_per_second() : -1.0;
-  p.queue_ms = pacing_->queuing_delay().to_millis();
-  p.srtt_ms = k.rtt_us / 1000.0;
-  p.min_rtt_ms = k.min_rtt_us / 1000.0;
-  p.acked = k.bytes_acked;
-  p.kernel_pacing = k.pacing_rate;
-  p.delivery_rate = k.delivery_rate;
-  p.retrans = k.total_retrans;
-  p.cwnd = k.snd_cwnd;
-  p.restarts += d.restart_probe;
+  record_pacing_locked(pacing_->queuing_delay(), &k, d.restart_probe);
 }
 
 void StreamLane::add_to_report(LaneReport& r) const {

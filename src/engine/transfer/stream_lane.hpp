@@ -135,6 +135,9 @@ class StreamLane final : public DataLane {
     uint64_t acked = 0, kernel_pacing = 0, delivery_rate = 0;
     uint32_t retrans = 0, cwnd = 0, restarts = 0;
   } pacing_state_;
+  /// The report's view after a cap was put: what is on the socket, the
+  /// queue the cap steers by, and the kernel's state (null: not read).
+  void record_pacing_locked(Duration queue, const lanes::TcpKernelInfo* k, bool restarted);
 
   std::thread writer_, reader_;
 };
