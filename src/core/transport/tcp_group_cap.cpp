@@ -53,7 +53,14 @@ constexpr double kLaggingRtts = 20;
 // A lane's delay counts towards the group's while its last ACK is this recent.
 constexpr double kFreshRtts = 2;
 constexpr Duration kFreshMin = Duration::millis(50);
-constexpr Duration kMinLoopRtt = Duration::millis(1);
+// The loop's round is never shorter than its own feedback: the engine looks
+// every 10 ms and the delay filter holds two looks, so what a new rate does
+// shows 20-30 ms later whatever the path's RTT. On a LAN (an RTT of 0.05 ms)
+// a loop counted in the path's RTTs re-shared the group by one look's acks,
+// swung between half and 1.5 times the link at every look, and the kernels'
+// bbr — whose rounds are that short — followed each low cap down and were
+// slow to climb back: two lanes on a 40 Mbit/s tbf link moved 10-35 Mbit/s.
+constexpr Duration kMinLoopRtt = Duration::millis(30);
 }  // namespace
 
 TcpGroupCap::TcpGroupCap(const TcpGroupCapConfig& cfg) : cfg_(cfg) {}

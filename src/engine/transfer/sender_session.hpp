@@ -82,12 +82,10 @@ struct ConnectOptions {
   std::string tcp_cc;                 // TCP lanes' kernel controller (TCP_CONGESTION); empty: the kernel's default
   /// The queueing delay TCP lanes on one bottleneck aim for together
   /// (transport::TcpGroupCap; --latency-target); zero: no cap, each lane's
-  /// kernel controller runs free. Not under --background (its own cap).
-  /// Off by default for now: on tbf-shaped 40-100 Mbit/s links (bursts of
-  /// 32 kB, a delay noise above a 5 ms target) it cost 5-8 % of the links'
-  /// sum and, beside --rate-limit's split, which follows the same measured
-  /// rates, half the limit (integration.paths.*).
-  Duration latency_target = Duration::zero();
+  /// kernel controller runs free. Not under --background (its own cap), nor
+  /// for lanes a --rate-limit / --metered split holds (both would follow the
+  /// same measured rates and talk each other down).
+  Duration latency_target = Duration::millis(5);
   size_t packet_size = udp::kDefaultPacketSize;
   /// Caps the whole transfer: shared over the live data lanes by what each delivers.
   std::optional<Rate> rate_limit;
