@@ -169,11 +169,18 @@ TcpPacingDecision TcpPacingCap::on_sample(const TcpSample& s) {
     }
     delays_.on_sample(s.now, sample);
     path_rtt_ = sample;
+    queue_ = delays_.queuing_delay();
+    if (cfg_.shared_base) {
+      const Duration own = delays_.base();
+      cfg_.shared_base->offer(own, s.now);
+      const Duration path = std::min(own, cfg_.shared_base->base(s.now));
+      queue_ = own + delays_.queuing_delay() - path;
+    }
   }
   max_rate_ = std::max(max_rate_, two_rtt_acked_rate_);
   if (!delays_.has_sample()) return {cap(), false};
 
-  const double q = delays_.queuing_delay().to_seconds() / cfg_.target.to_seconds();  // delay in targets
+  const double q = queue_.to_seconds() / cfg_.target.to_seconds();  // delay in targets
   // A retransmission counts only with a queue behind it (≥ target/4): the
   // kernel's controller already answers loss in its own way, and without a
   // queue a loss is random (a lossy radio) or no loss at all (a tail-loss

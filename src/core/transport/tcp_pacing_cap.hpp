@@ -47,6 +47,7 @@
 #include <optional>
 
 #include "core/transport/ledbat.hpp"
+#include "core/transport/shared_base_rtt.hpp"
 #include "core/units.hpp"
 
 namespace braid::transport {
@@ -77,6 +78,11 @@ Duration latest_rtt_sample(const TcpSample& prev, const TcpSample& cur, Bytes ms
 
 struct TcpPacingCapConfig {
   Duration target = Duration::millis(10);  // added delay it aims for (as ControllerConfig::background_target)
+  /// The base RTT shared by the lanes leaving by one interface (nullptr:
+  /// the lane's own). A lane that opens while its siblings hold a queue
+  /// takes that queue for its base otherwise, and adds its own on top
+  /// (shared_base_rtt.hpp: BBR's latecomer problem).
+  SharedBaseRtt* shared_base = nullptr;
 };
 
 /// What to do with the socket after a sample.
@@ -93,7 +99,7 @@ class TcpPacingCap {
   TcpPacingDecision on_sample(const TcpSample& s);
 
   std::optional<Rate> cap() const { return capped_ ? std::optional<Rate>(cap_) : std::nullopt; }
-  Duration queuing_delay() const { return delays_.queuing_delay(); }
+  Duration queuing_delay() const { return queue_; }
   /// Bytes acked per second over about the last RTT.
   Rate acked_rate() const { return acked_rate_; }
   /// Bytes acked per second over about the last 10 RTTs (as far as the
@@ -112,6 +118,7 @@ class TcpPacingCap {
 
   TcpPacingCapConfig cfg_;
   ledbat::DelayFilter delays_;
+  Duration queue_;  // the current delay less the lane's base, or the path's if shared and smaller
   bool started_ = false;
   TcpSample last_;
   Bytes mss_{1448};

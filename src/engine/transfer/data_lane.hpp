@@ -24,6 +24,7 @@
 #include "core/session/lane_traits.hpp"
 #include "core/session/messages.hpp"
 #include "core/transport/congestion_controller.hpp"
+#include "core/transport/shared_base_rtt.hpp"
 #include "core/units.hpp"
 #include "engine/lanes/tcp.hpp"
 #include "engine/transfer/report.hpp"
@@ -94,8 +95,12 @@ class DataLane {
   virtual DataLaneCounters counters() const = 0;
   /// The kind's own part of the lane's report (UDP transport, TCP pacing cap).
   virtual void add_to_report(LaneReport& r) const { (void)r; }
-  /// `--background` pacing, called every few ms by the session (TCP lanes).
-  virtual void pace(Time now) { (void)now; }
+  /// `--background` pacing, called every few ms by the session (TCP lanes);
+  /// `path_base`: the base RTT shared by the lanes of this lane's bottleneck.
+  virtual void pace(Time now, transport::SharedBaseRtt* path_base) {
+    (void)now;
+    (void)path_base;
+  }
   /// The default TCP lanes' coupled cap (transport::TcpGroupCap), decided
   /// for the group of lanes that share this lane's bottleneck; `queue` is
   /// the group's queueing delay, for the report. nullopt: uncapped.

@@ -773,9 +773,14 @@ void SenderSession::tcp_pacing_loop() {
     // the lanes cannot be destroyed meanwhile.
     const Time n = now();
     if (background_) {
+      // Lanes that leave by one interface share its base RTT (a lane
+      // opened behind its siblings' queue would take it for its base).
       for (const auto& v : machine_->lanes())
         if (v.open && v.data)
-          if (DataLane* l = lane_locked(v.id)) l->pace(n);
+          if (DataLane* l = lane_locked(v.id)) {
+            const std::string key = l->bottleneck();
+            l->pace(n, key.empty() ? nullptr : &background_bases_[key]);
+          }
     } else {
       cap_delay_groups_locked(n);
     }

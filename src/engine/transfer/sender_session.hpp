@@ -272,6 +272,8 @@ class SenderSession : private DataLaneEvents {
   std::thread pacer_;
   /// The coupled caps of the TCP lanes, one per bottleneck (DataLane::bottleneck); under mu_.
   std::map<std::string, transport::TcpGroupCap> delay_groups_;
+  /// --background's TCP lanes: one base RTT per bottleneck (its lanes' TcpPacingCaps share it).
+  std::map<std::string, transport::SharedBaseRtt> background_bases_;
   void cap_delay_groups_locked(Time n);
   bool closing_ = false;
   // When the thread sleeping on cv_ means to wake anyway, and how many lanes

@@ -331,13 +331,17 @@ void StreamLane::record_pacing_locked(Duration queue, const lanes::TcpKernelInfo
   p.cwnd = k->snd_cwnd;
 }
 
-void StreamLane::pace(Time now) {
+void StreamLane::pace(Time now, transport::SharedBaseRtt* path_base) {
   if (!opts_.tcp || !opts_.background) return;
   const int fd = link_->fd();
   lanes::TcpKernelInfo k;
   if (!lanes::tcp_kernel_info(fd, k) || k.rtt_us == 0) return;
   std::lock_guard lock(pace_mu_);
-  if (!pacing_) pacing_ = std::make_unique<transport::TcpPacingCap>();
+  if (!pacing_) {
+    transport::TcpPacingCapConfig cfg;
+    cfg.shared_base = path_base;
+    pacing_ = std::make_unique<transport::TcpPacingCap>(cfg);
+  }
   transport::TcpSample s;
   s.now = now;
   s.srtt = Duration::micros(k.rtt_us);

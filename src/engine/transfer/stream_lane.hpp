@@ -62,7 +62,7 @@ class StreamLane final : public DataLane {
   void close(const std::string& reason) override;
   DataLaneCounters counters() const override;
   void add_to_report(LaneReport& r) const override;
-  void pace(Time now) override;
+  void pace(Time now, transport::SharedBaseRtt* path_base) override;
   void set_delay_cap(std::optional<Rate> cap, Duration queue, bool restart) override;
   std::string bottleneck() const override { return opts_.tcp ? opts_.bottleneck : std::string(); }
   nlohmann::json sample() const override;

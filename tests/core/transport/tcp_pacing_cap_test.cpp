@@ -43,6 +43,29 @@ TEST(TcpPacingCap, NoCapWhileTheQueueStaysEmpty) {
   EXPECT_NEAR(mbit(c.acked_rate()), 100, 1);
 }
 
+TEST(TcpPacingCap, ALaneThatOpensBehindItsSiblingsQueueSeesThatQueueThroughTheSharedBase) {
+  // Lane A saw the empty path (20 ms); lane B opens while a 15 ms queue
+  // stands, so its own samples never go below 35 ms.
+  SharedBaseRtt path;
+  TcpPacingCapConfig shared;
+  shared.shared_base = &path;
+  TcpPacingCap a(shared), b(shared), alone;
+  for (int i = 0; i < 10; ++i) a.on_sample(sample(i * 10.0, 20, kPer10ms * i));
+  for (int i = 10; i < 30; ++i) {
+    a.on_sample(sample(i * 10.0, 35, kPer10ms * i));
+    b.on_sample(sample(i * 10.0, 35, kPer10ms * (i - 10)));
+    alone.on_sample(sample(i * 10.0, 35, kPer10ms * (i - 10)));
+  }
+  // Both read the same queue (A's own reading less the ACK gap at its cap).
+  EXPECT_GE(a.queuing_delay().to_millis(), 10);
+  EXPECT_NEAR(b.queuing_delay().to_millis(), a.queuing_delay().to_millis(), 2);
+  // Its own base alone, the latecomer reads no queue at all.
+  EXPECT_LT(alone.queuing_delay().to_millis(), 0.5);
+  // Past the queue's three quarters of the target, B is capped as A is.
+  EXPECT_TRUE(b.cap().has_value());
+  EXPECT_FALSE(alone.cap().has_value());
+}
+
 TEST(TcpPacingCap, CapsAtTheAckedRateOnceDelayReachesThreeQuartersOfTheTarget) {
   TcpPacingCap c;
   for (int i = 0; i < 20; ++i) EXPECT_FALSE(c.on_sample(sample(i * 10.0, 20, kPer10ms * i)).cap);
