@@ -179,9 +179,9 @@ TEST(OfferPartsSession, TheReceiverPreparesTheWholeOfferOnceItsLastPartIsIn) {
   EXPECT_TRUE(pair.deliver(sent, 0, sent.size() - 1).empty());
   const auto prepared = pair.deliver(sent, sent.size() - 1);
   ASSERT_EQ(prepared.size(), 1u);
-  EXPECT_EQ(prepared[0].offer.entries, entries);
-  EXPECT_FALSE(prepared[0].offer.continued);
-  EXPECT_EQ(pair.r.transfer(*id)->total, prepared[0].offer.total_bytes());
+  EXPECT_EQ(prepared[0].offer->entries, entries);
+  EXPECT_FALSE(prepared[0].offer->continued);
+  EXPECT_EQ(pair.r.transfer(*id)->total, prepared[0].offer->total_bytes());
   // The answer reaches the sender, which sends pieces and never the parts again.
   pair.r.handle_offer_prepared(*id, wire::Accept{*id, {}}, t0);
   for (const auto& m : drain<RecvSendMessage>(pair.r))
@@ -221,7 +221,7 @@ TEST(OfferPartsSession, ALaneLostMidOfferSendsItAgainWholeAndTheReceiverPrepares
   for (const auto& m : offer_msgs) EXPECT_NE(m.lane, dead);
   const auto prepared = pair.deliver(offer_msgs);
   ASSERT_EQ(prepared.size(), 1u);
-  EXPECT_EQ(prepared[0].offer.entries, entries);
+  EXPECT_EQ(prepared[0].offer->entries, entries);
 }
 
 }  // namespace
