@@ -279,6 +279,15 @@ SplitOffer split_offer(const Offer& offer, size_t part_bytes = kOfferPartBytes);
 std::vector<size_t> offer_cuts(const Offer& offer, size_t part_bytes = kOfferPartBytes);
 Offer offer_head(const Offer& offer, const std::vector<size_t>& cuts);
 OfferPart offer_part(const Offer& offer, const std::vector<size_t>& cuts, size_t k);
+/// Encoded bytes of one entry in an offer or offer_part frame (what
+/// offer_cuts measures against part_bytes).
+size_t offer_entry_bytes(const ManifestEntry& e);
+/// The same over entries held apart from the offer (`fields`: an offer
+/// whose own entries are ignored): a sender reading its entries in place.
+std::vector<size_t> offer_cuts(std::span<const ManifestEntry> entries, size_t part_bytes = kOfferPartBytes);
+Offer offer_head(const Offer& fields, std::span<const ManifestEntry> entries, const std::vector<size_t>& cuts);
+OfferPart offer_part(uint32_t transfer_id, std::span<const ManifestEntry> entries, const std::vector<size_t>& cuts,
+                     size_t k);
 
 /// The receiver puts a continued offer together: appends `part` to
 /// `offer`'s entries. Returns an empty string when it did (or when it is a
