@@ -89,7 +89,7 @@ uint64_t hole_bytes(const std::vector<wire::ManifestEntry>& entries, const std::
 }
 
 std::vector<Span> reusable_spans(uint64_t start, uint64_t size, uint64_t old_size, uint64_t chunk_size,
-                                 const std::optional<std::vector<wire::DataRange>>& data) {
+                                 const wire::Boxed<std::vector<wire::DataRange>>& data) {
   std::vector<Span> out;
   if (chunk_size == 0) return out;
   std::vector<wire::HeldRange> cut;

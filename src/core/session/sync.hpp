@@ -84,7 +84,7 @@ uint64_t hole_bytes(const std::vector<wire::ManifestEntry>& entries, const std::
 /// With `data` (a sparse file's data ranges, ManifestEntry::data), only the
 /// parts of those spans that are data: holes are delivered as kept records.
 std::vector<Span> reusable_spans(uint64_t start, uint64_t size, uint64_t old_size, uint64_t chunk_size,
-                                 const std::optional<std::vector<wire::DataRange>>& data = std::nullopt);
+                                 const wire::Boxed<std::vector<wire::DataRange>>& data = {});
 
 /// Empty if the receiver's verdicts fit the offer (each names a regular file
 /// of it, in order, none on a transfer without sync), else why not.
