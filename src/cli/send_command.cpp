@@ -200,11 +200,18 @@ void run_send(const SendArgs& a) {
 
   files::MetadataOptions metadata = a.metadata;
   if (a.archive) metadata.owner = metadata.group = true;
-  auto scan = files::scan_sources(paths,
-                                  files::ScanOptions{a.follow_symlinks, a.strict_sources, a.sparse, a.hard_links, metadata});
-  if (!scan.ok()) finish(kExitFailure, scan.error);
-  for (const auto& sk : scan.skipped)
-    std::cerr << "braid send: skipped '" << security::printable_path(sk.path) << "': " << sk.reason << "\n";
+  // The tree is walked while the offer goes (send_walking); the PATHs
+  // themselves are checked now, before anything connects. --strict-sources
+  // walks it whole first: nothing at all leaves if one entry is bad.
+  const files::ScanOptions scan_opts{a.follow_symlinks, a.strict_sources, a.sparse, a.hard_links, metadata};
+  if (auto bad = files::check_operands(paths); !bad.empty()) finish(kExitFailure, bad);
+  files::SourceTree tree;  // filled by the walk; outlives the transfer
+  files::ScanResult scan;  // what the walk skipped, or its error
+  if (a.strict_sources) {
+    scan = files::scan_sources(paths, scan_opts);
+    if (!scan.ok()) finish(kExitFailure, scan.error);
+    tree = std::move(scan.tree);
+  }
 
   EventLog log;
   std::string error;
@@ -259,7 +266,9 @@ void run_send(const SendArgs& a) {
                  a.sync.delete_extraneous || a.sync.dry_run;
   LiveDisplay display(LiveDisplay::mode_for(STDERR_FILENO, a.quiet, a.verbose));
   to.display = &display;
-  TransferOutcome out = session->send(scan.tree, to);
+  TransferOutcome out = a.strict_sources ? session->send(tree, to) : session->send_walking(paths, scan_opts, tree, scan, to);
+  for (const auto& sk : scan.skipped)
+    std::cerr << "braid send: skipped '" << security::printable_path(sk.path) << "': " << sk.reason << "\n";
   const int sig = SignalWatch::received();
   if (sig && !(out.exit_code == 0 && out.report.verified)) {  // a signal after the end changes nothing
     out.exit_code = SignalWatch::exit_code();

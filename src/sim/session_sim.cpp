@@ -484,13 +484,13 @@ class Run {
   }
   void do_receiver(session::PrepareOffer& a) {
     wire::Accept acc;
-    acc.transfer_id = a.offer.transfer_id;
-    if (a.offer.transfer_id == 1)
+    acc.transfer_id = a.offer->transfer_id;
+    if (a.offer->transfer_id == 1)
       for (auto h : sc_.held) {
         h.hash = sim_piece_digest(h.offset, h.length);
         acc.held.push_back(h);
       }
-    receiver_->handle_offer_prepared(a.offer.transfer_id, acc, now_);
+    receiver_->handle_offer_prepared(a.offer->transfer_id, acc, now_);
   }
   void do_receiver(session::FinalizeTransfer& a) {
     receiver_->handle_finalized(a.transfer, wire::ResultStatus::verified, "verified", now_);

@@ -352,5 +352,64 @@ TEST(SourceTree, WithHardLinksTheSecondNameOfAFileIsALink) {
   EXPECT_EQ(plain.tree.total_bytes, 12u + 12 + 5);
 }
 
+TEST(StreamedWalk, TheBatchesPutTogetherAreTheWholeWalkHardLinksIncluded) {
+  Scratch s;
+  for (int d = 0; d < 5; ++d) {
+    fs::create_directories(s / ("t/d" + std::to_string(d)));
+    for (int f = 0; f < 40; ++f)
+      write_file(s / ("t/d" + std::to_string(d) + "/f" + std::to_string(f)), std::string(static_cast<size_t>(f), 'x'));
+  }
+  // Two more names of an early file, far apart in the walk: the links cross batches.
+  fs::create_hard_link(s / "t/d0/f7", s / "t/d4/link-a");
+  fs::create_hard_link(s / "t/d0/f7", s / "t/d2/link-b");
+  write_file(s / "u", "a second PATH");
+  ScanOptions opts;
+  opts.hard_links = true;
+  const std::vector<std::string> paths{(s / "t").string(), (s / "u").string()};
+  const ScanResult whole = scan_sources(paths, opts);
+  ASSERT_TRUE(whole.ok()) << whole.error;
+  SourceTree put_together;
+  std::vector<size_t> sizes;
+  int lasts = 0;
+  const ScanResult streamed = scan_sources_streamed(paths, opts, 16, [&](SourceTree&& b, bool last) {
+    sizes.push_back(b.entries.size());
+    lasts += last;
+    append_batch(put_together, std::move(b));
+    return true;
+  });
+  ASSERT_TRUE(streamed.ok()) << streamed.error;
+  EXPECT_EQ(lasts, 1);
+  EXPECT_GT(sizes.size(), 10u);
+  for (size_t i = 0; i + 1 < sizes.size(); ++i) EXPECT_EQ(sizes[i], 16u);
+  EXPECT_EQ(put_together.entries, whole.tree.entries);
+  EXPECT_EQ(put_together.local_paths, whole.tree.local_paths);
+  EXPECT_EQ(put_together.total_bytes, whole.tree.total_bytes);
+  EXPECT_EQ(put_together.file_count, whole.tree.file_count);
+  size_t links = 0;
+  for (const auto& e : put_together.entries) links += e.hard_link_to.has_value();
+  EXPECT_EQ(links, 2u);
+}
+
+TEST(StreamedWalk, AStopEndsTheWalkAndAMissingPathIsAnErrorBeforeAnyBatch) {
+  Scratch s;
+  fs::create_directories(s / "t");
+  for (int f = 0; f < 100; ++f) write_file(s / ("t/f" + std::to_string(f)), "x");
+  int batches = 0;
+  const ScanResult stopped = scan_sources_streamed({(s / "t").string()}, {}, 10, [&](SourceTree&&, bool) {
+    return ++batches < 3;
+  });
+  EXPECT_FALSE(stopped.ok());
+  EXPECT_EQ(batches, 3);
+  batches = 0;
+  const ScanResult missing =
+      scan_sources_streamed({(s / "t").string(), (s / "nope").string()}, {}, 10, [&](SourceTree&&, bool) {
+        ++batches;
+        return true;
+      });
+  EXPECT_FALSE(missing.ok());
+  EXPECT_EQ(batches, 0);
+  EXPECT_EQ(check_operands({(s / "nope").string()}), missing.error);
+}
+
 }  // namespace
 }  // namespace braid::files

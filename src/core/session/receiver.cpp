@@ -161,7 +161,7 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
             return;
           }
           Transfer t;
-          t.offer = m;
+          t.offer = std::make_shared<wire::Offer>(m);
           t.asked_on = on;
           t.view.id = m.transfer_id;
           t.view.total = m.total_bytes();
@@ -174,7 +174,7 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
           if (it == transfers_.end() || !it->second.assembling) return;  // no head, or complete (a part sent again)
           Transfer& t = it->second;
           bool complete = false;
-          if (const std::string bad = wire::append_offer_part(t.offer, m, complete); !bad.empty()) {
+          if (const std::string bad = wire::append_offer_part(*t.offer, m, complete); !bad.empty()) {
             t.assembling = false;
             push(RecvNote{"offer_refused", on, bad});
             wire::Refuse no{m.transfer_id, wire::RefuseReason::bad_offer, "a malformed offer: " + bad};
@@ -183,8 +183,8 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
           }
           if (!complete) return;
           t.assembling = false;
-          t.view.total = t.offer.total_bytes();
-          push(RecvNote{"offer_complete", on, std::to_string(t.offer.entries.size()) + " entries"});
+          t.view.total = t.offer->total_bytes();
+          push(RecvNote{"offer_complete", on, std::to_string(t.offer->entries.size()) + " entries"});
           push(PrepareOffer{t.offer});
         } else if constexpr (std::is_same_v<M, wire::Done>) {
           auto it = transfers_.find(m.transfer_id);
@@ -279,12 +279,12 @@ void Receiver::handle_offer_prepared(uint32_t id, std::variant<wire::Accept, wir
     for (const auto& h : t.held) t.view.held_bytes += h.length;
     // Files kept as they are: delivered without a byte sent or a hash, the
     // same records the sender makes of them (sync.hpp).
-    for (const auto& k : sync::kept_records(t.offer, a->files)) {
+    for (const auto& k : sync::kept_records(*t.offer, a->files)) {
       t.held.push_back(k);
       t.view.kept_bytes += k.length;
     }
     t.view.accepted_at = now;
-    if (t.offer.sync.dry_run) {
+    if (t.offer->sync.dry_run) {
       // Nothing follows a dry run's answer: the transfer is over here.
       t.result = wire::TransferResult{id, wire::ResultStatus::verified, "dry run"};
       t.view.finished = true;
@@ -362,19 +362,19 @@ void Receiver::try_finish(Transfer& t, Time now) {
       fail(t, wire::ResultStatus::incomplete, "the verified pieces do not cover every byte of the transfer");
     return;  // pieces still on their way to the disk (UDP lanes): wait
   }
-  const wire::Digest root = cfg_.root_hash ? cfg_.root_hash(t.offer.hash, std::move(records)) : wire::Digest{};
+  const wire::Digest root = cfg_.root_hash ? cfg_.root_hash(t.offer->hash, std::move(records)) : wire::Digest{};
   if (!(root == t.done->root)) return fail(t, wire::ResultStatus::root_mismatch, "the root hash does not match");
   t.finalizing = true;
-  push(FinalizeTransfer{t.offer.transfer_id, t.held});
+  push(FinalizeTransfer{t.offer->transfer_id, t.held});
 }
 
 void Receiver::fail(Transfer& t, wire::ResultStatus status, const std::string& message) {
   if (t.result) return;
   t.failed = true;
-  t.result = wire::TransferResult{t.offer.transfer_id, status, message};
+  t.result = wire::TransferResult{t.offer->transfer_id, status, message};
   t.view.result = status;
   ++failures_;
-  push(AbandonTransfer{t.offer.transfer_id, message, status});
+  push(AbandonTransfer{t.offer->transfer_id, message, status});
   reply(t.done_on.value_or(t.asked_on), *t.result);
 }
 

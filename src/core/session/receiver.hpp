@@ -17,6 +17,7 @@
 
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -63,8 +64,11 @@ struct RecvCloseLane {
 /// Check the offer against the target (paths, space, a running transfer of
 /// the same files), load what an earlier run left (only ranges re-verified
 /// from disk count), ask the user if needed; answer with handle_offer_prepared.
+/// The offer is the machine's own, shared and never changed again: a
+/// million entries take ~0.3 GB, so the engine keeps this pointer (its
+/// receive tree reads the entries in place) instead of a copy.
 struct PrepareOffer {
-  wire::Offer offer;
+  std::shared_ptr<const wire::Offer> offer;
 };
 /// Every byte is verified and the root hash matches: sync and put the files
 /// in place; answer with handle_finalized.
@@ -184,7 +188,9 @@ class Receiver {
     std::string close_reason;
   };
   struct Transfer {
-    wire::Offer offer;
+    /// Put together part by part while `assembling`; shared with the
+    /// engine (PrepareOffer) and never changed once complete.
+    std::shared_ptr<wire::Offer> offer;
     /// A continued offer whose last part has not come yet: not prepared.
     bool assembling = false;
     LaneNo asked_on = 0;

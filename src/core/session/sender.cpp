@@ -167,18 +167,89 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   t->offer.hash = spec.hash;
   t->offer.chunk_size = spec.chunk_size;
   t->offer.entries = std::move(spec.entries);
+  t->in_place = spec.entries_in_place;
+  for (const auto& e : t->entries())
+    if (e.kind == wire::EntryKind::file) t->total_bytes += e.size;
   t->offer.discard = spec.discard;
   t->only_paths = std::move(spec.only_paths);
   t->offer.sync = spec.sync;
   t->policy = spec.policy ? std::move(spec.policy) : core::make_policy("braid");
   t->answer_only = spec.answer_only;
+  t->streaming = spec.streamed;
   transfer_ = std::move(t);
+  if (transfer_->streaming) {
+    // The head goes once its frame is full (or the walk is over).
+    transfer_->offer_cuts = {0};
+    cut_streamed_offer(false, now);
+    check_lanes_left(now);
+    return transfer_->id;
+  }
   // A big offer goes as several frames (protocol 6): the receiver starts
   // checking the first while the rest are still on the way.
-  transfer_->offer_cuts = wire::offer_cuts(transfer_->offer);
-  send_request(Request::Kind::offer, wire::offer_head(transfer_->offer, transfer_->offer_cuts), 0, now);
+  transfer_->offer_cuts = wire::offer_cuts(transfer_->entries(), cfg_.offer_part_bytes);
+  transfer_->frames_sent = transfer_->offer_cuts.size() - 1;
+  send_request(Request::Kind::offer,
+               wire::offer_head(transfer_->offer, transfer_->entries(), transfer_->offer_cuts), 0, now);
   check_lanes_left(now);
   return transfer_->id;
+}
+
+void Sender::add_entries(std::vector<wire::ManifestEntry> batch, bool last, Time now) {
+  if (!transfer_ || transfer_->ended || !transfer_->streaming) return;
+  Transfer& t = *transfer_;
+  for (const auto& e : t.in_place ? std::span<const wire::ManifestEntry>(*t.in_place).subspan(t.measured)
+                                  : std::span<const wire::ManifestEntry>(batch))
+    if (e.kind == wire::EntryKind::file) t.total_bytes += e.size;
+  if (!t.in_place)
+    t.offer.entries.insert(t.offer.entries.end(), std::make_move_iterator(batch.begin()),
+                           std::make_move_iterator(batch.end()));
+  cut_streamed_offer(last, now);
+}
+
+void Sender::cut_streamed_offer(bool last, Time now) {
+  Transfer& t = *transfer_;
+  const auto entries = t.entries();
+  // As wire::offer_cuts, one entry at a time: a frame is closed when the
+  // next entry does not fit, so every frame — the last too — holds one.
+  for (; t.measured < entries.size(); ++t.measured) {
+    const size_t b = wire::offer_entry_bytes(entries[t.measured]);
+    const size_t in_frame = t.measured - t.offer_cuts.back();
+    if (in_frame > 0 && (t.frame_bytes + b > cfg_.offer_part_bytes || in_frame >= wire::kMaxManifestEntries)) {
+      t.offer_cuts.push_back(t.measured);
+      send_offer_frame(t.offer_cuts.size() - 2, false, now);
+      t.frame_bytes = 0;
+    }
+    t.frame_bytes += b;
+  }
+  if (!last) return;
+  t.streaming = false;
+  t.offer_cuts.push_back(entries.size());
+  send_offer_frame(t.offer_cuts.size() - 2, true, now);
+}
+
+void Sender::send_offer_frame(size_t k, bool last, Time now) {
+  Transfer& t = *transfer_;
+  t.frames_sent = k + 1;
+  if (k == 0) {
+    wire::Offer head = wire::offer_head(t.offer, t.entries(), t.offer_cuts);
+    head.continued = !last;
+    return send_request(Request::Kind::offer, std::move(head), 0, now);
+  }
+  auto it = std::find_if(requests_.begin(), requests_.end(),
+                         [](const auto& r) { return r.first.kind == Request::Kind::offer; });
+  if (it == requests_.end()) return;
+  Request& r = it->first;
+  if (r.sent_on == UINT32_MAX) return;  // goes with its head when a message lane opens
+  push(SendMessage{r.sent_on, make_offer_part(k)});
+  // The receiver answers only after the last part: the wait starts again.
+  r.resend_at = now + r.resend_after;
+}
+
+wire::OfferPart Sender::make_offer_part(size_t k) const {
+  const Transfer& t = *transfer_;
+  wire::OfferPart p = wire::offer_part(t.id, t.entries(), t.offer_cuts, k);
+  p.last = !t.streaming && k + 2 == t.offer_cuts.size();
+  return p;
 }
 
 void Sender::close(Time now) {
@@ -569,8 +640,7 @@ void Sender::push_request_message(LaneNo lane, const ToReceiver& msg) {
   // time it is sent (the receiver ignores the parts it has already).
   const auto* offer = std::get_if<wire::Offer>(&msg);
   if (offer && offer->continued && transfer_ && transfer_->id == offer->transfer_id)
-    for (size_t k = 1; k + 1 < transfer_->offer_cuts.size(); ++k)
-      push(SendMessage{lane, wire::offer_part(transfer_->offer, transfer_->offer_cuts, k)});
+    for (size_t k = 1; k < transfer_->frames_sent; ++k) push(SendMessage{lane, make_offer_part(k)});
 }
 
 void Sender::resend_requests_from(LaneNo dead, Time now) {
@@ -638,13 +708,22 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
           if (!transfer_ || transfer_->ended || m.transfer_id != transfer_->id ||
               transfer_->phase != Transfer::Phase::offered)
             return;
+          // An accept before the last part answers an offer the receiver has
+          // not seen whole: not one we sent. A refusal counts at any time.
+          if (std::is_same_v<M, wire::Accept> && transfer_->streaming)
+            return end_transfer(make_outcome(TransferOutcome::End::peer_error,
+                                             "the receiver accepted the offer before its last part"));
           std::erase_if(requests_, [](const auto& r) { return r.first.kind == Request::Kind::offer; });
           transfer_->offer_cuts = {};  // answered: never sent again
+          transfer_->frames_sent = 0;
+          transfer_->streaming = false;
           if constexpr (std::is_same_v<M, wire::Refuse>) {
             TransferOutcome o = make_outcome(TransferOutcome::End::refused, m.message);
             o.refusal = m.reason;
             end_transfer(std::move(o));
-          } else if (const std::string bad = sync::check_decisions(transfer_->offer, m.files); !bad.empty()) {
+          } else if (const std::string bad =
+                         sync::check_decisions(transfer_->entries(), transfer_->offer.sync.sync, m.files);
+                     !bad.empty()) {
             end_transfer(make_outcome(TransferOutcome::End::peer_error, bad));
           } else if (transfer_->answer_only) {
             TransferOutcome o = make_outcome(TransferOutcome::End::answered, "accepted");
@@ -657,10 +736,10 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
           } else {
             Transfer& t = *transfer_;
             t.files = m.files;
-            t.kept = sync::kept_records(t.offer, m.files);
+            t.kept = sync::kept_records(t.entries(), t.offer.chunk_size, m.files);
             t.extraneous_count = m.extraneous_count;
             t.sched = std::make_unique<core::Scheduler>(
-                core::ChunkPlan(Bytes(t.offer.total_bytes()), Bytes(t.offer.chunk_size)), std::move(t.policy));
+                core::ChunkPlan(Bytes(t.total_bytes), Bytes(t.offer.chunk_size)), std::move(t.policy));
             t.hashes.assign(t.sched->plan().piece_count(), std::nullopt);
             if (!m.held.empty()) {
               t.phase = Transfer::Phase::checking;
@@ -980,6 +1059,7 @@ void Sender::end_transfer(TransferOutcome outcome) {
   if (!transfer_ || transfer_->ended) return;
   Transfer& t = *transfer_;
   t.ended = true;
+  t.in_place = nullptr;  // the caller's entries may go now
   std::erase_if(requests_, [](const auto& r) { return r.first.kind != Request::Kind::udp_open; });
   for (auto& l : lanes_) {
     l.sched.reset();
@@ -1169,6 +1249,9 @@ void Sender::handle_timeout(Time now) {
   }
   for (auto& [r, m] : requests_) {
     if (r.resend_at > now || r.sent_on == UINT32_MAX) continue;
+    // A streamed offer is not answered before its last part: its clock
+    // starts when that goes (a lane that dies meanwhile resends it at once).
+    if (r.kind == Request::Kind::offer && transfer_ && transfer_->streaming) continue;
     // Unanswered: the lane may be dead without a word. Again, on another
     // message lane if there is one (the receiver answers a repeat as before).
     const auto other = control_lane_except(r.sent_on);

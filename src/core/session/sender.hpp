@@ -36,6 +36,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -110,11 +111,24 @@ struct SenderConfig {
   /// scheduler would never move again. Say so after this instead of hanging.
   Duration stuck_after = Duration::seconds(5);
   RootHashFn root_hash;
+  /// Encoded bytes of entries per offer frame (wire::kOfferPartBytes; tests
+  /// make it small to see many parts).
+  size_t offer_part_bytes = wire::kOfferPartBytes;
 };
 
 /// What one transfer should carry.
 struct TransferSpec {
   std::vector<wire::ManifestEntry> entries;
+  /// Instead of `entries`: the caller's own, read in place and never copied
+  /// (a million entries are ~0.3 GB; the engine's source tree holds them
+  /// anyway). They must stay alive and unchanged until the transfer ends;
+  /// the machine stops reading them once the offer is answered.
+  const std::vector<wire::ManifestEntry>* entries_in_place = nullptr;
+  /// The entries come in batches (Sender::add_entries) while the caller
+  /// still walks the tree: each frame of the offer goes as soon as it is
+  /// full, so the receiver holds and checks the first parts while later
+  /// directories are still being read. The offer is answered after its last.
+  bool streamed = false;
   wire::HashAlgo hash = wire::HashAlgo::xxh3_128;
   uint64_t chunk_size = 1 << 20;
   std::unique_ptr<core::Policy> policy;  // braid's unless set
@@ -253,6 +267,12 @@ class Sender {
   const std::vector<std::string>& peer_addresses() const { return peer_addresses_; }
   /// Offers a transfer; its id. One at a time: false while one runs.
   std::optional<uint32_t> start_transfer(TransferSpec spec, Time now);
+  /// More entries of a streamed transfer (TransferSpec::streamed), in walk
+  /// order: `batch` is appended (with entries_in_place it must be empty:
+  /// the caller appended to its own vector). Every frame that is full goes
+  /// at once; `last` (the walk is over) sends the rest as the last part.
+  /// Ignored when no streamed transfer is being offered (it ended, say).
+  void add_entries(std::vector<wire::ManifestEntry> batch, bool last, Time now);
   /// Ends the session: bye, then every lane closes.
   void close(Time now);
   /// The user stopped the sender (a signal): the receiver hears `reason` (it
@@ -393,10 +413,22 @@ class Sender {
   };
   struct Transfer {
     uint32_t id = 0;
+    /// The offer; its entries are here, or the caller's (`in_place`).
     wire::Offer offer;
+    const std::vector<wire::ManifestEntry>* in_place = nullptr;
+    std::span<const wire::ManifestEntry> entries() const {
+      return in_place ? std::span<const wire::ManifestEntry>(*in_place) : offer.entries;
+    }
+    uint64_t total_bytes = 0;  // of the files (regular files laid end to end)
     /// Where the offer is cut into frames (wire::offer_cuts), until it is
     /// answered: each part is made from `offer` when it is sent.
     std::vector<size_t> offer_cuts;
+    /// Frames of the offer made so far (the head is frame 0): frames
+    /// 1 … frames_sent - 1 follow the head each time it is sent.
+    size_t frames_sent = 0;
+    bool streaming = false;  // a streamed offer whose last entries have not come
+    size_t measured = 0;     // entries measured into frames (streamed)
+    size_t frame_bytes = 0;  // encoded bytes of the frame being filled (streamed)
     bool answer_only = false;
     std::optional<std::vector<PathSpec>> only_paths;
     std::unique_ptr<core::Policy> policy;  // until the answer
@@ -431,6 +463,14 @@ class Sender {
   void send_request(Request::Kind kind, ToReceiver msg, LaneNo udp_lane, Time now);
   /// Sends a request's message on `lane` (an offer in parts: with its parts).
   void push_request_message(LaneNo lane, const ToReceiver& msg);
+  /// Part k of the running transfer's offer (k ≥ 1).
+  wire::OfferPart make_offer_part(size_t k) const;
+  /// A streamed offer: cuts the entries measured so far into frames and
+  /// sends each full one (with `last`, the rest as the last).
+  void cut_streamed_offer(bool last, Time now);
+  /// Frame k of the offer is cut: the head goes as the offer request, a
+  /// part on the request's lane.
+  void send_offer_frame(size_t k, bool last, Time now);
   void resend_requests_from(LaneNo dead, Time now);
   /// When a request sent on `lane` now is sent again if unanswered.
   Duration resend_after(LaneNo lane) const;

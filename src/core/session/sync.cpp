@@ -23,12 +23,12 @@ std::optional<wire::FileVerdict> decide(const wire::ManifestEntry& entry, const 
   return wire::FileVerdict::older_here;
 }
 
-std::vector<uint64_t> entry_offsets(const wire::Offer& offer) {
-  std::vector<uint64_t> out(offer.entries.size());
+std::vector<uint64_t> entry_offsets(std::span<const wire::ManifestEntry> entries) {
+  std::vector<uint64_t> out(entries.size());
   uint64_t at = 0;
-  for (size_t i = 0; i < offer.entries.size(); ++i) {
+  for (size_t i = 0; i < entries.size(); ++i) {
     out[i] = at;
-    if (offer.entries[i].kind == wire::EntryKind::file) at += offer.entries[i].size;
+    if (entries[i].kind == wire::EntryKind::file) at += entries[i].size;
   }
   return out;
 }
@@ -47,22 +47,23 @@ void cut_at_chunks(Span s, uint64_t chunk, std::vector<wire::HeldRange>& out) {
 
 }  // namespace
 
-std::vector<wire::HeldRange> kept_records(const wire::Offer& offer, const std::vector<wire::FileDecision>& files) {
+std::vector<wire::HeldRange> kept_records(std::span<const wire::ManifestEntry> entries, uint64_t chunk_size,
+                                          const std::vector<wire::FileDecision>& files) {
   std::vector<wire::HeldRange> out;
-  if (offer.chunk_size == 0) return out;
-  const auto starts = entry_offsets(offer);
+  if (chunk_size == 0) return out;
+  const auto starts = entry_offsets(entries);
   std::optional<Span> run;
   auto add = [&](uint64_t at, uint64_t n) {
     if (run && run->offset + run->length == at) {
       run->length += n;
       return;
     }
-    if (run) cut_at_chunks(*run, offer.chunk_size, out);
+    if (run) cut_at_chunks(*run, chunk_size, out);
     run = Span{at, n};
   };
   auto f = files.begin();
-  for (size_t i = 0; i < offer.entries.size(); ++i) {
-    const auto& e = offer.entries[i];
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto& e = entries[i];
     if (e.kind != wire::EntryKind::file || e.size == 0) continue;
     while (f != files.end() && f->entry < i) ++f;
     if (f != files.end() && f->entry == i && keeps(f->verdict)) {
@@ -71,7 +72,7 @@ std::vector<wire::HeldRange> kept_records(const wire::Offer& offer, const std::v
     }
     for (const auto& h : wire::holes_of(e)) add(starts[i] + h.offset, h.length);
   }
-  if (run) cut_at_chunks(*run, offer.chunk_size, out);
+  if (run) cut_at_chunks(*run, chunk_size, out);
   return out;
 }
 
@@ -88,7 +89,7 @@ uint64_t hole_bytes(const std::vector<wire::ManifestEntry>& entries, const std::
 }
 
 std::vector<Span> reusable_spans(uint64_t start, uint64_t size, uint64_t old_size, uint64_t chunk_size,
-                                 const std::optional<std::vector<wire::DataRange>>& data) {
+                                 const wire::Boxed<std::vector<wire::DataRange>>& data) {
   std::vector<Span> out;
   if (chunk_size == 0) return out;
   std::vector<wire::HeldRange> cut;
@@ -104,13 +105,14 @@ std::vector<Span> reusable_spans(uint64_t start, uint64_t size, uint64_t old_siz
   return out;
 }
 
-std::string check_decisions(const wire::Offer& offer, const std::vector<wire::FileDecision>& files) {
+std::string check_decisions(std::span<const wire::ManifestEntry> entries, bool sync,
+                            const std::vector<wire::FileDecision>& files) {
   if (files.empty()) return {};
-  if (!offer.sync.sync) return "the receiver sent file verdicts for a transfer without sync";
+  if (!sync) return "the receiver sent file verdicts for a transfer without sync";
   for (size_t i = 0; i < files.size(); ++i) {
     const auto& f = files[i];
     if (i > 0 && f.entry <= files[i - 1].entry) return "the receiver's file verdicts are out of order";
-    if (f.entry >= offer.entries.size() || offer.entries[f.entry].kind != wire::EntryKind::file)
+    if (f.entry >= entries.size() || entries[f.entry].kind != wire::EntryKind::file)
       return "the receiver gave a verdict on entry " + std::to_string(f.entry) + ", which is not a file of the offer";
   }
   return {};

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,8 @@ struct Span {
 
 /// Where each entry starts in the transfer's byte space (regular files laid
 /// end to end in offer order; other entries take no bytes).
-std::vector<uint64_t> entry_offsets(const wire::Offer& offer);
+std::vector<uint64_t> entry_offsets(std::span<const wire::ManifestEntry> entries);
+inline std::vector<uint64_t> entry_offsets(const wire::Offer& offer) { return entry_offsets(offer.entries); }
 
 /// The records of what is delivered without being sent, without hashes:
 /// the files `files` keeps, and the holes of the other sparse files
@@ -63,7 +65,13 @@ std::vector<uint64_t> entry_offsets(const wire::Offer& offer);
 /// cut at every chunk boundary, in offset order. Both ends compute them from
 /// the offer and the accept; the root hash covers them as (offset, length)
 /// only (a hole's place is in the offer, hence in the transfer key).
-std::vector<wire::HeldRange> kept_records(const wire::Offer& offer, const std::vector<wire::FileDecision>& files);
+/// (The offer's fields it needs given apart: a sender that reads its
+/// entries in place has no Offer holding them.)
+std::vector<wire::HeldRange> kept_records(std::span<const wire::ManifestEntry> entries, uint64_t chunk_size,
+                                          const std::vector<wire::FileDecision>& files);
+inline std::vector<wire::HeldRange> kept_records(const wire::Offer& offer, const std::vector<wire::FileDecision>& files) {
+  return kept_records(offer.entries, offer.chunk_size, files);
+}
 
 /// Bytes of the holes among kept_records: those of the files not kept.
 uint64_t hole_bytes(const std::vector<wire::ManifestEntry>& entries, const std::vector<wire::FileDecision>& files);
@@ -76,11 +84,15 @@ uint64_t hole_bytes(const std::vector<wire::ManifestEntry>& entries, const std::
 /// With `data` (a sparse file's data ranges, ManifestEntry::data), only the
 /// parts of those spans that are data: holes are delivered as kept records.
 std::vector<Span> reusable_spans(uint64_t start, uint64_t size, uint64_t old_size, uint64_t chunk_size,
-                                 const std::optional<std::vector<wire::DataRange>>& data = std::nullopt);
+                                 const wire::Boxed<std::vector<wire::DataRange>>& data = {});
 
 /// Empty if the receiver's verdicts fit the offer (each names a regular file
 /// of it, in order, none on a transfer without sync), else why not.
-std::string check_decisions(const wire::Offer& offer, const std::vector<wire::FileDecision>& files);
+std::string check_decisions(std::span<const wire::ManifestEntry> entries, bool sync,
+                            const std::vector<wire::FileDecision>& files);
+inline std::string check_decisions(const wire::Offer& offer, const std::vector<wire::FileDecision>& files) {
+  return check_decisions(offer.entries, offer.sync.sync, files);
+}
 
 /// Files by what the sync did with them, for the reports.
 struct Tally {

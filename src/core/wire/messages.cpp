@@ -305,11 +305,13 @@ uint64_t Offer::data_bytes() const {
   return t;
 }
 
-std::vector<size_t> offer_cuts(const Offer& offer, size_t part_bytes) {
+size_t offer_entry_bytes(const ManifestEntry& e) { return entry_wire_bytes(e) + details_wire_bytes(e); }
+
+std::vector<size_t> offer_cuts(std::span<const ManifestEntry> entries, size_t part_bytes) {
   std::vector<size_t> cuts{0};
   size_t bytes = 0;
-  for (size_t i = 0; i < offer.entries.size(); ++i) {
-    const size_t b = entry_wire_bytes(offer.entries[i]) + details_wire_bytes(offer.entries[i]);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const size_t b = entry_wire_bytes(entries[i]) + details_wire_bytes(entries[i]);
     const size_t in_part = i - cuts.back();
     if (in_part > 0 && (bytes + b > part_bytes || in_part >= kMaxManifestEntries)) {
       cuts.push_back(i);
@@ -317,31 +319,40 @@ std::vector<size_t> offer_cuts(const Offer& offer, size_t part_bytes) {
     }
     bytes += b;
   }
-  cuts.push_back(offer.entries.size());
+  cuts.push_back(entries.size());
   return cuts;
 }
 
-Offer offer_head(const Offer& offer, const std::vector<size_t>& cuts) {
+std::vector<size_t> offer_cuts(const Offer& offer, size_t part_bytes) { return offer_cuts(offer.entries, part_bytes); }
+
+Offer offer_head(const Offer& fields, std::span<const ManifestEntry> entries, const std::vector<size_t>& cuts) {
   Offer head;
-  head.transfer_id = offer.transfer_id;
-  head.hash = offer.hash;
-  head.chunk_size = offer.chunk_size;
-  head.discard = offer.discard;
-  head.sync = offer.sync;
-  head.version = offer.version;
-  head.entries.assign(offer.entries.begin(), offer.entries.begin() + static_cast<ptrdiff_t>(cuts[1]));
+  head.transfer_id = fields.transfer_id;
+  head.hash = fields.hash;
+  head.chunk_size = fields.chunk_size;
+  head.discard = fields.discard;
+  head.sync = fields.sync;
+  head.version = fields.version;
+  head.entries.assign(entries.begin(), entries.begin() + static_cast<ptrdiff_t>(cuts[1]));
   head.continued = cuts.size() > 2;
   return head;
 }
 
-OfferPart offer_part(const Offer& offer, const std::vector<size_t>& cuts, size_t k) {
+Offer offer_head(const Offer& offer, const std::vector<size_t>& cuts) { return offer_head(offer, offer.entries, cuts); }
+
+OfferPart offer_part(uint32_t transfer_id, std::span<const ManifestEntry> entries, const std::vector<size_t>& cuts,
+                     size_t k) {
   OfferPart p;
-  p.transfer_id = offer.transfer_id;
+  p.transfer_id = transfer_id;
   p.first_entry = static_cast<uint32_t>(cuts[k]);
-  p.entries.assign(offer.entries.begin() + static_cast<ptrdiff_t>(cuts[k]),
-                   offer.entries.begin() + static_cast<ptrdiff_t>(cuts[k + 1]));
+  p.entries.assign(entries.begin() + static_cast<ptrdiff_t>(cuts[k]),
+                   entries.begin() + static_cast<ptrdiff_t>(cuts[k + 1]));
   p.last = k + 2 == cuts.size();
   return p;
+}
+
+OfferPart offer_part(const Offer& offer, const std::vector<size_t>& cuts, size_t k) {
+  return offer_part(offer.transfer_id, offer.entries, cuts, k);
 }
 
 SplitOffer split_offer(const Offer& offer, size_t part_bytes) {

@@ -108,11 +108,12 @@ void DirCache::clear() {
   open_.clear();
 }
 
-ReceiveTree::ReceiveTree(int root_fd, const wire::Offer& offer, std::string tag)
+ReceiveTree::ReceiveTree(int root_fd, std::shared_ptr<const wire::Offer> offer, std::string tag)
     : root_fd_(root_fd),
-      entries_(offer.entries),
+      offer_(std::move(offer)),
+      entries_(offer_->entries),
       tag_(std::move(tag)),
-      layout_(offer.entries),
+      layout_(offer_->entries),
       dirs_(root_fd, 64),
       umask_(process_umask()),
       fds_(256, [this](size_t entry, std::string& error) { return open_temp(entry, error); }) {}
@@ -233,11 +234,13 @@ void ReceiveTree::plan_staging(size_t files) {
     if (dir_staged[dir_of_[i]]) staged_[i] = kInStaged;
 }
 
-std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(int root_fd, const wire::Offer& offer,
+std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(int root_fd,
+                                                                             std::shared_ptr<const wire::Offer> shared,
                                                                              const PrepareOptions& opts) {
+  const wire::Offer& offer = *shared;
   if (opts.tag.empty() || opts.tag.find_first_not_of("0123456789abcdef") != std::string::npos)
     return PrepareError{wire::RefuseReason::bad_offer, "internal error: a temporary-file tag must be hex digits"};
-  std::unique_ptr<ReceiveTree> t(new ReceiveTree(root_fd, offer, opts.tag));
+  std::unique_ptr<ReceiveTree> t(new ReceiveTree(root_fd, std::move(shared), opts.tag));
   // 1. Every path must be a clean relative path, unique, and every parent
   //    that the offer itself names must be a directory of the offer.
   // Names as views of the tree's own copy of the paths (parse accepts only

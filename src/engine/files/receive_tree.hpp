@@ -111,8 +111,16 @@ class DirCache {
 class ReceiveTree {
  public:
   /// `root_fd`: the target directory (borrowed; must outlive the tree).
-  static std::variant<std::unique_ptr<ReceiveTree>, PrepareError> prepare(int root_fd, const wire::Offer& offer,
+  /// The tree reads the offer's entries in place and keeps `offer` alive
+  /// (the receiving session shares the same one: no copy per entry).
+  static std::variant<std::unique_ptr<ReceiveTree>, PrepareError> prepare(int root_fd,
+                                                                          std::shared_ptr<const wire::Offer> offer,
                                                                           const PrepareOptions& opts);
+  /// The same on a copy of `offer` (tests).
+  static std::variant<std::unique_ptr<ReceiveTree>, PrepareError> prepare(int root_fd, const wire::Offer& offer,
+                                                                          const PrepareOptions& opts) {
+    return prepare(root_fd, std::make_shared<const wire::Offer>(offer), opts);
+  }
 
   /// Writes `data` at transfer offset `offset`. 0 or the errno of the failure.
   /// Once finalize has begun, writes are dropped (a late duplicate copy of
@@ -170,7 +178,7 @@ class ReceiveTree {
   static constexpr size_t kStageFrom = 256;
 
  private:
-  ReceiveTree(int root_fd, const wire::Offer& offer, std::string tag);
+  ReceiveTree(int root_fd, std::shared_ptr<const wire::Offer> offer, std::string tag);
   std::optional<PrepareError> create_all(bool keep_parts);
   /// FdCache's opener: the entry's temporary file, made first if it is not yet.
   security::UniqueFd open_temp(size_t entry, std::string& error);
@@ -206,7 +214,8 @@ class ReceiveTree {
   void apply_metadata(int fd, const std::string& leaf, size_t i);
 
   int root_fd_;
-  std::vector<wire::ManifestEntry> entries_;
+  std::shared_ptr<const wire::Offer> offer_;
+  const std::vector<wire::ManifestEntry>& entries_;  // offer_'s
   /// An entry's path, checked at prepare (parsed again when a call needs
   /// it: most files need only their leaf).
   security::RelativePath rel(size_t entry) const { return security::RelativePath::parse(entries_[entry].path).value(); }

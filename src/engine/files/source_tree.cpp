@@ -97,9 +97,30 @@ bool reads_any_file() {
   return found && (caps & ((1ull << 1) | (1ull << 2))) != 0;
 }
 
+// Hard links (-H) among `tree`'s entries, which are entries `base`, base + 1,
+// … of the whole walk; `first` maps each inode seen to its first entry.
+void group_links(SourceTree& tree, size_t base, std::map<std::pair<dev_t, ino_t>, uint32_t>& first) {
+  for (size_t i = 0; i < tree.entries.size(); ++i) {
+    wire::ManifestEntry& e = tree.entries[i];
+    const FileStamp& st = tree.stamps[i];
+    if (e.kind != wire::EntryKind::file || st.nlink < 2) continue;
+    const auto [at, fresh] = first.emplace(std::make_pair(st.dev, st.ino), static_cast<uint32_t>(base + i));
+    if (fresh) continue;
+    tree.total_bytes -= std::min(tree.total_bytes, e.size);
+    e.size = 0;
+    e.data.reset();
+    e.owner.reset();
+    e.group.reset();
+    e.xattrs.reset();
+    e.hard_link_to = at->second;
+  }
+}
+
 class Walker {
  public:
   explicit Walker(const ScanOptions& opts) : opts_(opts) {}
+  /// Streamed: every `n` entries go to `fn` (scan_sources_streamed).
+  Walker(const ScanOptions& opts, size_t n, const WalkBatchFn& fn) : opts_(opts), batch_n_(n), on_batch_(&fn) {}
 
   /// false: stop (error() says why). `at`/`name`: the open directory that
   /// holds it and its name there (a walked entry: no path to resolve again
@@ -159,8 +180,7 @@ class Walker {
       }
       out_.total_bytes += e.size;
       ++out_.file_count;
-      push(std::move(e), open_path, st);
-      return true;
+      return push(std::move(e), open_path, st);
     }
     if (S_ISLNK(st.st_mode)) {
       std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
@@ -169,8 +189,7 @@ class Walker {
       target.resize(static_cast<size_t>(n));
       e.kind = wire::EntryKind::symlink;
       e.link_target = std::move(target);
-      push(std::move(e), local, st);
-      return true;
+      return push(std::move(e), local, st);
     }
     if (S_ISDIR(st.st_mode)) {
       for (const auto& [where, id] : ancestors_)
@@ -195,7 +214,10 @@ class Walker {
         ::closedir(d);
         return skip(local, why);
       }
-      push(std::move(e), local, st);
+      if (!push(std::move(e), local, st)) {
+        ::closedir(d);
+        return false;
+      }
       ancestors_.emplace_back(local, std::make_pair(st.st_dev, st.st_ino));
       const bool ok = walk_dir(d, local, rel);
       ancestors_.pop_back();
@@ -230,11 +252,32 @@ class Walker {
     return ok;
   }
 
-  void push(wire::ManifestEntry e, const std::string& local, const struct stat& st) {
+  /// false: the streamed walk was stopped.
+  bool push(wire::ManifestEntry e, const std::string& local, const struct stat& st) {
     out_.entries.push_back(std::move(e));
     out_.local_paths.push_back(local);
     out_.stamps.push_back(stamp_of(st));
+    if (on_batch_ && out_.entries.size() >= batch_n_) return flush(false);
+    return true;
   }
+
+ public:
+  /// Streamed: hands what was walked since the last batch over.
+  bool flush(bool last) {
+    if (opts_.hard_links) group_links(out_, emitted_, first_links_);
+    emitted_ += out_.entries.size();
+    SourceTree batch = std::move(out_);
+    out_ = SourceTree{};
+    if ((*on_batch_)(std::move(batch), last)) return true;
+    stopped_ = true;
+    return fail("the transfer ended before the walk");
+  }
+  size_t walked() const { return emitted_ + out_.entries.size(); }
+  bool stopped() const { return stopped_; }
+  const std::vector<SkippedSource>& skipped() const { return skipped_; }
+  std::vector<SkippedSource> take_skipped() { return std::move(skipped_); }
+
+ private:
 
   bool skip(const std::string& local, std::string reason) {
     if (opts_.strict) return fail("'" + local + "': " + reason + " (--strict-sources: nothing is sent)");
@@ -248,6 +291,11 @@ class Walker {
   }
 
   ScanOptions opts_;
+  size_t batch_n_ = 0;
+  const WalkBatchFn* on_batch_ = nullptr;
+  size_t emitted_ = 0;  // entries handed over in earlier batches
+  std::map<std::pair<dev_t, ino_t>, uint32_t> first_links_;
+  bool stopped_ = false;
   uid_t euid_ = ::geteuid();
   bool reads_any_ = reads_any_file();
   SourceTree out_;
@@ -289,22 +337,45 @@ ScanResult scan_sources(const std::vector<std::string>& paths, const ScanOptions
   return r;
 }
 
+ScanResult scan_sources_streamed(const std::vector<std::string>& paths, const ScanOptions& opts,
+                                 size_t batch_entries, const WalkBatchFn& on_batch) {
+  if (auto e = check_operands(paths); !e.empty()) return {{}, {}, e};
+  Walker w(opts, std::max<size_t>(batch_entries, 1), on_batch);
+  for (const auto& p : paths)
+    if (!w.add(p, last_component(p), true)) return {{}, w.take_skipped(), w.error()};
+  if (w.walked() == 0 && !w.skipped().empty())
+    return {{}, {}, "nothing to send: every PATH was skipped ('" + w.skipped().front().path + "': " +
+                        w.skipped().front().reason + ")"};
+  if (!w.flush(true)) return {{}, w.take_skipped(), w.error()};
+  return {{}, w.take_skipped(), {}};
+}
+
+std::string check_operands(const std::vector<std::string>& paths) {
+  std::set<std::string> tops;
+  for (const auto& p : paths) {
+    std::string leaf = last_component(p);
+    if (leaf.empty() || leaf == "/") return "cannot send '" + p + "': it has no name to arrive under";
+    if (!tops.insert(leaf).second)
+      return "two PATHs would arrive under the same name '" + leaf + "'; send them separately";
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) return "cannot read '" + p + "': " + std::strerror(errno);
+  }
+  return {};
+}
+
+void append_batch(SourceTree& tree, SourceTree&& batch) {
+  tree.entries.insert(tree.entries.end(), std::make_move_iterator(batch.entries.begin()),
+                      std::make_move_iterator(batch.entries.end()));
+  tree.local_paths.insert(tree.local_paths.end(), std::make_move_iterator(batch.local_paths.begin()),
+                          std::make_move_iterator(batch.local_paths.end()));
+  tree.stamps.insert(tree.stamps.end(), batch.stamps.begin(), batch.stamps.end());
+  tree.total_bytes += batch.total_bytes;
+  tree.file_count += batch.file_count;
+}
+
 void group_hard_links(SourceTree& tree) {
   std::map<std::pair<dev_t, ino_t>, uint32_t> first;
-  for (size_t i = 0; i < tree.entries.size(); ++i) {
-    wire::ManifestEntry& e = tree.entries[i];
-    const FileStamp& st = tree.stamps[i];
-    if (e.kind != wire::EntryKind::file || st.nlink < 2) continue;
-    const auto [at, fresh] = first.emplace(std::make_pair(st.dev, st.ino), static_cast<uint32_t>(i));
-    if (fresh) continue;
-    tree.total_bytes -= std::min(tree.total_bytes, e.size);
-    e.size = 0;
-    e.data.reset();
-    e.owner.reset();
-    e.group.reset();
-    e.xattrs.reset();
-    e.hard_link_to = at->second;
-  }
+  group_links(tree, 0, first);
 }
 
 std::optional<std::string> check_unchanged(const SourceTree& tree, size_t entry, int fd) {

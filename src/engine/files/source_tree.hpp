@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include <ctime>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,6 +77,28 @@ struct ScanResult {
 };
 
 ScanResult scan_sources(const std::vector<std::string>& paths, const ScanOptions& opts);
+
+/// One batch of a streamed walk: entries `first`, first + 1, … of the whole
+/// tree with their local paths and stamps, total_bytes and file_count of
+/// these entries only; with -H, hard links already name their first entry
+/// by its index in the whole tree (an earlier batch's or this one's).
+/// `last`: the walk is over (the last batch may hold no entry). Returns
+/// false to stop the walk (the transfer it feeds has ended).
+using WalkBatchFn = std::function<bool(SourceTree&& batch, bool last)>;
+
+/// scan_sources' walk, handed over in batches of `batch_entries` as it goes,
+/// so the offer's parts leave while later directories are still read
+/// (session::TransferSpec::streamed). The result's tree stays empty. On an
+/// error (result.error) or a stop, no batch says `last`; "nothing to send"
+/// (every PATH skipped) is an error found before any batch.
+ScanResult scan_sources_streamed(const std::vector<std::string>& paths, const ScanOptions& opts,
+                                 size_t batch_entries, const WalkBatchFn& on_batch);
+/// The checks scan_sources makes of the PATHs themselves (a name to arrive
+/// under, no two alike, each one there): empty, or the same error. Cheap:
+/// the streamed walk's caller runs it before it connects.
+std::string check_operands(const std::vector<std::string>& paths);
+/// Appends a streamed walk's batch to `tree`.
+void append_batch(SourceTree& tree, SourceTree&& batch);
 
 /// Hard links (-H), on a scanned tree: every file entry whose stamp has more
 /// than one link and the device and inode of an earlier file entry becomes

@@ -42,20 +42,20 @@ files::HeldRanges claimable(const files::HeldRanges& loaded) {
 // holds already. False if interrupted.
 bool hash_reusable(IncomingTransfer& t, const std::vector<wire::FileDecision>& files, const files::HeldRanges& held,
                    const std::atomic<bool>* interrupted) {
-  const auto starts = session::sync::entry_offsets(t.offer);
+  const auto starts = session::sync::entry_offsets(*t.offer);
   std::vector<uint8_t> buf;
   for (const auto& f : files) {
     if (f.verdict != wire::FileVerdict::older_here) continue;
-    const auto& e = t.offer.entries[f.entry];
+    const auto& e = t.offer->entries[f.entry];
     const uint64_t old_size = t.older[f.entry].size;
     if (old_size == 0 || e.size == 0) continue;
     security::UniqueFd fd = t.tree->open_existing(f.entry);
     if (!fd.valid()) continue;
     for (const auto& span :
-         session::sync::reusable_spans(starts[f.entry], e.size, old_size, t.offer.chunk_size, e.data)) {
+         session::sync::reusable_spans(starts[f.entry], e.size, old_size, t.offer->chunk_size, e.data)) {
       if (interrupted && interrupted->load()) return false;
       if (held.overlaps(span.offset, span.length)) continue;  // this run's journal has newer bytes there
-      files::PieceHasher h(t.offer.hash);
+      files::PieceHasher h(t.offer->hash);
       buf.resize(std::min<uint64_t>(span.length, 1 << 20));
       const uint64_t file_offset = span.offset - starts[f.entry];
       bool ok = true;
@@ -122,7 +122,7 @@ std::string IncomingTransfer::put_reused(int& err, const std::vector<wire::HeldR
   std::set<size_t> kept_whole;
   for (const auto& r : reused) {
     if (!counted.count({r.range.offset, r.range.length})) continue;
-    const auto& e = offer.entries[r.entry];
+    const auto& e = offer->entries[r.entry];
     const files::FoundFile& was = older[r.entry];
     const files::FoundFile now = files::stat_beneath(root_fd, e.path);
     if (now.kind != was.kind || now.size != was.size || now.mtime_sec != was.mtime_sec ||
@@ -151,7 +151,7 @@ std::string IncomingTransfer::put_reused(int& err, const std::vector<wire::HeldR
       err = e3;
       return "reading back '" + security::printable_path(tree->temp_path(r.entry)) + "': " + std::strerror(e3);
     }
-    files::PieceHasher h(offer.hash);
+    files::PieceHasher h(offer->hash);
     h.update(buf);
     if (!(h.finish() == r.range.hash)) {
       err = ESTALE;
@@ -210,17 +210,21 @@ std::vector<std::string> offer_names(const wire::Offer& offer, size_t most) {
   return out;
 }
 
-std::variant<PreparedOffer, wire::Refuse> prepare_offer(const OfferContext& ctx, const wire::Offer& offer) {
+std::variant<PreparedOffer, wire::Refuse> prepare_offer(const OfferContext& ctx,
+                                                        const std::shared_ptr<const wire::Offer>& shared) {
+  const wire::Offer& offer = *shared;
   if (auto refused = screen_offer(ctx, offer)) return *refused;
   if (!offer.discard && !ctx.ask(offer))
     return refuse_offer(ctx, offer.transfer_id, wire::RefuseReason::declined,
                         ::isatty(STDIN_FILENO)
                             ? "declined"
                             : "declined (the receiver has no terminal to ask and was not started with --yes)");
-  return prepare_accepted_offer(ctx, offer);
+  return prepare_accepted_offer(ctx, shared);
 }
 
-std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferContext& ctx, const wire::Offer& offer) {
+std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferContext& ctx,
+                                                                 const std::shared_ptr<const wire::Offer>& shared) {
+  const wire::Offer& offer = *shared;
   EventLog& log = *ctx.log;
   const uint32_t id = offer.transfer_id;
   auto refuse = [&](wire::RefuseReason reason, const std::string& message) {
@@ -231,7 +235,7 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
     // dropped, so it costs this host bandwidth and CPU only, never disk; no
     // question asked, as a ping is not.
     auto t = std::make_shared<IncomingTransfer>();
-    t->offer = offer;
+    t->offer = shared;
     return PreparedOffer{std::move(t), wire::Accept{id, {}}};
   }
   // Sync: what stands at each file's place here decides what is sent.
@@ -301,14 +305,14 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
   }
   const files::HeldRanges loaded = journal ? journal->loaded() : files::HeldRanges();
   auto prepared = files::ReceiveTree::prepare(
-      ctx.root_fd, offer,
+      ctx.root_fd, shared,
       files::PrepareOptions{key.tag(), !loaded.empty(), loaded.bytes() + tally.kept_bytes, ctx.links, keep, refresh});
   if (auto* err = std::get_if<files::PrepareError>(&prepared)) {
     if (journal && loaded.empty()) (void)journal->remove();  // nothing to resume: leave nothing behind
     return refuse(err->reason, err->message);
   }
   auto t = std::make_shared<IncomingTransfer>();
-  t->offer = offer;
+  t->offer = shared;
   t->tree = std::move(std::get<0>(prepared));
   t->faults = ctx.faults;
   t->root_fd = ctx.root_fd;
@@ -347,8 +351,8 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
     // A temporary file another size than its file: cut, extended or gone
     // since the earlier run. Made the right size again; what of it still
     // matches is kept like the rest, after the read-back below.
-    for (size_t i = 0; i < t->offer.entries.size(); ++i) {
-      const auto& e = t->offer.entries[i];
+    for (size_t i = 0; i < t->offer->entries.size(); ++i) {
+      const auto& e = t->offer->entries[i];
       const int64_t found = t->tree->part_size_found(i);
       if (e.kind != wire::EntryKind::file || found == static_cast<int64_t>(e.size)) continue;
       log.write("resume_part_resized", {{"transfer", id}, {"entry", i}, {"found", found}, {"size", e.size}});
@@ -358,7 +362,7 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
     }
   }
   // Nothing held counts before it is read back and matches its hash.
-  files::HeldVerifyResult v = files::verify_held(*t->tree, claimed, t->offer.hash, {0, ctx.interrupted});
+  files::HeldVerifyResult v = files::verify_held(*t->tree, claimed, t->offer->hash, {0, ctx.interrupted});
   if (v.cancelled)  // the journal is left as it was (its claims unchecked, not dropped): the next run checks them
     return wire::Refuse{id, wire::RefuseReason::busy, "the receiver was interrupted"};
   files::HeldRanges held = std::move(v.verified);

@@ -41,7 +41,9 @@ class DiskFaults {
 };
 
 struct IncomingTransfer {
-  wire::Offer offer;
+  /// Shared with the session machine and the receive tree (one copy of
+  /// the entries on this end).
+  std::shared_ptr<const wire::Offer> offer;
   /// Null for a discard offer (`braid probe`): pieces are verified and
   /// acked, nothing is written and no file is made.
   std::unique_ptr<files::ReceiveTree> tree;
@@ -75,7 +77,7 @@ struct IncomingTransfer {
   /// Ended (put in place, failed or abandoned): bytes still arriving are dropped.
   std::atomic<bool> over{false};
 
-  uint64_t total() const { return tree ? tree->layout().total() : offer.total_bytes(); }
+  uint64_t total() const { return tree ? tree->layout().total() : offer->total_bytes(); }
   /// Before bytes are written over [offset, offset+length): a range held
   /// from an earlier run there loses its claim durably first. Empty: write;
   /// else why not.
@@ -117,13 +119,14 @@ struct PreparedOffer {
 
 /// The engine's answer to the machine's PrepareOffer: screen_offer, then
 /// ctx.ask, then prepare_accepted_offer.
-std::variant<PreparedOffer, wire::Refuse> prepare_offer(const OfferContext& ctx, const wire::Offer& offer);
+std::variant<PreparedOffer, wire::Refuse> prepare_offer(const OfferContext& ctx, const std::shared_ptr<const wire::Offer>& offer);
 /// What needs nobody's decision: an offer the receiver cannot take in any
 /// case (its chunk size) is refused; else the offer is logged, nullopt.
 std::optional<wire::Refuse> screen_offer(const OfferContext& ctx, const wire::Offer& offer);
 /// The offer is accepted (asked, or decided elsewhere): the target checked,
 /// the resume journal opened and read back.
-std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferContext& ctx, const wire::Offer& offer);
+std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferContext& ctx,
+                                                                 const std::shared_ptr<const wire::Offer>& offer);
 /// A refusal, logged and noted.
 wire::Refuse refuse_offer(const OfferContext& ctx, uint32_t id, wire::RefuseReason reason, const std::string& message);
 /// The offer's first `most` top-level names, printable (prompts, the offers list).

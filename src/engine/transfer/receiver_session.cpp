@@ -261,18 +261,19 @@ void ReceiverSession::run_job(session::PrepareOffer& a) {
   }
   const OfferContext ctx = offer_context();
   if (cfg_.decide_offer) return ask_decider(a.offer, ctx);
-  answer_offer(a.offer.transfer_id, prepare_offer(ctx, a.offer));
+  answer_offer(a.offer->transfer_id, prepare_offer(ctx, a.offer));
 }
 
-void ReceiverSession::ask_decider(const wire::Offer& offer, const OfferContext& ctx) {
+void ReceiverSession::ask_decider(const std::shared_ptr<const wire::Offer>& shared, const OfferContext& ctx) {
+  const wire::Offer& offer = *shared;
   const uint32_t id = offer.transfer_id;
   if (auto refused = screen_offer(ctx, offer)) return answer_offer(id, *refused);
-  if (offer.discard) return answer_offer(id, prepare_accepted_offer(ctx, offer));  // a probe: nothing lands, no question
+  if (offer.discard) return answer_offer(id, prepare_accepted_offer(ctx, shared));  // a probe: nothing lands, no question
   // The decision comes back as a job for this thread; after run() ends the
   // offer is withdrawn and nothing comes.
-  auto pending = std::make_shared<PendingOffer>([this, offer](const OfferDecision& d) {
+  auto pending = std::make_shared<PendingOffer>([this, shared](const OfferDecision& d) {
     std::lock_guard lock(mu_);
-    jobs_.push_back(OfferDecided{offer, d});
+    jobs_.push_back(OfferDecided{shared, d});
     cv_.notify_all();
   });
   waiting_[id] = Waiting{pending, Clock::now() + cfg_.decision_timeout};
@@ -299,7 +300,7 @@ void ReceiverSession::expire_waiting_offers() {
 }
 
 void ReceiverSession::run_job(OfferDecided& a) {
-  const uint32_t id = a.offer.transfer_id;
+  const uint32_t id = a.offer->transfer_id;
   waiting_.erase(id);
   {
     std::lock_guard lock(mu_);
@@ -329,10 +330,10 @@ void ReceiverSession::answer_offer(uint32_t id, std::variant<PreparedOffer, wire
     return drive([&](session::Receiver& m) { m.handle_offer_prepared(id, dry, now()); });
   }
   const uint64_t held = p.transfer->resume ? p.transfer->resume->held_bytes() : 0;
-  const size_t entries = p.transfer->offer.entries.size();
-  const uint64_t bytes = p.transfer->offer.total_bytes();
+  const size_t entries = p.transfer->offer->entries.size();
+  const uint64_t bytes = p.transfer->offer->total_bytes();
   log_.write("status", {{"status", "receiving"}, {"transfer", id}});
-  if (p.transfer->offer.discard)
+  if (p.transfer->offer->discard)
     note("probe from '" + peer_ + "': measuring the paths, nothing is written");
   else
     note("receiving " + std::to_string(entries) + (entries == 1 ? " entry, " : " entries, ") + format_size(Bytes(bytes)) + " from '" + peer_ + "'" +
@@ -394,16 +395,16 @@ void ReceiverSession::run_job(session::AbandonTransfer& a) {
 // ---- reports ----------------------------------------------------------------------
 
 TransferReport ReceiverSession::report_locked(const IncomingTransfer& t, bool finished) const {
-  const auto view = machine_->transfer(t.offer.transfer_id).value_or(session::Receiver::TransferView{});
+  const auto view = machine_->transfer(t.offer->transfer_id).value_or(session::Receiver::TransferView{});
   const uint64_t total = t.total();
   TransferReport rep;
   rep.role = "recv";
-  rep.transfer_id = t.offer.transfer_id;
+  rep.transfer_id = t.offer->transfer_id;
   rep.peer = peer_;
-  rep.hash = wire::hash_algo_name(t.offer.hash);
-  rep.chunk_size = t.offer.chunk_size;
+  rep.hash = wire::hash_algo_name(t.offer->hash);
+  rep.chunk_size = t.offer->chunk_size;
   rep.bytes = total;
-  for (const auto& e : t.offer.entries) rep.files += e.kind == wire::EntryKind::file;
+  for (const auto& e : t.offer->entries) rep.files += e.kind == wire::EntryKind::file;
   rep.reverified_bytes = t.reverified_bytes;
   rep.refetched_bytes = t.refetched_bytes;
   rep.resume_check_seconds = t.resume_check_seconds;
@@ -420,7 +421,7 @@ TransferReport ReceiverSession::report_locked(const IncomingTransfer& t, bool fi
   rep.resumed_bytes = resumed;
   rep.sent_bytes = crossed;
   rep.hole_bytes = t.tally.hole_bytes;
-  if (t.offer.sync.sync) {
+  if (t.offer->sync.sync) {
     rep.sync.on = true;
     rep.sync.files_sent = t.tally.files_sent;
     rep.sync.files_unchanged = t.tally.files_unchanged;
@@ -483,7 +484,7 @@ std::vector<LiveTransfer> ReceiverSession::live() const {
   if (!machine_) return out;
   for (const auto& [id, t] : transfers_) {
     const auto view = machine_->transfer(id);
-    if (!view || !t || t->offer.discard || view->cancelled) continue;  // a probe has no end to show progress to
+    if (!view || !t || t->offer->discard || view->cancelled) continue;  // a probe has no end to show progress to
     LiveTransfer lt;
     lt.label = "recv '" + peer_ + "'";
     lt.id = std::to_string(session_id_) + "/" + std::to_string(id);
@@ -514,7 +515,7 @@ std::vector<TransferReport> ReceiverSession::reports() const {
   for (const auto& [id, t] : transfers_) {
     const auto view = machine_->transfer(id);
     if (view && view->finished) continue;
-    if (t->offer.discard) continue;  // a probe's measurement, not a transfer of files
+    if (t->offer->discard) continue;  // a probe's measurement, not a transfer of files
     out.push_back(report_locked(*t, false));
   }
   return out;

@@ -114,7 +114,7 @@ class ReceiverSession {
   };
   /// Someone decided an offer that waited (cfg_.decide_offer), or its time ran out.
   struct OfferDecided {
-    wire::Offer offer;
+    std::shared_ptr<const wire::Offer> offer;
     OfferDecision decision;
   };
   using Job = std::variant<session::PrepareOffer, session::FinalizeTransfer, session::AbandonTransfer, Advertise,
@@ -148,7 +148,7 @@ class ReceiverSession {
   void run_job(Advertise& a);
   void run_job(OfferDecided& a);
   /// Hands an offer to cfg_.decide_offer; its answer comes as an OfferDecided job.
-  void ask_decider(const wire::Offer& offer, const OfferContext& ctx);
+  void ask_decider(const std::shared_ptr<const wire::Offer>& offer, const OfferContext& ctx);
   /// Refuses the waiting offers past their deadline (control thread).
   void expire_waiting_offers();
   /// Tells the machine the engine's answer to an offer.

@@ -630,10 +630,48 @@ OfferAnswer SenderSession::offer_only(wire::Offer offer) {
 }
 
 TransferOutcome SenderSession::send(const files::SourceTree& tree, const TransferOptions& opts) {
+  return run_transfer(tree, opts, {});
+}
+
+TransferOutcome SenderSession::send_walking(const std::vector<std::string>& paths, const files::ScanOptions& scan,
+                                            files::SourceTree& tree, files::ScanResult& walk,
+                                            const TransferOptions& opts) {
+  bool stopped = false;
+  const auto began = std::chrono::steady_clock::now();
+  TransferOutcome out = run_transfer(tree, opts, [&] {
+    // Each batch joins `tree` under mu_, where the machine reads it in place.
+    walk = files::scan_sources_streamed(paths, scan, kWalkBatch, [&](files::SourceTree&& batch, bool last) {
+      std::lock_guard lock(mu_);
+      if (!active_ || active_->outcome) return !(stopped = true);
+      files::append_batch(tree, std::move(batch));
+      if (last) {
+        active_->source = std::make_shared<SourceReader>(active_->id, tree, opts.hash, opts.compress);
+        log_.write("walked", {{"transfer", active_->id}, {"entries", tree.entries.size()}, {"files", tree.file_count},
+                              {"bytes", tree.total_bytes},
+                              {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count()}});
+      }
+      machine_->add_entries({}, last, now());
+      drain_locked();
+      if (active_->outcome) cv_.notify_all();  // the loop need not wake for a part
+      return true;
+    });
+    if (walk.ok() || stopped) return;
+    std::lock_guard lock(mu_);
+    if (active_ && !active_->outcome) machine_->cancel_transfer(walk.error, now());
+    drain_locked();
+    cv_.notify_all();
+  });
+  if (!walk.ok() && !stopped) return {kExitFailure, walk.error, {}};
+  return out;
+}
+
+TransferOutcome SenderSession::run_transfer(const files::SourceTree& tree, const TransferOptions& opts,
+                                            const std::function<void()>& walk) {
   auto policy = core::make_policy(opts.policy);
   if (!policy) return {kExitUsage, "unknown policy '" + opts.policy + "'", {}};
   session::TransferSpec spec;
-  spec.entries = tree.entries;
+  spec.entries_in_place = &tree.entries;  // no second copy of the offer (tree outlives the transfer)
+  spec.streamed = static_cast<bool>(walk);
   spec.hash = opts.hash;
   spec.chunk_size = opts.chunk_size;
   spec.policy = std::move(policy);
@@ -645,14 +683,16 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
   active_ = std::make_unique<Active>();
   Active& t = *active_;
   t.id = *id;
-  t.source = std::make_shared<SourceReader>(t.id, tree, opts.hash, opts.compress);
+  if (!walk) t.source = std::make_shared<SourceReader>(t.id, tree, opts.hash, opts.compress);  // else once walked
   t.start = now();
   if (opts.display && opts.display->mode() != LiveDisplay::Mode::off) t.display = opts.display;
   // What each lane carried before this transfer (a lane that opens later starts from zero).
   for (const auto& [lid, l] : lanes_) t.at_start[lid] = l->counters();
   log_.write("status", {{"status", "offering"}, {"transfer", t.id}, {"files", tree.file_count},
-                        {"bytes", tree.total_bytes}});
+                        {"bytes", tree.total_bytes}, {"walking", static_cast<bool>(walk)}});
   drain_locked();
+  std::thread walker;
+  if (walk) walker = std::thread(walk);
   bool sending_logged = false;
   auto last_draw = std::chrono::steady_clock::now();
   while (!t.outcome) {
@@ -704,6 +744,11 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
   }
   TransferOutcome out = outcome_locked(tree, opts);
   active_.reset();
+  if (walker.joinable()) {  // it stops at its next batch (the transfer ended first: refused, lanes lost)
+    lock.unlock();
+    walker.join();
+    lock.lock();
+  }
   if (out.report.verified && !opts.sync.dry_run) {
     // What each UDP lane's controller learned, for the next session's start.
     bool learned = false;

@@ -22,6 +22,7 @@
 #include <set>
 #include <atomic>
 #include <string>
+#include <functional>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -55,6 +56,11 @@ constexpr Duration kSampleEvery = Duration::millis(100);
 /// cap (transport/tcp_group_cap.hpp; tcp_pacing_cap.hpp under --background):
 /// a few times per RTT on most paths, ~100 getsockopt calls per second per lane.
 constexpr Duration kTcpPacingEvery = Duration::millis(10);
+/// Entries per batch of a streamed walk (send_walking): about a third of an
+/// offer part (wire::kOfferPartBytes, ~10,000 entries of ~100 bytes), so a
+/// part leaves soon after it is full, and the session's lock is taken
+/// rarely (25 times for 100,000 files).
+constexpr size_t kWalkBatch = 4096;
 
 /// What kind of lanes discovered paths (and `--lane` specs without a
 /// `tcp:`/`udp:` prefix) get. `automatic`: see docs/engine.md ("auto").
@@ -162,6 +168,13 @@ class SenderSession : private DataLaneEvents {
 
   /// Sends every entry of `tree` as one transfer; blocks until it ends.
   TransferOutcome send(const files::SourceTree& tree, const TransferOptions& opts);
+  /// Walks `paths` on a thread of its own while the transfer runs: each
+  /// part of the offer goes as soon as the walk has filled it, not after the
+  /// whole tree was read (session::TransferSpec::streamed). `tree` (empty,
+  /// the caller's) receives the walk; `walk` what it skipped, or the error
+  /// that stopped it (then the transfer is cancelled and that is the outcome).
+  TransferOutcome send_walking(const std::vector<std::string>& paths, const files::ScanOptions& scan,
+                               files::SourceTree& tree, files::ScanResult& walk, const TransferOptions& opts);
   /// Offers `offer` as given and returns the answer; sends no data (an
   /// accepted offer is then abandoned). For tests of the receiver's checks.
   OfferAnswer offer_only(wire::Offer offer);
@@ -223,6 +236,10 @@ class SenderSession : private DataLaneEvents {
   void draw_progress_locked(bool final);
   TransferReport build_report_locked(const files::SourceTree& tree);
   TransferOutcome outcome_locked(const files::SourceTree& tree, const TransferOptions& opts);
+  /// send() and send_walking(): with `walk`, it runs on its own thread once
+  /// the (streamed) transfer has started.
+  TransferOutcome run_transfer(const files::SourceTree& tree, const TransferOptions& opts,
+                               const std::function<void()>& walk);
   DataLane* lane_locked(session::LaneNo id);
 
   // DataLaneEvents: from the lanes' threads.
