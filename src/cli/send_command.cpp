@@ -233,6 +233,21 @@ void run_send(const SendArgs& a) {
   co.rate_limit = rate_limit;
   co.latency_target = *latency_target;
   co.metered = paths_config.metered;
+  TransferOptions to;
+  to.policy = a.policy;
+  to.hash = a.hash == "sha256" ? wire::HashAlgo::sha256 : wire::HashAlgo::xxh3_128;
+  to.chunk_size = chunk->count();
+  to.sync = a.sync;
+  to.compress = a.no_compress || a.compress == "off" ? compress::Mode::off
+                : a.compress == "always"             ? compress::Mode::always
+                                                     : compress::Mode::automatic;
+  // Each of rsync's flags for existing files only means something in a sync.
+  to.sync.sync = a.sync.sync || a.sync.checksum || a.sync.update || a.sync.ignore_existing ||
+                 a.sync.delete_extraneous || a.sync.dry_run;
+  to.last = true;  // one transfer per `braid send`: the receiver closes with its verdict
+  // Its offer goes in TLS's last flight when the receiver is pinned here.
+  co.first_tree = &scan.tree;
+  co.first_options = &to;
   auto connected = connect_any(std::get<SendTarget>(target), co, log, "send");
   if (auto* f = std::get_if<Failure>(&connected)) finish(f->exit_code, f->message);
   auto session = std::move(std::get<0>(connected));
@@ -246,17 +261,6 @@ void run_send(const SendArgs& a) {
     std::cerr << "braid send: paired with '" << peer.name << "' (" << security::short_fingerprint(peer.fingerprint)
               << "); pinned in known_peers, no code needed next time (braid peers)" << std::endl;
 
-  TransferOptions to;
-  to.policy = a.policy;
-  to.hash = a.hash == "sha256" ? wire::HashAlgo::sha256 : wire::HashAlgo::xxh3_128;
-  to.chunk_size = chunk->count();
-  to.sync = a.sync;
-  to.compress = a.no_compress || a.compress == "off" ? compress::Mode::off
-                : a.compress == "always"             ? compress::Mode::always
-                                                     : compress::Mode::automatic;
-  // Each of rsync's flags for existing files only means something in a sync.
-  to.sync.sync = a.sync.sync || a.sync.checksum || a.sync.update || a.sync.ignore_existing ||
-                 a.sync.delete_extraneous || a.sync.dry_run;
   LiveDisplay display(LiveDisplay::mode_for(STDERR_FILENO, a.quiet, a.verbose));
   to.display = &display;
   TransferOutcome out = session->send(scan.tree, to);
