@@ -223,7 +223,7 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
           // again on every lane, each ahead of that lane's close — the lane it
           // went on may be dying. It can have none (cancelled, unknown): the end.
           if (it != transfers_.end() && it->second.result) return send_result(it->second);
-          if (it == transfers_.end() || it->second.failed) end_session("the sender said bye with its done");
+          if (it == transfers_.end() || it->second.failed) end_session("the sender said bye with its done", true);
         } else if constexpr (std::is_same_v<M, wire::ErrorMessage>) {
           end_session("the sender ended the session: " + m.message);
         } else if constexpr (std::is_same_v<M, wire::UdpOpen>) {
@@ -396,7 +396,7 @@ void Receiver::send_result(const Transfer& t) {
   // came on, say) cannot leave the sender with closed lanes and no verdict.
   for (const auto& l : lanes_)
     if (l.open && l.joined && l.traits.carries_messages) push(RecvSendMessage{l.id, *t.result});
-  end_session("the sender said bye with its done");
+  end_session("the sender said bye with its done", true);
 }
 
 void Receiver::handle_transfer_failed(uint32_t id, wire::ResultStatus status, const std::string& message, Time) {
@@ -435,7 +435,7 @@ void Receiver::handle_udp_lane_opened(LaneNo id, const std::string& local, const
   (void)now;
 }
 
-void Receiver::end_session(const std::string& reason) {
+void Receiver::end_session(const std::string& reason, bool drain) {
   if (ended_) return;
   ended_ = true;
   end_reason_ = reason;
@@ -454,7 +454,7 @@ void Receiver::end_session(const std::string& reason) {
     if (!l.open) continue;
     l.open = false;
     l.close_reason = reason;
-    push(RecvCloseLane{l.id, reason});
+    push(RecvCloseLane{l.id, reason, drain});
   }
   push(SessionEnded{failures_, reason});
 }

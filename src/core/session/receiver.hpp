@@ -63,6 +63,11 @@ struct RecvSendMessage {
 struct RecvCloseLane {
   LaneNo lane = 0;
   std::string reason;
+  /// The session ended behind its verdict (the goodbye came with done):
+  /// stop writing, but read on until the sender closes the lane (for a
+  /// short while): closing with its last bytes unread would reset the
+  /// connection, which can take the verdict still on its way with it.
+  bool drain = false;
 };
 /// Check the offer against the target (paths, space, a running transfer of
 /// the same files), load what an earlier run left (only ranges re-verified
@@ -213,7 +218,7 @@ class Receiver {
   std::string lane_limit() const;
   void try_finish(Transfer& t, Time now);
   void fail(Transfer& t, wire::ResultStatus status, const std::string& message);
-  void end_session(const std::string& reason);
+  void end_session(const std::string& reason, bool drain = false);
   void push(ReceiverAction a) { actions_.push_back(std::move(a)); }
 
   ReceiverConfig cfg_;

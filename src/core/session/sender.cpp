@@ -304,6 +304,10 @@ void Sender::lane_welcomed(Lane& l) {
 void Sender::handle_lane_failed(LaneNo id, const std::string& reason, bool heard_peer, Time now) {
   Lane* l = find(id);
   if (!l) return;
+  // The receiver closes every lane behind its verdict (each after a copy of
+  // it): the session's end, no news of the lane — it stays as the verdict
+  // found it (the reports), and close() shuts it.
+  if (peer_ends_) return;
   if (l->state == LaneState::closed) {
     // The peer's reason can arrive after we saw the socket close: keep it.
     return;
@@ -709,6 +713,7 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
           if (!transfer_ || transfer_->ended || m.transfer_id != transfer_->id) return;
           // The goodbye went with its done: the receiver's lanes close right behind this.
           peer_ends_ = transfer_->last && transfer_->done_sent;
+          if (m.status == wire::ResultStatus::verified) credit_in_flight(now);
           TransferOutcome o = make_outcome(TransferOutcome::End::result, m.message);
           o.result = m.status;
           end_transfer(std::move(o));
@@ -970,6 +975,24 @@ void Sender::maybe_finish(Time now) {
       }
     }
   push(Note{"verifying", 0, "every piece acked"});
+}
+
+void Sender::credit_in_flight(Time now) {
+  if (!transfer_ || !transfer_->sched || transfer_->sched->complete()) return;
+  // The verdict says every byte arrived; acks of the last pieces may still be
+  // behind it (done no longer waits for them). Each piece not yet acked is
+  // credited to the lane whose copy of it started first, so the lanes'
+  // figures add up to the transfer.
+  core::Scheduler& s = sched();
+  std::map<core::PieceId, std::pair<core::LaneId, Time>> first;
+  for (core::LaneId lane = 0; lane < s.lane_count(); ++lane)
+    for (const auto& f : s.flights(lane)) {
+      if (f.state == core::FlightState::cancelled || s.plan().piece(f.piece).state == core::PieceState::delivered) continue;
+      const Time began = f.started != Time::never() ? f.started : f.assigned;
+      auto [it, fresh] = first.try_emplace(f.piece, lane, began);
+      if (!fresh && began < it->second.second) it->second = {lane, began};
+    }
+  for (const auto& [piece, at] : first) s.on_ack(at.first, piece, now);
 }
 
 bool Sender::all_hashed() const {

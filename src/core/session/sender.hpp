@@ -475,6 +475,9 @@ class Sender {
   void update_data_lanes(Time now);
   void update_bootstrap_data(Time now);
   void maybe_finish(Time now);
+  /// A verified result came before the last acks: the pieces still in
+  /// flight count as delivered, each by the lane whose copy started first.
+  void credit_in_flight(Time now);
   /// Every piece's hash is known (sent at least once, or held): done can go.
   bool all_hashed() const;
   /// Sends done (and, for the last transfer, the goodbye behind it).
