@@ -753,10 +753,12 @@ void Sender::handle_held_checked(uint32_t id, const std::vector<wire::HeldRange>
   const auto ids = t.sched->mark_resumed(ranges);
   t.hashes.resize(t.sched->plan().piece_count());
   t.resume_rejected_bytes = rejected;
+  t.held_resent = rejected > 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     const bool kept = i >= matched.size();
     if (!ids[i]) {  // overlaps another range: sent again
       if (!kept) t.resume_rejected_bytes += all[i].length;
+      t.held_resent = true;
       continue;
     }
     t.hashes[*ids[i]] = all[i].hash;
@@ -955,7 +957,10 @@ void Sender::drain_scheduler(Time now) {
 void Sender::maybe_finish(Time now) {
   Transfer& t = *transfer_;
   if (t.phase != Transfer::Phase::sending) return;
-  if (!t.done_sent && all_hashed()) send_done(now);
+  // Early, with the last pieces in flight — unless the receiver holds ranges
+  // this run sends again: it counts them until those pieces arrive, and could
+  // check the root over the stale ones. Then done waits for the last ack.
+  if (!t.done_sent && (!t.held_resent || t.sched->complete()) && all_hashed()) send_done(now);
   if (t.ended || !t.sched->complete()) return;
   t.all_acked_at = now;
   if (!t.done_sent) {

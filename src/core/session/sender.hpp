@@ -422,6 +422,9 @@ class Sender {
     bool ended = false;
     bool last = false;       // TransferSpec::last
     bool done_sent = false;  // early: every hash known, pieces still in flight
+    /// Held (or kept) ranges of the receiver's are sent again (the check
+    /// rejected them, or they overlap): done waits for the last ack.
+    bool held_resent = false;
     uint64_t resumed_bytes = 0, resume_rejected_bytes = 0, resumed_ranges = 0;
     // Sync: the receiver's verdicts, and the records of the files it keeps.
     std::vector<wire::FileDecision> files;

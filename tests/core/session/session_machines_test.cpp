@@ -647,6 +647,58 @@ TEST(SenderMachine, DoneGoesWithTheLastHashAndTheGoodbyeBehindIt) {
   EXPECT_TRUE(drain<OpenLane>(s).empty());  // and no path is opened again for them
 }
 
+// A resumed transfer whose held ranges the check rejected sends them again:
+// the receiver counts its stale ranges until those pieces arrive, so done
+// waits for the last ack there (else the root could be checked over them).
+TEST(SenderMachine, DoneWaitsForTheLastAckWhenHeldRangesAreSentAgain) {
+  SenderConfig cfg = sender_config();
+  cfg.rate_limit.reset();
+  Sender s(cfg);
+  s.start(LaneTraits::tcp(), {LaneKind::tcp, "", "boot"}, t0);
+  TransferSpec spec;
+  wire::ManifestEntry e;
+  e.path = "f";
+  e.size = 2 << 20;
+  spec.entries = {e};
+  spec.last = true;
+  const auto id = s.start_transfer(std::move(spec), t0);
+  ASSERT_TRUE(id);
+  drain<SendMessage>(s);
+  wire::Accept acc{*id, {}};
+  acc.held = {wire::HeldRange{0, 1 << 20, wire::Digest{{9}, 16}}};
+  s.handle_message(0, acc, t0);
+  ASSERT_EQ(drain<CheckHeld>(s).size(), 1u);
+  s.handle_held_checked(*id, {}, 1 << 20, t0);  // its bytes changed: sent again
+  std::deque<SendPiece> todo;
+  std::vector<SendMessage> msgs;
+  const auto poll = [&] {
+    while (auto a = s.poll_action()) {
+      if (auto* p = std::get_if<SendPiece>(&*a)) todo.push_back(*p);
+      if (auto* m = std::get_if<SendMessage>(&*a)) msgs.push_back(*m);
+    }
+  };
+  poll();
+  std::vector<SendPiece> sent;
+  Time now = t0;
+  for (int k = 0; k < 64 && !todo.empty(); ++k) {
+    const SendPiece p = todo.front();
+    todo.pop_front();
+    now = now + Duration::millis(1);
+    s.handle_piece_started(p.lane, p.assign.piece, now);
+    s.handle_piece_hashed(p.lane, p.assign.piece, wire::Digest{{static_cast<uint8_t>(p.assign.piece)}, 16}, now);
+    s.handle_piece_written(p.lane, p.assign.piece, now);
+    sent.push_back(p);
+    poll();
+    for (const auto& m : msgs) EXPECT_FALSE(std::holds_alternative<wire::Done>(m.msg)) << "done before the last ack";
+    s.handle_message(0, wire::Ack{*id, p.assign.piece, 1000, wire::AckStatus::ok}, now);
+    poll();
+  }
+  ASSERT_GE(sent.size(), 2u);
+  bool done = false;
+  for (const auto& m : msgs) done = done || std::holds_alternative<wire::Done>(m.msg);
+  EXPECT_TRUE(done);
+}
+
 // The receiver holds an early done until the last bytes are in (its
 // patience counts from the last piece verified), answers, and — the goodbye
 // having come with done — ends its session right behind the result.
