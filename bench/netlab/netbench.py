@@ -443,7 +443,7 @@ class Bench:
         self.src_sha = sha256(src)
         return src
 
-    def braid(self, lanes, srcfile, workdir):
+    def braid(self, lanes, srcfile, workdir, code=True):
         dst = os.path.join(workdir, "dst")
         shutil.rmtree(dst, ignore_errors=True)
         os.makedirs(dst)
@@ -461,7 +461,8 @@ class Bench:
                               "--log", os.path.join(workdir, "recv.log"), stdout=rlog, stderr=subprocess.STDOUT)
         try:
             time.sleep(0.5)
-            send = ["env", f"XDG_CONFIG_HOME={workdir}/cfg-send", b, "send", "--code", CODE]
+            # code=False: a known peer as its user runs it (paired: no code needed, none given).
+            send = ["env", f"XDG_CONFIG_HOME={workdir}/cfg-send", b, "send"] + (["--code", CODE] if code else [])
             kind = "" if self.args.transport == "tcp" else f"{self.args.transport}:"
             for i in lanes:
                 send += ["--lane", f"{kind}{self.addr(i, 'snd')}={self.addr(i, 'rcv')}:{BRAID_PORT}"]

@@ -5,8 +5,10 @@ Issue "Latency"'s short transfers: two fast long links (500 Mbit/s each,
 to its exit for 16, 64 and 256 MiB, with TCP lanes and with UDP lanes, as a
 first contact (fresh configuration: pairing with a code) and with a known
 peer (paired, and its path figures kept from an unmeasured warm-up run:
-PathMemory), beside Linux MPTCP moving the same bytes (iperf3 -n under
-mptcpize) in the same run. Reports medians of N runs, the time to the first
+PathMemory; run as its user runs it: no code given), beside Linux MPTCP
+moving the same bytes (iperf3 -n under mptcpize) in the same run. With
+--braid LABEL=PATH given more than once, those builds take turns run by run
+(rows LABEL:kind:case), so a before and an after meet the same host load. Reports medians of N runs, the time to the first
 acked piece, and the issue's bound: 1.25 x the fluid bound + 3 RTTs, where
 the fluid bound is the bytes at the links' payload rate plus one RTT.
 Writes netlab-short.json in --out (default bench/out). Needs root and the
@@ -32,6 +34,11 @@ def main():
     ap.add_argument("--sizes", default="16,64,256", help="MiB, comma-separated")
     ap.add_argument("--out", default=os.path.join(nb.REPO, "bench", "out"))
     ap.add_argument("--workdir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    ap.add_argument("--braid", action="append", default=[],
+                    help="LABEL=PATH of a braid binary (repeatable: alternated run by run); default: the build's")
+    ap.add_argument("--kinds", default="tcp,udp", help="lane kinds, comma-separated")
+    ap.add_argument("--cases", default="first_contact,known_peer", help="comma-separated")
+    ap.add_argument("--no-mptcp", action="store_true", help="skip MPTCP's runs")
     args = ap.parse_args()
     sc = nb.load_scenario("short64")
     try:
@@ -49,6 +56,8 @@ def main():
     res = {"scenario": sc["name"], "links": sc["links"], "rtt_s": rtt, "runs": args.runs,
            "started": datetime.datetime.now().isoformat(timespec="seconds"), "load_avg_at_start": os.getloadavg(),
            "command": "bench/netlab/short " + " ".join(sys.argv[1:]), "sizes": []}
+    builds = [tuple(x.split("=", 1)) for x in args.braid] or [("", tools["braid"])]
+    res["builds"] = {label: path for label, path in builds}
     workdir = tempfile.mkdtemp(prefix="netbench-short-", dir=args.workdir)
 
     def fresh():  # a first contact: neither end has met the other
@@ -61,26 +70,33 @@ def main():
             fluid = b.size / payload_rate + rtt
             row = {"mib": mib, "fluid_bound_s": fluid, "goal_s": 1.25 * fluid + 3 * rtt, "braid": {}}
             src = b.write_payload(workdir)
-            for kind in ("tcp", "udp"):
+            for kind in args.kinds.split(","):
                 bargs.transport = kind
-                for case in ("first_contact", "known_peer"):
-                    runs = []
+                for case in args.cases.split(","):
+                    runs = {label: [] for label, _ in builds}
                     fresh()
                     if case == "known_peer":
-                        b.braid([0, 1], src, workdir)  # pairs and leaves the path figures: not measured
+                        for label, path in builds:  # pairs and leaves the path figures: not measured
+                            b.tools["braid"] = path
+                            b.braid([0, 1], src, workdir)
                     for k in range(args.runs):
-                        if case == "first_contact":
-                            fresh()
-                        r = b.braid([0, 1], src, workdir)
-                        runs.append({x: r.get(x) for x in ("wall_seconds", "seconds", "first_byte_seconds", "mbit")})
-                        nb.log(f"{mib} MiB {kind} {case} run {k + 1}: command to exit {r['wall_seconds']:.3f} s, "
-                               f"first byte {r.get('first_byte_seconds') or 0:.3f} s")
-                    row["braid"][f"{kind}:{case}"] = {
-                        "median_wall_seconds": statistics.median(r["wall_seconds"] for r in runs),
-                        "median_first_byte_seconds": statistics.median(r["first_byte_seconds"] or 0 for r in runs),
-                        "runs": runs}
+                        for label, path in builds:
+                            b.tools["braid"] = path
+                            if case == "first_contact":
+                                fresh()
+                            r = b.braid([0, 1], src, workdir, code=case == "first_contact")
+                            runs[label].append({x: r.get(x) for x in ("wall_seconds", "seconds", "first_byte_seconds",
+                                                                      "mbit")})
+                            nb.log(f"{mib} MiB {label + ' ' if label else ''}{kind} {case} run {k + 1}: command to exit "
+                                   f"{r['wall_seconds']:.3f} s, first byte {r.get('first_byte_seconds') or 0:.3f} s")
+                    for label, _ in builds:
+                        rs = runs[label]
+                        row["braid"][f"{label + ':' if label else ''}{kind}:{case}"] = {
+                            "median_wall_seconds": statistics.median(r["wall_seconds"] for r in rs),
+                            "median_first_byte_seconds": statistics.median(r["first_byte_seconds"] or 0 for r in rs),
+                            "runs": rs}
             os.unlink(src)
-            if tools["mptcpize"]:
+            if tools["mptcpize"] and not args.no_mptcp:
                 b.mptcp_setup(0)
                 m = [b.iperf(0, nbytes=b.size, mptcp=True, bind_server=False) for _ in range(args.runs)]
                 row["mptcp"] = {"median_seconds": statistics.median(x["seconds"] for x in m),

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -207,7 +208,14 @@ void run_send(const SendArgs& a) {
   if (auto bad = files::check_operands(paths); !bad.empty()) finish(kExitFailure, bad);
   files::SourceTree tree;  // filled by the walk; outlives the transfer
   files::ScanResult scan;  // what the walk skipped, or its error
-  if (a.strict_sources) {
+  // Files alone (no directory among the PATHs) are walked at once: nothing
+  // to overlap, and a tree walked before connecting can be offered in TLS's
+  // last flight to a pinned receiver.
+  const bool walk_first = a.strict_sources || std::none_of(paths.begin(), paths.end(), [](const std::string& p) {
+                            std::error_code ec;
+                            return std::filesystem::is_directory(p, ec);
+                          });
+  if (walk_first) {
     scan = files::scan_sources(paths, scan_opts);
     if (!scan.ok()) finish(kExitFailure, scan.error);
     tree = std::move(scan.tree);
@@ -240,6 +248,21 @@ void run_send(const SendArgs& a) {
   co.rate_limit = rate_limit;
   co.latency_target = *latency_target;
   co.metered = paths_config.metered;
+  TransferOptions to;
+  to.policy = a.policy;
+  to.hash = a.hash == "sha256" ? wire::HashAlgo::sha256 : wire::HashAlgo::xxh3_128;
+  to.chunk_size = chunk->count();
+  to.sync = a.sync;
+  to.compress = a.no_compress || a.compress == "off" ? compress::Mode::off
+                : a.compress == "always"             ? compress::Mode::always
+                                                     : compress::Mode::automatic;
+  // Each of rsync's flags for existing files only means something in a sync.
+  to.sync.sync = a.sync.sync || a.sync.checksum || a.sync.update || a.sync.ignore_existing ||
+                 a.sync.delete_extraneous || a.sync.dry_run;
+  to.last = true;  // one transfer per `braid send`: the receiver closes with its verdict
+  // Its offer goes in TLS's last flight when the receiver is pinned here.
+  co.first_tree = walk_first ? &tree : nullptr;
+  co.first_options = &to;
   auto connected = connect_any(std::get<SendTarget>(target), co, log, "send");
   if (auto* f = std::get_if<Failure>(&connected)) finish(f->exit_code, f->message);
   auto session = std::move(std::get<0>(connected));
@@ -253,20 +276,9 @@ void run_send(const SendArgs& a) {
     std::cerr << "braid send: paired with '" << peer.name << "' (" << security::short_fingerprint(peer.fingerprint)
               << "); pinned in known_peers, no code needed next time (braid peers)" << std::endl;
 
-  TransferOptions to;
-  to.policy = a.policy;
-  to.hash = a.hash == "sha256" ? wire::HashAlgo::sha256 : wire::HashAlgo::xxh3_128;
-  to.chunk_size = chunk->count();
-  to.sync = a.sync;
-  to.compress = a.no_compress || a.compress == "off" ? compress::Mode::off
-                : a.compress == "always"             ? compress::Mode::always
-                                                     : compress::Mode::automatic;
-  // Each of rsync's flags for existing files only means something in a sync.
-  to.sync.sync = a.sync.sync || a.sync.checksum || a.sync.update || a.sync.ignore_existing ||
-                 a.sync.delete_extraneous || a.sync.dry_run;
   LiveDisplay display(LiveDisplay::mode_for(STDERR_FILENO, a.quiet, a.verbose));
   to.display = &display;
-  TransferOutcome out = a.strict_sources ? session->send(tree, to) : session->send_walking(paths, scan_opts, tree, scan, to);
+  TransferOutcome out = walk_first ? session->send(tree, to) : session->send_walking(paths, scan_opts, tree, scan, to);
   for (const auto& sk : scan.skipped)
     std::cerr << "braid send: skipped '" << security::printable_path(sk.path) << "': " << sk.reason << "\n";
   const int sig = SignalWatch::received();

@@ -475,10 +475,14 @@ class Run {
     if (!l || !l->rx_open) return;
     l->rx_open = false;
     const LaneNo id = l->id;
-    if (l->tx_open && !l->broken)
-      at(now_ + one_way(*l), [this, id] {
+    // Behind whatever the receiver sent on the lane before (a result): TCP keeps the order.
+    const Time when = std::max(now_ + one_way(*l), back_last_[id]);
+    if (!l->broken)
+      at(when, [this, id] {
         Lane* x = lane(id);
-        if (!x || !x->tx_open || x->broken) return;
+        if (!x || x->broken || !paths_[x->path].up) return;  // a dead path carries no FIN either
+        fin_at_.emplace(id, now_);  // what the sender's close() waits for
+        if (!x->tx_open) return;
         sender_->handle_lane_failed(id, "closed by the peer (EOF)", true, now_);
       });
   }
@@ -525,6 +529,9 @@ class Run {
       for (const auto& t : transfers_) all = all && t.ended;
       if (all && !closing_) {
         closing_ = true;
+        closed_at_ = now_;
+        for (const auto& v : sender_->lanes())
+          if (v.open && v.traits.carries_messages) awaiting_fin_.push_back(v.id);
         sender_->close(now_);
         // Let the bye cross, then stop.
         at(now_ + Duration::seconds(1), [this] { finished_ = true; });
@@ -547,6 +554,8 @@ class Run {
         spec.only_paths = only;
       }
     }
+    // The last transfer of the session says goodbye with its done (as `braid send` does).
+    spec.last = !phase && started_ + 1 == wanted;
     const auto id = sender_->start_transfer(std::move(spec), now_);
     ++started_;
     if (!id) return;
@@ -710,6 +719,15 @@ class Run {
     r.notes = notes_;
     r.receiver_ended_at = receiver_ended_at_;
     r.receiver_end_reason = receiver_end_reason_;
+    r.sender_closed_at = closed_at_;
+    if (closed_at_ != Time::never()) {
+      r.sender_end_at = closed_at_;
+      const Time limit = closed_at_ + Duration::millis(500);
+      for (LaneNo id : awaiting_fin_) {
+        const auto f = fin_at_.find(id);
+        r.sender_end_at = std::max(r.sender_end_at, f == fin_at_.end() ? limit : std::min(f->second, limit));
+      }
+    }
     return r;
   }
 
@@ -743,6 +761,9 @@ class Run {
   std::vector<std::string> notes_;
   Time receiver_ended_at_ = Time::never();
   std::string receiver_end_reason_;
+  Time closed_at_ = Time::never();
+  std::vector<LaneNo> awaiting_fin_;  // the sender's message lanes open when it closed
+  std::map<LaneNo, Time> fin_at_;      // when the receiver's close of a lane reached the sender
 };
 
 }  // namespace

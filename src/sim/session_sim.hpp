@@ -126,6 +126,12 @@ struct SessionRunResult {
   /// When and why the receiver's machine ended the session (never: it did not).
   Time receiver_ended_at = Time::never();
   std::string receiver_end_reason;
+  /// When the sender's session was closed (Sender::close, the moment every
+  /// transfer ended) and when the engine's close() would return: it waits
+  /// for each lane that carries messages to be closed by the receiver (the
+  /// receiver's end crossing back), at most 500 ms (SenderSession::close).
+  Time sender_closed_at = Time::never();
+  Time sender_end_at = Time::never();
 };
 
 /// Runs the scenario until every transfer ended, the session ended, or stop_at.

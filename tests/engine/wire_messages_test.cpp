@@ -44,6 +44,13 @@ M round_trip(const M& m) {
         continue;
       }
     }
+    if constexpr (std::is_same_v<M, Bye>) {
+      if (cut == 0) {  // no payload: protocol 7's bye, "now"
+        EXPECT_TRUE(decode(std::span<const uint8_t>(bytes.data(), cut), partial));
+        EXPECT_FALSE(partial.after_transfer.has_value());
+        continue;
+      }
+    }
     EXPECT_FALSE(decode(std::span<const uint8_t>(bytes.data(), cut), partial)) << "prefix of " << cut << " bytes";
   }
   bytes.push_back(0);
@@ -153,6 +160,19 @@ TEST(WireMessages, SmallMessagesRoundTrip) {
   TransferResult res = round_trip(TransferResult{5, ResultStatus::root_mismatch, "bad"});
   EXPECT_EQ(res.status, ResultStatus::root_mismatch);
   EXPECT_EQ(round_trip(ErrorMessage{3, "x"}).message, "x");
+}
+
+// Protocol 8's goodbye with done carries its transfer; protocol 7's bye is
+// empty and still reads as "now", and a protocol-7 decoder (empty payload
+// only) refuses the new one — which its receiver then ignores.
+TEST(WireMessages, AByeMayNameTheTransferItFollows) {
+  EXPECT_FALSE(round_trip(Bye{}).after_transfer.has_value());
+  EXPECT_TRUE(encode_message(Bye{}).empty());
+  EXPECT_EQ(round_trip(Bye{7}).after_transfer, std::optional<uint32_t>(7));
+  EXPECT_EQ(encode_message(Bye{7}).size(), 4u);
+  Bye b;
+  const std::vector<uint8_t> three{0, 0, 1};
+  EXPECT_FALSE(decode(three, b));
 }
 
 TEST(WireMessages, AcceptCarriesTheRangesTheReceiverHolds) {

@@ -680,5 +680,51 @@ TEST_F(SessionFixture, ASlowDiskHoldsUdpLanesBackNotMemory) {
   EXPECT_LT(rep->buffered_peak_bytes, 116 * MiB);  // 64 backlog + 2 x 16 window + pieces at the edges (~96)
 }
 
+// Protocol 8's round trips: with the receiver pinned and no code, the first
+// offer goes in TLS's last flight (right behind the peer check's HELLO) and
+// the run ends with the receiver closing behind its result; a first contact
+// (a code: pairing may follow) offers after the handshake, as before.
+TEST_F(SessionFixture, AKnownReceiverGetsTheOfferWithTheHandshakeAndClosesWithItsResult) {
+  testing::write_random_file(tmp / "src/first.bin", 1 << 20, 21);
+  testing::write_random_file(tmp / "src/second.bin", 3 << 20, 22);
+  RunningReceiver r(dst, recv_cfg, "pair-me");
+  auto offered_early = [&](const fs::path& log_file) {
+    return testing::read_file(log_file).find("\"offered_early\"") != std::string::npos;
+  };
+  for (const char* name : {"first.bin", "second.bin"}) {
+    const bool pairing = std::string(name) == "first.bin";
+    const fs::path log_file = tmp / (std::string(name) + ".log");
+    EventLog slog;
+    std::string error;
+    ASSERT_TRUE(slog.open(log_file.string(), error)) << error;
+    const auto tree = scan({tmp / "src" / name});
+    TransferOptions opts;
+    opts.chunk_size = 256 << 10;
+    opts.last = true;
+    ConnectOptions co;
+    co.remote = r.address();
+    if (pairing) co.code = "pair-me";
+    co.config_dir = send_cfg;
+    co.first_tree = &tree;
+    co.first_options = &opts;
+    auto c = SenderSession::connect(co, slog);
+    ASSERT_TRUE(std::holds_alternative<std::unique_ptr<SenderSession>>(c)) << std::get<Failure>(c).message;
+    auto s = std::move(std::get<0>(c));
+    auto out = s->send(tree, opts);
+    const auto closing = std::chrono::steady_clock::now();
+    s->close();
+    const double close_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - closing).count();
+    ASSERT_EQ(out.exit_code, 0) << out.message;
+    EXPECT_EQ(testing::read_file(dst / name), testing::read_file(tmp / "src" / name));
+    EXPECT_EQ(offered_early(log_file), !pairing) << name;
+    // The receiver's lanes closed behind its result: close() waits for nothing
+    // (it waited up to 500 ms for them after its bye).
+    EXPECT_LT(close_ms, 400) << name;
+  }
+  EXPECT_EQ(r.stop(), 0);
+  EXPECT_TRUE(nothing_outside());
+}
+
 }  // namespace
 }  // namespace braid::transfer

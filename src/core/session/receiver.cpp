@@ -216,7 +216,14 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
         } else if constexpr (std::is_same_v<M, wire::LaneClosed>) {
           if (Lane* other = find(m.lane_id)) close_lane(*other, "closed by the sender: " + m.reason, false, now);
         } else if constexpr (std::is_same_v<M, wire::Bye>) {
-          end_session("the sender said bye");
+          if (!m.after_transfer) return end_session("the sender said bye");
+          bye_after_ = *m.after_transfer;
+          const auto it = transfers_.find(*m.after_transfer);
+          // Its verdict went already (the bye came a moment behind its done):
+          // again on every lane, each ahead of that lane's close — the lane it
+          // went on may be dying. It can have none (cancelled, unknown): the end.
+          if (it != transfers_.end() && it->second.result) return send_result(it->second);
+          if (it == transfers_.end() || it->second.failed) end_session("the sender said bye with its done", true);
         } else if constexpr (std::is_same_v<M, wire::ErrorMessage>) {
           end_session("the sender ended the session: " + m.message);
         } else if constexpr (std::is_same_v<M, wire::UdpOpen>) {
@@ -338,7 +345,10 @@ void Receiver::handle_piece_verified(LaneNo lane, uint32_t id, uint32_t piece, c
   if (l && l->open && !l->traits.transport_acks)
     push(RecvSendMessage{lane, wire::Ack{id, piece, static_cast<uint64_t>(std::max<int64_t>(0, recv_duration.ns())),
                                          wire::AckStatus::ok}});
-  if (t.done) try_finish(t, now);
+  if (t.done) {
+    t.done_deadline = now + cfg_.done_wait;  // its patience counts from the last progress
+    try_finish(t, now);
+  }
 }
 
 void Receiver::handle_piece_rejected(LaneNo lane, uint32_t id, uint32_t piece, wire::AckStatus why, Time) {
@@ -375,7 +385,18 @@ void Receiver::fail(Transfer& t, wire::ResultStatus status, const std::string& m
   t.view.result = status;
   ++failures_;
   push(AbandonTransfer{t.offer->transfer_id, message, status});
-  reply(t.done_on.value_or(t.asked_on), *t.result);
+  send_result(t);
+}
+
+void Receiver::send_result(const Transfer& t) {
+  const uint32_t id = t.offer->transfer_id;
+  if (bye_after_ != id) return reply(t.done_on.value_or(t.asked_on), *t.result);
+  // The session ends behind it: on every lane that carries messages, each
+  // ahead of that lane's close, so a lane that died silently (the one done
+  // came on, say) cannot leave the sender with closed lanes and no verdict.
+  for (const auto& l : lanes_)
+    if (l.open && l.joined && l.traits.carries_messages) push(RecvSendMessage{l.id, *t.result});
+  end_session("the sender said bye with its done", true);
 }
 
 void Receiver::handle_transfer_failed(uint32_t id, wire::ResultStatus status, const std::string& message, Time) {
@@ -392,7 +413,7 @@ void Receiver::handle_finalized(uint32_t id, wire::ResultStatus status, const st
   t.result = wire::TransferResult{id, status, "verified"};
   t.view.result = status;
   t.view.finished = true;
-  reply(t.done_on.value_or(t.asked_on), *t.result);
+  send_result(t);
 }
 
 void Receiver::handle_udp_lane_opened(LaneNo id, const std::string& local, const std::string& error, Time now) {
@@ -414,7 +435,7 @@ void Receiver::handle_udp_lane_opened(LaneNo id, const std::string& local, const
   (void)now;
 }
 
-void Receiver::end_session(const std::string& reason) {
+void Receiver::end_session(const std::string& reason, bool drain) {
   if (ended_) return;
   ended_ = true;
   end_reason_ = reason;
@@ -433,7 +454,7 @@ void Receiver::end_session(const std::string& reason) {
     if (!l.open) continue;
     l.open = false;
     l.close_reason = reason;
-    push(RecvCloseLane{l.id, reason});
+    push(RecvCloseLane{l.id, reason, drain});
   }
   push(SessionEnded{failures_, reason});
 }

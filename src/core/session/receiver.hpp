@@ -12,7 +12,10 @@
 // piece there and the root hash right) and the result, what an unfinished
 // transfer leaves for resume when the session ends, and the UDP lanes'
 // opening. A request the sender repeats (its lane died before our answer)
-// gets the same answer again.
+// gets the same answer again. A goodbye announced with done (wire::Bye's
+// after_transfer) ends the session right behind that transfer's verdict:
+// the result goes on every lane that carries messages, each lane closing
+// behind it.
 #pragma once
 
 #include <deque>
@@ -41,8 +44,9 @@ struct ReceiverConfig {
   /// holds a reader until its lane_join is read. Above any sender's burst of
   /// lanes (its --max-lanes is at most 256).
   size_t max_joining = 256;
-  /// After done, how long pieces still being verified and written (UDP
-  /// lanes' last ones) may take before the transfer is incomplete.
+  /// After done, how long the transfer may go without a piece verified
+  /// before it is incomplete: done comes as soon as the sender knows every
+  /// piece's hash (protocol 8), with its last pieces still on their way.
   Duration done_wait = Duration::seconds(30);
   /// How long the session goes on with lanes open (UDP lanes) but none that
   /// carries messages: the sender opens such a lane again meanwhile
@@ -60,6 +64,11 @@ struct RecvSendMessage {
 struct RecvCloseLane {
   LaneNo lane = 0;
   std::string reason;
+  /// The session ended behind its verdict (the goodbye came with done):
+  /// stop writing, but read on until the sender closes the lane (for a
+  /// short while): closing with its last bytes unread would reset the
+  /// connection, which can take the verdict still on its way with it.
+  bool drain = false;
 };
 /// Check the offer against the target (paths, space, a running transfer of
 /// the same files), load what an earlier run left (only ranges re-verified
@@ -215,13 +224,19 @@ class Receiver {
   std::string lane_limit() const;
   void try_finish(Transfer& t, Time now);
   void fail(Transfer& t, wire::ResultStatus status, const std::string& message);
-  void end_session(const std::string& reason);
+  void end_session(const std::string& reason, bool drain = false);
   void push(ReceiverAction a) { actions_.push_back(std::move(a)); }
 
   ReceiverConfig cfg_;
   std::vector<Lane> lanes_;
   std::map<uint32_t, Transfer> transfers_;
   std::map<LaneNo, LaneNo> udp_asked_on_;  // UDP lane -> the lane its udp_open came on
+  /// The sender's goodbye comes with this transfer's verdict (wire::Bye's after_transfer).
+  std::optional<uint32_t> bye_after_;
+  /// Sends a transfer's verdict: on the lane its done came on; when the
+  /// sender said goodbye with that done, on every message lane, and the
+  /// session ends behind it.
+  void send_result(const Transfer& t);
   bool ended_ = false;
   int failures_ = 0;
   Time no_message_lane_since_ = Time::never();

@@ -50,6 +50,7 @@ void Sender::start(const LaneTraits& lane0, const PathSpec& path0, Time now) {
   l.state = LaneState::open;
   l.opened = now;
   l.heard = true;
+  l.welcomed = true;
   l.slot = 0;
   slots_.push_back(Slot{path0, LaneNo{0}, true, 0, Time::never(), false, false, false});
   lanes_.push_back(std::move(l));
@@ -176,6 +177,7 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   t->policy = spec.policy ? std::move(spec.policy) : core::make_policy("braid");
   t->answer_only = spec.answer_only;
   t->streaming = spec.streamed;
+  t->last = spec.last;
   transfer_ = std::move(t);
   if (transfer_->streaming) {
     // The head goes once its frame is full (or the walk is over).
@@ -313,11 +315,15 @@ void Sender::handle_lane_connected(LaneNo id, const LaneTraits& traits, Time now
   if (!l || l->state != LaneState::connecting || closing_) return;
   l->traits = traits;
   if (traits.carries_messages) {
-    l->state = LaneState::joining;
+    // Pipelined (protocol 8): the lane takes pieces right behind its join,
+    // not a round trip later with the welcome. Nothing is weaker for it:
+    // every frame is sealed with the authenticated session's lane keys, and
+    // the receiver reads nothing past a join it has not taken. A refusal
+    // (its lane cap) still comes on the lane itself before any welcome;
+    // the pieces it held go back to the scheduler like a dead lane's.
     push(SendMessage{id, wire::LaneJoin{wire::kProtocolVersion, id}});
-  } else {
-    lane_open(*l, now);
   }
+  lane_open(*l, now);
 }
 
 void Sender::lane_open(Lane& l, Time now) {
@@ -328,11 +334,7 @@ void Sender::lane_open(Lane& l, Time now) {
     scout_joined(l, now);  // takes a silent lane's place, or closes (no vector growth: `l` stays valid)
     if (l.state != LaneState::open) return;
   }
-  if (l.slot != SIZE_MAX) {
-    slots_[l.slot].worked = true;
-    slots_[l.slot].failures = 0;
-  }
-  push(Note{"lane_open", l.id, std::string(lane_kind_name(l.traits.kind)) + " " + l.path.local + "->" + l.path.remote});
+  if (!l.traits.carries_messages) lane_welcomed(l);  // no join: taken when it connects
   if (l.traits.carries_messages && transfer_running() && !transfer_->udp_headers.empty()) {
     // UDP pieces' headers found no lane that carries messages (the last one
     // died): all of them go on this one, before any request waiting (done
@@ -361,9 +363,22 @@ void Sender::lane_open(Lane& l, Time now) {
   drain_scheduler(now);
 }
 
+void Sender::lane_welcomed(Lane& l) {
+  l.welcomed = true;
+  if (l.slot != SIZE_MAX) {
+    slots_[l.slot].worked = true;
+    slots_[l.slot].failures = 0;
+  }
+  push(Note{"lane_open", l.id, std::string(lane_kind_name(l.traits.kind)) + " " + l.path.local + "->" + l.path.remote});
+}
+
 void Sender::handle_lane_failed(LaneNo id, const std::string& reason, bool heard_peer, Time now) {
   Lane* l = find(id);
   if (!l) return;
+  // The receiver closes every lane behind its verdict (each after a copy of
+  // it): the session's end, no news of the lane — it stays as the verdict
+  // found it (the reports), and close() shuts it.
+  if (peer_ends_) return;
   if (l->state == LaneState::closed) {
     // The peer's reason can arrive after we saw the socket close: keep it.
     return;
@@ -386,9 +401,9 @@ void Sender::lane_gone(Lane& l, const std::string& reason, bool announce, Time n
     l.sched.reset();
   }
   push(CloseLane{id, reason});
-  push(Note{was == LaneState::open ? "lane_closed" : "lane_failed", id, reason});
+  push(Note{was == LaneState::open && l.welcomed ? "lane_closed" : "lane_failed", id, reason});
   // Only a lane the peer took is news to it; say so over another lane.
-  if (announce && !closing_ && was == LaneState::open) send_control(wire::LaneClosed{id, reason}, now);
+  if (announce && !closing_ && !peer_ends_ && was == LaneState::open) send_control(wire::LaneClosed{id, reason}, now);
   std::erase_if(requests_, [&](const auto& r) {
     return r.first.kind == Request::Kind::udp_open && r.first.udp_lane == id;
   });
@@ -413,7 +428,7 @@ void Sender::lane_gone(Lane& l, const std::string& reason, bool announce, Time n
   }
   // The path: open it again later if it worked once, give it up if it never did.
   const size_t si = l.slot;  // `l` may move when lanes_ grows
-  if (si != SIZE_MAX && !closing_ && !slots_[si].removed) {
+  if (si != SIZE_MAX && !closing_ && !peer_ends_ && !slots_[si].removed) {
     Slot& s = slots_[si];
     s.lane.reset();
     const bool refused = reason.rfind("refused by the receiver", 0) == 0;
@@ -636,6 +651,10 @@ void Sender::send_request(Request::Kind kind, ToReceiver msg, LaneNo udp_lane, T
 
 void Sender::push_request_message(LaneNo lane, const ToReceiver& msg) {
   push(SendMessage{lane, msg});
+  // The last transfer's done: the goodbye right behind it, each time.
+  const auto* done = std::get_if<wire::Done>(&msg);
+  if (done && transfer_ && transfer_->id == done->transfer_id && transfer_->last)
+    push(SendMessage{lane, wire::Bye{done->transfer_id}});
   // An offer in parts: every part follows its head on the same lane, each
   // time it is sent (the receiver ignores the parts it has already).
   const auto* offer = std::get_if<wire::Offer>(&msg);
@@ -676,7 +695,7 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
         using M = std::decay_t<decltype(m)>;
         if constexpr (std::is_same_v<M, wire::LaneWelcome>) {
           Lane* l = find(on);
-          if (l && l->state == LaneState::joining && m.lane_id == on) lane_open(*l, now);
+          if (l && m.lane_id == on && l->state == LaneState::open && !l->welcomed) lane_welcomed(*l);
         } else if constexpr (std::is_same_v<M, wire::LaneClosed>) {
           Lane* l = find(m.lane_id);
           if (!l) return;
@@ -690,8 +709,8 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
             }
             return;
           }
-          // Said on the joining lane itself: the receiver refused it (its lane cap).
-          if (l->state == LaneState::joining && m.lane_id == on)
+          // Said on the joining lane itself, before a welcome: the receiver refused it (its lane cap).
+          if (!l->welcomed && m.lane_id == on)
             return lane_gone(*l, "refused by the receiver: " + m.reason, false, now);
           lane_gone(*l, kPeerClosed + m.reason, false, now);
         } else if constexpr (std::is_same_v<M, wire::UdpReady>) {
@@ -771,6 +790,9 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
           drain_scheduler(now);
         } else if constexpr (std::is_same_v<M, wire::TransferResult>) {
           if (!transfer_ || transfer_->ended || m.transfer_id != transfer_->id) return;
+          // The goodbye went with its done: the receiver's lanes close right behind this.
+          peer_ends_ = transfer_->last && transfer_->done_sent;
+          if (m.status == wire::ResultStatus::verified) credit_in_flight(now);
           TransferOutcome o = make_outcome(TransferOutcome::End::result, m.message);
           o.result = m.status;
           end_transfer(std::move(o));
@@ -810,10 +832,12 @@ void Sender::handle_held_checked(uint32_t id, const std::vector<wire::HeldRange>
   const auto ids = t.sched->mark_resumed(ranges);
   t.hashes.resize(t.sched->plan().piece_count());
   t.resume_rejected_bytes = rejected;
+  t.held_resent = rejected > 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     const bool kept = i >= matched.size();
     if (!ids[i]) {  // overlaps another range: sent again
       if (!kept) t.resume_rejected_bytes += all[i].length;
+      t.held_resent = true;
       continue;
     }
     t.hashes[*ids[i]] = all[i].hash;
@@ -1011,34 +1035,86 @@ void Sender::drain_scheduler(Time now) {
 
 void Sender::maybe_finish(Time now) {
   Transfer& t = *transfer_;
-  if (t.phase != Transfer::Phase::sending || !t.sched->complete()) return;
+  if (t.phase != Transfer::Phase::sending) return;
+  // Early, with the last pieces in flight — unless the receiver holds ranges
+  // this run sends again: it counts them until those pieces arrive, and could
+  // check the root over the stale ones. Then done waits for the last ack.
+  if (!t.done_sent && (!t.held_resent || t.sched->complete()) && all_hashed()) send_done(now);
+  if (t.ended || !t.sched->complete()) return;
   t.all_acked_at = now;
+  if (!t.done_sent) {
+    for (core::PieceId p = 0; p < t.sched->plan().piece_count(); ++p)
+      if (t.sched->plan().piece(p).length.count() > 0 && (p >= t.hashes.size() || !t.hashes[p]))
+        return end_transfer(make_outcome(TransferOutcome::End::stuck, "internal error: piece " + std::to_string(p) + " was acked but never hashed"));
+  }
+  t.phase = Transfer::Phase::verifying;
+  // The result is owed from now on: its patience and the repeat of a done
+  // whose lane died silently count from the last ack, not from the early done.
+  for (auto& [r, m] : requests_)
+    if (r.kind == Request::Kind::done) {
+      r.deadline = now + cfg_.answer_timeout;
+      if (r.sent_on != UINT32_MAX) {
+        r.resend_after = resend_after(r.sent_on);
+        r.resend_at = now + r.resend_after;
+      }
+    }
+  push(Note{"verifying", 0, "every piece acked"});
+}
+
+void Sender::credit_in_flight(Time now) {
+  if (!transfer_ || !transfer_->sched || transfer_->sched->complete()) return;
+  // The verdict says every byte arrived; acks of the last pieces may still be
+  // behind it (done no longer waits for them). Each piece not yet acked is
+  // credited to the lane whose copy of it started first, so the lanes'
+  // figures add up to the transfer.
+  core::Scheduler& s = sched();
+  std::map<core::PieceId, std::pair<core::LaneId, Time>> first;
+  for (core::LaneId lane = 0; lane < s.lane_count(); ++lane)
+    for (const auto& f : s.flights(lane)) {
+      if (f.state == core::FlightState::cancelled || s.plan().piece(f.piece).state == core::PieceState::delivered) continue;
+      const Time began = f.started != Time::never() ? f.started : f.assigned;
+      auto [it, fresh] = first.try_emplace(f.piece, lane, began);
+      if (!fresh && began < it->second.second) it->second = {lane, began};
+    }
+  for (const auto& [piece, at] : first) s.on_ack(at.first, piece, now);
+}
+
+bool Sender::all_hashed() const {
+  const Transfer& t = *transfer_;
+  for (core::PieceId p = 0; p < t.sched->plan().piece_count(); ++p)
+    if (t.sched->plan().piece(p).length.count() > 0 && (p >= t.hashes.size() || !t.hashes[p])) return false;
+  return true;
+}
+
+void Sender::send_done(Time now) {
+  Transfer& t = *transfer_;
   std::vector<PieceRecord> records;
   for (core::PieceId p = 0; p < t.sched->plan().piece_count(); ++p) {
     const auto& piece = t.sched->plan().piece(p);
-    if (piece.length.count() == 0) continue;
-    if (p >= t.hashes.size() || !t.hashes[p])
-      return end_transfer(make_outcome(TransferOutcome::End::stuck, "internal error: piece " + std::to_string(p) + " was acked but never hashed"));
-    records.push_back({piece.offset.count(), piece.length.count(), *t.hashes[p]});
+    if (piece.length.count() > 0) records.push_back({piece.offset.count(), piece.length.count(), *t.hashes[p]});
   }
-  t.phase = Transfer::Phase::verifying;
+  t.done_sent = true;
   wire::Done done;
   done.transfer_id = t.id;
   done.root = cfg_.root_hash ? cfg_.root_hash(t.offer.hash, std::move(records)) : wire::Digest{};
-  // After every UDP header, on the same lane, so done never overtakes one.
+  // After every UDP header sent so far, on the same lane. Headers of pieces
+  // sent again may follow it: the receiver holds done until every byte is in.
+  // Sent again if unanswered, as any request (its lane may die silently with
+  // the verdict, and the last acks with it: the receiver acks no piece once
+  // it has its verdict); the answer's patience counts from the last ack
+  // (maybe_finish).
   Request r;
   r.kind = Request::Kind::done;
-  r.deadline = now + cfg_.answer_timeout;
   std::optional<LaneNo> lane = t.ordered_lane;
   if (!lane || !find(*lane) || find(*lane)->state != LaneState::open) lane = control_lane();
   r.sent_on = lane ? *lane : UINT32_MAX;
   if (lane) {
-    push(SendMessage{*lane, done});
+    push_request_message(*lane, done);
     r.resend_after = resend_after(*lane);
     r.resend_at = now + r.resend_after;
   }
   requests_.emplace_back(r, done);
-  push(Note{"verifying", lane.value_or(0), "every piece acked; done sent"});
+  push(Note{"done_sent", lane.value_or(0), t.last ? "every piece hashed; done and the goodbye sent" : "every piece hashed; done sent"});
 }
 
 void Sender::send_ordered(const ToReceiver& msg, Time) {
@@ -1105,15 +1181,17 @@ void Sender::handle_piece_hashed(LaneNo lane, core::PieceId piece, const wire::D
   if (piece >= t.hashes.size()) t.hashes.resize(piece + 1);
   t.hashes[piece] = hash;
   Lane* l = find(lane);
-  if (!l || l->traits.carries_messages) return;
-  const auto it = l->awaiting_hash.find(piece);
-  if (it == l->awaiting_hash.end()) return;  // cancelled meanwhile, or the lane died
-  const core::Assign a = it->second;
-  l->awaiting_hash.erase(it);
-  wire::UdpPiece h{lane, t.id, a.piece, a.chunk, a.offset.count(), a.length.count(), hash};
-  t.udp_headers.push_back(h);
-  send_ordered(h, now);
-  push(ReleasePiece{lane, t.id, piece});
+  if (l && !l->traits.carries_messages) {
+    const auto it = l->awaiting_hash.find(piece);
+    if (it == l->awaiting_hash.end()) return;  // cancelled meanwhile, or the lane died
+    const core::Assign a = it->second;
+    l->awaiting_hash.erase(it);
+    wire::UdpPiece h{lane, t.id, a.piece, a.chunk, a.offset.count(), a.length.count(), hash};
+    t.udp_headers.push_back(h);
+    send_ordered(h, now);
+    push(ReleasePiece{lane, t.id, piece});
+  }
+  maybe_finish(now);  // the last hash: done goes now, behind that piece
 }
 
 void Sender::handle_piece_written(LaneNo lane, core::PieceId piece, Time now) {

@@ -28,6 +28,12 @@
 //
 // A transfer's outcome is reported as soon as it is known (the result, a
 // refusal, every lane lost): nothing waits for a dead lane to close.
+//
+// Round trips at the end (protocol 8): done goes as soon as every piece's
+// hash is known — with the last pieces still on their way, not a round trip
+// after their acks — and the receiver answers it the moment its last bytes
+// are verified and in place; a transfer marked `last` sends the goodbye with
+// its done, so the receiver closes its lanes right behind the result.
 #pragma once
 
 #include <deque>
@@ -88,7 +94,8 @@ struct SenderConfig {
   Duration silent_after = Duration::seconds(1);
   /// Most lanes open at once, the bootstrap lane included.
   size_t max_lanes = 16;
-  /// A lane that has not joined (connected, welcomed) within this is given up.
+  /// A lane that has not connected within this is given up (its join is
+  /// pipelined: it takes pieces at once, protocol 8).
   Duration join_timeout = Duration::seconds(3);
   /// A lane that worked and then died is opened again on its path after
   /// this, doubling per failed attempt up to reopen_max_backoff.
@@ -142,6 +149,10 @@ struct TransferSpec {
   /// Only lanes on these paths (kind, local and remote alike) carry this
   /// transfer's pieces: a probe measures one path alone. None: every lane.
   std::optional<std::vector<PathSpec>> only_paths;
+  /// The session ends with this transfer: the goodbye goes with its done
+  /// (wire::Bye's after_transfer), so the receiver closes its lanes right
+  /// behind its verdict and close() finds them closing, not a round trip later.
+  bool last = false;
 };
 
 struct TransferOutcome {
@@ -353,6 +364,9 @@ class Sender {
   /// When the running transfer's last piece was acked (Time::never() before).
   Time all_acked_at() const { return transfer_ ? transfer_->all_acked_at : Time::never(); }
   bool closed() const { return closing_; }
+  /// The receiver ends the session on its own right behind the result it
+  /// sent (the goodbye went with done): close() has nothing to wait for.
+  bool peer_ends() const { return peer_ends_; }
 
  private:
   enum class LaneState { connecting, joining, open, closed };
@@ -365,6 +379,7 @@ class Sender {
     Time deadline = Time::never();  // connect + join
     bool data = true;
     bool heard = false;
+    bool welcomed = false;  // the receiver took its join (lane 0: it came with the session)
     bool transport_failed = false;  // its socket or transport failed (not closed by our decision)
     Time progress_at = Time::never();   // its transport's last progress (never: not watched)
     std::optional<LaneNo> scout;        // a fresh connection trying its path while it is silent
@@ -437,6 +452,11 @@ class Sender {
     std::vector<std::optional<wire::Digest>> hashes;  // by piece id
     enum class Phase { offered, checking, sending, verifying } phase = Phase::offered;
     bool ended = false;
+    bool last = false;       // TransferSpec::last
+    bool done_sent = false;  // early: every hash known, pieces still in flight
+    /// Held (or kept) ranges of the receiver's are sent again (the check
+    /// rejected them, or they overlap): done waits for the last ack.
+    bool held_resent = false;
     uint64_t resumed_bytes = 0, resume_rejected_bytes = 0, resumed_ranges = 0;
     // Sync: the receiver's verdicts, and the records of the files it keeps.
     std::vector<wire::FileDecision> files;
@@ -458,6 +478,9 @@ class Sender {
   Duration lane_grace() const;
   void open_slot(size_t slot, Time now);
   void lane_open(Lane& lane, Time now);
+  /// The receiver took the lane (its welcome; a lane without a join: its
+  /// connect): its path worked, and the lane's line is logged.
+  void lane_welcomed(Lane& lane);
   void lane_gone(Lane& lane, const std::string& reason, bool announce, Time now);
   void send_control(ToReceiver msg, Time now);
   void send_request(Request::Kind kind, ToReceiver msg, LaneNo udp_lane, Time now);
@@ -495,6 +518,13 @@ class Sender {
   void update_data_lanes(Time now);
   void update_bootstrap_data(Time now);
   void maybe_finish(Time now);
+  /// A verified result came before the last acks: the pieces still in
+  /// flight count as delivered, each by the lane whose copy started first.
+  void credit_in_flight(Time now);
+  /// Every piece's hash is known (sent at least once, or held): done can go.
+  bool all_hashed() const;
+  /// Sends done (and, for the last transfer, the goodbye behind it).
+  void send_done(Time now);
   void send_ordered(const ToReceiver& msg, Time now);
   void end_transfer(TransferOutcome outcome);
   void check_lanes_left(Time now);
@@ -509,6 +539,9 @@ class Sender {
   LaneNo next_lane_ = 1;
   bool any_udp_ = false;
   bool closing_ = false;
+  /// The last transfer's result came after its goodbye: the receiver is
+  /// closing every lane, which is no news and no path to open again.
+  bool peer_ends_ = false;
   Time next_split_ = Time::never();  // the next re-split of the caps while a transfer runs
   Growth growth_;
   uint32_t next_transfer_ = 1;

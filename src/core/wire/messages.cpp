@@ -494,7 +494,11 @@ void encode(const ErrorMessage& m, std::vector<uint8_t>& out) {
   w.bytes(m.message.substr(0, kMaxReasonLength));
 }
 
-void encode(const Bye&, std::vector<uint8_t>&) {}
+void encode(const Bye& m, std::vector<uint8_t>& out) {
+  if (!m.after_transfer) return;  // protocol 7's bye: no payload
+  ByteWriter w(out);
+  w.u32(*m.after_transfer);
+}
 
 void encode(const Cancel& m, std::vector<uint8_t>& out) {
   ByteWriter w(out);
@@ -683,7 +687,13 @@ bool decode(std::span<const uint8_t> in, ErrorMessage& m) {
   return finish(r);
 }
 
-bool decode(std::span<const uint8_t> in, Bye&) { return in.empty(); }
+bool decode(std::span<const uint8_t> in, Bye& m) {
+  m.after_transfer.reset();
+  if (in.empty()) return true;
+  ByteReader r(in);
+  m.after_transfer = r.u32();
+  return finish(r);
+}
 
 bool decode(std::span<const uint8_t> in, Cancel& m) {
   ByteReader r(in);

@@ -20,7 +20,7 @@
 //   done          c→s  every piece was acked; the root hash to check
 //   result        s→c  the receiver's verdict on a whole transfer
 //   error         both a fatal session error with a reason
-//   bye           c→s  the session ends
+//   bye           c→s  the session ends (now, or right behind a transfer's result)
 //   udp_open      c→s  open a UDP lane: its id and the receiver address to bind
 //   udp_ready     s→c  the receiver's UDP socket for that lane (or why not)
 //   udp_piece     c→s  a piece sent on a UDP lane: where it goes and its hash
@@ -74,7 +74,12 @@ enum class FrameType : uint8_t {
 ///    from the frame size.
 /// 7: entry details for owner and group (-o, -g) and extended attributes
 ///    with POSIX ACLs (-X, -A); compressed pieces.
-constexpr uint32_t kProtocolVersion = 7;
+/// 8: the goodbye announced with done (bye's after_transfer: the receiver
+///    closes its lanes right behind its verdict), and done sent as soon as
+///    every piece's hash is known (the receiver holds it until the last
+///    bytes are in). A receiver of protocol 7 ignores such a bye (a frame it
+///    cannot decode) and ends at the sender's plain bye, as before.
+constexpr uint32_t kProtocolVersion = 8;
 constexpr size_t kMaxReasonLength = 1024;
 constexpr size_t kMaxPathBytes = 4095;     // PATH_MAX - 1
 constexpr size_t kMaxAddresses = 64;
@@ -479,8 +484,14 @@ struct ErrorMessage {
   std::string message;
 };
 
+/// No after_transfer: the session ends now (every lane closes). With it
+/// (protocol 8; sent right behind that transfer's done): the session ends
+/// once the receiver has sent its verdict on the transfer — it closes its
+/// lanes right behind the result, so the sender has nothing left to wait
+/// for — and at once if the verdict went already.
 struct Bye {
   static constexpr FrameType kType = FrameType::bye;
+  std::optional<uint32_t> after_transfer{};
 };
 
 /// The sender stops transfer `transfer_id` (a probe phase is over, the user

@@ -171,6 +171,9 @@ class SessionEstablisher {
     // other refuses, and nobody closes with unread data (which on TCP turns
     // into a reset that could swallow the explanation).
     Status sent = send_msg(Msg::hello, hello);
+    if (sent && opt_.role == Role::client && opt_.early_frames && mine.verdict == KnownPeers::Verdict::pinned &&
+        !have_code)
+      sent = opt_.early_frames(s_);
     auto reply = sent ? expect(Msg::hello, 3) : Result<std::vector<std::uint8_t>>(sent.error());
     if (mine.verdict == KnownPeers::Verdict::changed)
       return make_error(Errc::peer_key_changed, key_changed_message(*mine.entry, s_.peer_.fingerprint, known_.file()));

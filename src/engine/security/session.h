@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -59,6 +60,8 @@ class TlsContext {
  private:
   ossl::SslCtx ctx_;
 };
+
+class Session;
 
 enum class PeerAuth : std::uint8_t {
   pinned,  // its key was in our known-peers file
@@ -93,6 +96,18 @@ struct SessionOptions {
   // The label to pin a newly paired peer under (`--name`); empty: the name
   // it claims, made unique (KnownPeers::pin).
   std::string pin_label{};
+  // Client only: the engine's first frames in TLS's last flight. Called once
+  // the TLS handshake is done, this host has the server's key pinned (TLS
+  // proved the server holds it), no pairing code is held (so no pairing can
+  // follow on this channel) and our HELLO has gone — before the server's
+  // HELLO is read. What it writes on the fd follows our HELLO (session_id()
+  // and lane_secret() are set), so the server has it with our Finished,
+  // a round trip sooner. Nothing weakens: those frames are sealed with keys
+  // only this TLS session's two ends hold, the server reads them only after
+  // it has checked our key (before that, or if it refuses us, it never reads
+  // them), and we read nothing of the server's past its HELLO before that
+  // HELLO is checked. An error it returns ends establish().
+  std::function<Result<void>(const Session&)> early_frames{};
 };
 
 class Session {

@@ -111,7 +111,12 @@ void ReceiverSession::act(session::RecvCloseLane& a) {
         l->open = false;
         l->close_reason = a.reason;
       }
-      l->link->shutdown();
+      if (a.drain) {
+        l->link->shutdown_write();  // the reader reads on to the sender's end (run() waits a little)
+        drain_ = true;
+      } else {
+        l->link->shutdown();
+      }
       return;
     }
     if (UdpLane* u = find_lane_by_id(udp_lanes_, a.lane); u && u->lane) {
@@ -222,6 +227,14 @@ void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vect
     expire_waiting_offers();
     lock.lock();
   }
+  // The session ended behind its verdict: the lanes stopped writing and
+  // read on until the sender closes them (it does on reading the verdict),
+  // at most kGoodbyeDrain, so no close with unread bytes resets a lane
+  // whose verdict is still on its way.
+  if (drain_)
+    cv_.wait_for(lock, kGoodbyeDrain, [&] {
+      return std::all_of(lanes_.begin(), lanes_.end(), [](const auto& l) { return l->reader_ended; });
+    });
   // Offers still waiting: a late decision reaches nothing now.
   for (auto& [id, w] : waiting_) w.pending->withdraw();
   const std::string reason = end_reason_;

@@ -65,6 +65,11 @@ struct ReceiverConfig {
   bool paired_now = false;
 };
 
+/// How long a session that ended behind its verdict (the goodbye came with
+/// done) reads on for the sender to close its lanes: it does on reading the
+/// verdict, half a round trip after it went. A dead sender costs this.
+constexpr std::chrono::milliseconds kGoodbyeDrain{500};
+
 class ReceiverSession {
  public:
   /// `peer_key`: the sender's identity (its key's fingerprint); with the
@@ -218,6 +223,7 @@ class ReceiverSession {
   std::vector<TransferReport> reports_;
   int outcome_ = 0;
   bool ended_ = false;
+  bool drain_ = false;  // mu_: lanes closed with RecvCloseLane::drain (run() waits for their readers)
   std::atomic<bool> interrupted_{false};
   // Last: it runs jobs that use everything above. UDP lanes' finished
   // pieces run here, off the shared port's I/O thread, which serves other

@@ -47,6 +47,11 @@ bool ReceiverSession::start_reader(Lane& l) {
     l.reader = std::thread([this, &l] {
       name_this_thread("lane " + std::to_string(l.id) + " recv");
       reader_loop(l);
+      {
+        std::lock_guard lock(mu_);
+        l.reader_ended = true;
+      }
+      cv_.notify_all();
       // A closed lane stays listed until the session ends; its piece buffer
       // (up to a chunk, 64 MiB) goes now, or lanes opened and closed over and
       // over would add up.

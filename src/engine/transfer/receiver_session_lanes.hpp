@@ -43,6 +43,7 @@ struct ReceiverSession::Lane {
   bool open = true;          // mu_
   std::string close_reason;  // mu_
   std::thread reader;
+  bool reader_ended = false;  // mu_: its reader saw the lane's end
   // The reader's alone: the piece this lane is receiving (pieces arrive
   // whole, in order, per lane). Its bytes gather in `piece_bytes` and reach
   // the disk in one write once the piece's hash checks out.

@@ -100,7 +100,83 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   so.io_timeout_ms = 30'000;
   so.addressed_label = opts.peer_label;
   so.pin_label = opts.pin_label;
-  auto session = security::Session::establish(fd.get(), *s->host_->tls, *s->host_->identity, known.value(), so);
+  // Lane 0 as the machine sees it: its RTT so far (the TCP and TLS
+  // handshakes), the transport for further lanes, its path. Known before
+  // the receiver's first frame, so the machine can start (and offer) then.
+  const int fd0 = fd.get();
+  const lanes::Endpoint local = lanes::local_endpoint_of(fd0);
+  bool have_rtt = false, udp_default = opts.transport == Transport::udp;
+  uint32_t rtt_us = 0, retrans = 0;
+  std::vector<paths::Interface> interfaces;
+  session::PathSpec path0{session::LaneKind::tcp, "", remote.str()};
+  const auto look_at_lane0 = [&] {
+    // `--transport auto`: UDP lanes when the handshake already showed a long
+    // RTT or a retransmission (where TCP's loss response costs most), TCP lanes
+    // otherwise (loopback, LAN: TCP is cheaper per byte there).
+    have_rtt = lanes::tcp_path_info(fd0, rtt_us, retrans);
+    if (opts.transport == Transport::automatic) {
+      // Loopback is never a long or lossy path, whatever a busy host's
+      // scheduler did to the handshake's RTT sample.
+      const bool loopback = lanes::peer_endpoint_of(fd0).is_loopback();
+      if (have_rtt && !loopback) udp_default = rtt_us >= 5000 || retrans > 0;
+      log.write("transport", {{"choice", udp_default ? "udp" : "tcp"}, {"rtt_us", rtt_us}, {"retransmits", retrans}});
+    }
+    // Watch before the first look, so that no change falls between the two.
+    if (opts.lanes.empty()) {
+      std::string watch_error;
+      s->watch_fd_ = lanes::open_network_watch(watch_error);
+      if (!s->watch_fd_.valid()) log.write("network_watch_failed", {{"reason", watch_error}});
+    }
+    interfaces = lanes::read_interfaces();
+    // Should lane 0 die, a lane opens again on its path (any local address).
+    // It is a backup path if it left through a --backup interface.
+    for (const auto& i : interfaces)
+      for (const auto& x : i.addresses)
+        if (x.text == local.host()) {
+          path0.interface = i.name;  // unbound, but that is where it leaves (--metered counts it)
+          path0.backup = std::find(opts.backup.begin(), opts.backup.end(), i.name) != opts.backup.end();
+        }
+  };
+  nlohmann::json lane0 = {{"lane", 0}, {"local", local.str()}, {"remote", remote.str()}};
+  if (!opts.tcp_cc.empty()) {
+    // Data flows this way, so the sender's controller is the one that counts.
+    if (lanes::set_congestion_control(fd0, opts.tcp_cc)) lane0["cc"] = opts.tcp_cc;
+    else lane0["cc_error"] = "the kernel refused " + opts.tcp_cc + ": " + std::strerror(errno);
+  }
+  session::SenderConfig cfg;
+  cfg.rate_limit = opts.rate_limit;
+  cfg.metered = opts.metered;
+  if (opts.grow_streams) cfg.max_streams = kMaxStreamsPerPath;
+  cfg.max_lanes = opts.max_lanes;
+  cfg.join_timeout = Duration::millis(std::min(opts.connect_timeout_ms, 3000));
+  cfg.root_hash = files::root_hash_of_ranges;
+  const auto traits0 = [&] {
+    return session::LaneTraits::tcp(have_rtt && rtt_us > 0 ? std::optional(Duration::micros(rtt_us)) : std::nullopt);
+  };
+  s->background_ = opts.cc == "background";
+  if (opts.first_tree && opts.first_options) {
+    // The first offer in TLS's last flight (security::SessionOptions::early_frames):
+    // lane 0's frames start right behind our HELLO, and the machine starts here.
+    so.early_frames = [&](const security::Session& tls) -> security::Status {
+      s->session_id_ = tls.session_id();
+      s->secret_ = tls.lane_secret();
+      std::string e;
+      s->early_link_ = lanes::LaneLink::create(std::move(fd), s->session_id_, 0, s->secret_, security::Role::client, e);
+      if (!s->early_link_) return security::make_error(security::Errc::io_error, e);
+      s->early_link_->set_faults(opts.faults.frames);
+      look_at_lane0();
+      std::lock_guard lock(s->mu_);
+      s->machine_ = std::make_unique<session::Sender>(cfg);
+      s->machine_->start(traits0(), path0, s->now());
+      if (!s->begin_transfer_locked(*opts.first_tree, *opts.first_options)) {
+        s->offered_early_ = true;
+        log.write("status", {{"status", "offered_early"}, {"transfer", s->active_->id}});
+      }
+      s->drain_locked();  // the offer's frames, on early_link_
+      return {};
+    };
+  }
+  auto session = security::Session::establish(fd0, *s->host_->tls, *s->host_->identity, known.value(), so);
   if (!session) {
     log.write("status", {{"status", "refused"}, {"reason", session.error().message}});
     std::string msg = session.error().message;
@@ -118,7 +194,6 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   s->peer_name_ = session.value().peer().name;
   s->peer_ = session.value().peer();
   s->session_id_ = session.value().session_id();
-  s->background_ = opts.cc == "background";
   s->secret_ = session.value().lane_secret();
   s->path_memory_ = PathMemory::load(s->host_->dir);
   log.write("status", {{"status", "authenticated"},
@@ -126,54 +201,23 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
                        {"fingerprint", s->peer_.fingerprint.to_string()},
                        {"how", session.value().peer().how == security::PeerAuth::paired ? "paired" : "pinned"}});
 
-  // `--transport auto`: UDP lanes when the handshake already showed a long
-  // RTT or a retransmission (where TCP's loss response costs most), TCP lanes
-  // otherwise (loopback, LAN: TCP is cheaper per byte there).
-  uint32_t rtt_us = 0, retrans = 0;
-  const bool have_rtt = lanes::tcp_path_info(fd.get(), rtt_us, retrans);
-  bool udp_default = opts.transport == Transport::udp;
-  if (opts.transport == Transport::automatic) {
-    // Loopback is never a long or lossy path, whatever a busy host's
-    // scheduler did to the handshake's RTT sample.
-    const bool loopback = lanes::peer_endpoint_of(fd.get()).is_loopback();
-    if (have_rtt && !loopback) udp_default = rtt_us >= 5000 || retrans > 0;
-    log.write("transport", {{"choice", udp_default ? "udp" : "tcp"}, {"rtt_us", rtt_us}, {"retransmits", retrans}});
-  }
   // From here on lane 0 carries sealed frames; the TLS session's work is done.
-  const lanes::Endpoint local = lanes::local_endpoint_of(fd.get());
-  auto link = lanes::LaneLink::create(std::move(fd), s->session_id_, 0, s->secret_, security::Role::client, error);
-  if (!link) return Failure{kExitFailure, error};
-  link->set_faults(opts.faults.frames);
+  std::unique_ptr<lanes::LaneLink> link = std::move(s->early_link_);
+  if (!link) {
+    look_at_lane0();
+    link = lanes::LaneLink::create(std::move(fd), s->session_id_, 0, s->secret_, security::Role::client, error);
+    if (!link) return Failure{kExitFailure, error};
+    link->set_faults(opts.faults.frames);
+  }
   lanes::Incoming first = link->read();
   wire::Addresses addrs;
   if (first.status != lanes::ReadStatus::frame || first.type != wire::FrameType::addresses ||
       !wire::decode(first.payload, addrs))
     return Failure{kExitFailure, "the receiver did not send its addresses: " + first.reason};
-  nlohmann::json lane0 = {{"lane", 0}, {"local", local.str()}, {"remote", remote.str()}};
-  if (!opts.tcp_cc.empty()) {
-    // Data flows this way, so the sender's controller is the one that counts.
-    if (lanes::set_congestion_control(link->fd(), opts.tcp_cc)) lane0["cc"] = opts.tcp_cc;
-    else lane0["cc_error"] = "the kernel refused " + opts.tcp_cc + ": " + std::strerror(errno);
-  }
 
-  session::SenderConfig cfg;
-  cfg.rate_limit = opts.rate_limit;
-  cfg.metered = opts.metered;
-  if (opts.grow_streams) cfg.max_streams = kMaxStreamsPerPath;
-  cfg.max_lanes = opts.max_lanes;
-  cfg.join_timeout = Duration::millis(std::min(opts.connect_timeout_ms, 3000));
-  cfg.root_hash = files::root_hash_of_ranges;
-  const auto traits0 = session::LaneTraits::tcp(have_rtt && rtt_us > 0 ? std::optional(Duration::micros(rtt_us))
-                                                                        : std::nullopt);
   LanePlan plan{opts.lanes, opts.streams, udp_default, local, remote, addrs.endpoints, kDefaultPort, {}, {},
                 opts.backup, opts.avoid};
-  // Watch before the first look, so that no change falls between the two.
-  if (opts.lanes.empty()) {
-    std::string watch_error;
-    s->watch_fd_ = lanes::open_network_watch(watch_error);
-    if (!s->watch_fd_.valid()) log.write("network_watch_failed", {{"reason", watch_error}});
-  }
-  plan.interfaces = lanes::read_interfaces();
+  plan.interfaces = interfaces;
   if (opts.lanes.empty()) {
     std::string route_error;
     plan.routes = lanes::read_routes(route_error);
@@ -188,27 +232,20 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   for (const auto& [spec, why] : skipped) log.write("lane_skipped", {{"spec", spec}, {"reason", why}});
   {
     std::lock_guard lock(s->mu_);
-    s->machine_ = std::make_unique<session::Sender>(cfg);
-    StreamLane::Options lo{traits0, local.str(), remote.str(), true, s->background_, nullptr, {},
+    if (!s->machine_) {
+      s->machine_ = std::make_unique<session::Sender>(cfg);
+      s->machine_->start(traits0(), path0, s->now());
+    }
+    StreamLane::Options lo{traits0(), local.str(), remote.str(), true, s->background_, nullptr, {},
                            bottleneck_key(plan.interfaces, local.host(), {})};
     s->lanes_[0] = std::make_unique<StreamLane>(std::move(link), lo, static_cast<DataLaneEvents&>(*s));
     s->alive_.insert(0);
     log.write("lane_open", lane0);
-    // Should lane 0 die, a lane opens again on its path (any local address).
-    // It is a backup path if it left through a --backup interface.
-    session::PathSpec path0{session::LaneKind::tcp, "", remote.str()};
-    for (const auto& i : plan.interfaces)
-      for (const auto& a : i.addresses)
-        if (a.text == local.host()) {
-          path0.interface = i.name;  // unbound, but that is where it leaves (--metered counts it)
-          path0.backup = std::find(opts.backup.begin(), opts.backup.end(), i.name) != opts.backup.end();
-        }
     s->plan_ = plan;  // under mu_: a peer's addresses may come as soon as lane 0 reads
     LanePath p0;
     p0.spec = path0;
     p0.remote = remote;
     s->paths_[path_key(path0)] = p0;
-    s->machine_->start(traits0, path0, s->now());
     s->machine_->add_paths(paths, s->now());
     s->drain_locked();
   }
@@ -356,7 +393,12 @@ void SenderSession::drain_locked() {
 }
 
 void SenderSession::act(session::SendMessage& a) {
-  if (DataLane* l = lane_locked(a.lane)) l->send_message(a.msg);
+  if (DataLane* l = lane_locked(a.lane)) return l->send_message(a.msg);
+  if (a.lane == 0 && early_link_) {
+    // The early offer, during the TLS handshake: lane 0 has no threads yet.
+    const session::Encoded e = session::encode(a.msg);
+    (void)early_link_->send(e.type, e.payload);  // a failure shows as the handshake's
+  }
 }
 
 void SenderSession::act(session::OpenLane& a) {
@@ -665,31 +707,43 @@ TransferOutcome SenderSession::send_walking(const std::vector<std::string>& path
   return out;
 }
 
-TransferOutcome SenderSession::run_transfer(const files::SourceTree& tree, const TransferOptions& opts,
-                                            const std::function<void()>& walk) {
+std::optional<TransferOutcome> SenderSession::begin_transfer_locked(const files::SourceTree& tree,
+                                                                    const TransferOptions& opts, bool streamed) {
   auto policy = core::make_policy(opts.policy);
-  if (!policy) return {kExitUsage, "unknown policy '" + opts.policy + "'", {}};
+  if (!policy) return TransferOutcome{kExitUsage, "unknown policy '" + opts.policy + "'", {}};
   session::TransferSpec spec;
   spec.entries_in_place = &tree.entries;  // no second copy of the offer (tree outlives the transfer)
-  spec.streamed = static_cast<bool>(walk);
+  spec.streamed = streamed;
   spec.hash = opts.hash;
   spec.chunk_size = opts.chunk_size;
   spec.policy = std::move(policy);
   spec.sync = opts.sync;
   spec.answer_only = opts.sync.dry_run;  // a dry run ends with the receiver's answer
-  std::unique_lock lock(mu_);
+  spec.last = opts.last;
   const auto id = machine_->start_transfer(std::move(spec), now());
-  if (!id) return {kExitLanesLost, "every lane closed before the offer could be sent", {}};
+  if (!id) return TransferOutcome{kExitLanesLost, "every lane closed before the offer could be sent", {}};
   active_ = std::make_unique<Active>();
   Active& t = *active_;
   t.id = *id;
-  if (!walk) t.source = std::make_shared<SourceReader>(t.id, tree, opts.hash, opts.compress);  // else once walked
+  if (!streamed) t.source = std::make_shared<SourceReader>(t.id, tree, opts.hash, opts.compress);  // else once walked
   t.start = now();
-  if (opts.display && opts.display->mode() != LiveDisplay::Mode::off) t.display = opts.display;
   // What each lane carried before this transfer (a lane that opens later starts from zero).
   for (const auto& [lid, l] : lanes_) t.at_start[lid] = l->counters();
   log_.write("status", {{"status", "offering"}, {"transfer", t.id}, {"files", tree.file_count},
-                        {"bytes", tree.total_bytes}, {"walking", static_cast<bool>(walk)}});
+                        {"bytes", tree.total_bytes}, {"walking", streamed}});
+  return std::nullopt;
+}
+
+TransferOutcome SenderSession::run_transfer(const files::SourceTree& tree, const TransferOptions& opts,
+                                            const std::function<void()>& walk) {
+  std::unique_lock lock(mu_);
+  // Offered in TLS's last flight already (ConnectOptions::first_tree, a
+  // tree walked before connecting): run it.
+  const bool early = std::exchange(offered_early_, false) && active_ && !walk && &tree == opts_.first_tree;
+  if (!early)
+    if (auto failed = begin_transfer_locked(tree, opts, static_cast<bool>(walk))) return std::move(*failed);
+  Active& t = *active_;
+  if (opts.display && opts.display->mode() != LiveDisplay::Mode::off) t.display = opts.display;
   drain_locked();
   std::thread walker;
   if (walk) walker = std::thread(walk);
@@ -895,7 +949,11 @@ void SenderSession::close() {
     closing_ = true;
     // bye goes on the control lane; the receiver answers it by closing its
     // lanes. Wait a little for that (a dead lane never answers), then close
-    // whatever is left: the result never waits on a dead lane.
+    // whatever is left: the result never waits on a dead lane. When the
+    // goodbye went with done (TransferOptions::last), the receiver closed its
+    // lanes right behind its result: nothing is left to wait for (the plain
+    // bye still goes, for a receiver of protocol 7 that ignored that one).
+    const bool peer_ends = machine_->peer_ends();
     machine_->close(now());
     std::vector<session::CloseLane> closes;
     while (auto a = machine_->poll_action()) {
@@ -905,7 +963,7 @@ void SenderSession::close() {
     // Only lanes that carry messages hear the bye and close from the far
     // end; a UDP lane has nobody to close it but us: waiting for it would
     // only hold the exit (it was the whole 500 ms with --transport udp).
-    cv_.wait_for(lock, std::chrono::milliseconds(500), [&] {
+    cv_.wait_for(lock, std::chrono::milliseconds(peer_ends ? 0 : 500), [&] {
       for (LaneNo id : alive_)
         if (auto it = lanes_.find(id); it != lanes_.end() && it->second->traits().carries_messages) return false;
       return true;

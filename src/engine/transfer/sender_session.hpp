@@ -66,6 +66,8 @@ constexpr size_t kWalkBatch = 4096;
 /// `tcp:`/`udp:` prefix) get. `automatic`: see docs/engine.md ("auto").
 enum class Transport { tcp, udp, automatic };
 
+struct TransferOptions;
+
 struct ConnectOptions {
   std::string remote;                 // HOST[:PORT]
   std::optional<std::string> code;    // the receiver's pairing code
@@ -100,6 +102,14 @@ struct ConnectOptions {
   size_t max_lanes = 16;
   std::optional<std::filesystem::path> config_dir;  // default: $XDG_CONFIG_HOME/braid
   int connect_timeout_ms = 10'000;
+  /// `braid send`: the transfer to offer as soon as TLS allows. When the
+  /// receiver's key is pinned here and no code is given, its offer goes in
+  /// TLS's last flight, right behind our HELLO
+  /// (security::SessionOptions::early_frames): answered a round trip
+  /// sooner. send() with the same tree and options then runs it (else it
+  /// is offered there, as without). Both outlive the session; null: none.
+  const files::SourceTree* first_tree = nullptr;
+  const TransferOptions* first_options = nullptr;
   /// In-process tests only (never set by the command line): faults the
   /// lanes carry — what passes through every TCP or stream lane's frames,
   /// what a UDP lane's datagrams suffer (udp::FaultInjection: loss), and
@@ -122,6 +132,10 @@ struct TransferOptions {
   compress::Mode compress = compress::Mode::automatic;
   /// The live display (the caller's, outliving send()); null: none.
   LiveDisplay* display = nullptr;
+  /// No transfer follows on this session (`braid send`): the goodbye goes
+  /// with done, the receiver closes its lanes right behind its verdict and
+  /// close() returns at once (session::TransferSpec::last).
+  bool last = false;
 };
 
 /// One path as `braid probe` measures it: the lanes that leave through one
@@ -240,6 +254,13 @@ class SenderSession : private DataLaneEvents {
   /// the (streamed) transfer has started.
   TransferOutcome run_transfer(const files::SourceTree& tree, const TransferOptions& opts,
                                const std::function<void()>& walk);
+  /// Offers `tree` (start_transfer; `streamed`: its walk goes on, and parts
+  /// follow) and sets up active_; a failure if the machine would not. Its
+  /// actions are not drained here.
+  std::optional<TransferOutcome> begin_transfer_locked(const files::SourceTree& tree, const TransferOptions& opts,
+                                                       bool streamed = false);
+  /// The machine for lane 0 (the bootstrap connection, on `path0`).
+  void start_machine_locked(const session::LaneTraits& traits0, const session::PathSpec& path0);
   DataLane* lane_locked(session::LaneNo id);
 
   // DataLaneEvents: from the lanes' threads.
@@ -273,6 +294,11 @@ class SenderSession : private DataLaneEvents {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::unique_ptr<session::Sender> machine_;
+  /// Lane 0 before its StreamLane exists: the early offer's frames are
+  /// written on it during the TLS handshake (ConnectOptions::first_tree).
+  std::unique_ptr<lanes::LaneLink> early_link_;
+  /// The first transfer was offered in TLS's last flight: send() runs it.
+  bool offered_early_ = false;
   std::map<session::LaneNo, std::unique_ptr<DataLane>> lanes_;
   std::vector<std::unique_ptr<DataLane>> closed_;  // waiting to be destroyed outside mu_
   std::unique_ptr<Active> active_;

@@ -2,6 +2,7 @@
 // time are in tests/sim/session_sim_test.cpp).
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <set>
 
 #include "core/session/receiver.hpp"
@@ -540,6 +541,208 @@ TEST(SenderMachine, OnlyTheNamedPathsCarryATransferAndACancelKeepsTheLanes) {
   carried.clear();
   for (const auto& p : drain<SendPiece>(s)) carried.insert(p.lane);
   EXPECT_EQ(carried, (std::set<LaneNo>{0, 1, 2}));
+}
+
+// ---- protocol 8: fewer round trips at the start and at the end -------------------
+
+// A further lane takes pieces right behind its join (the welcome is not
+// waited for); a refusal on the lane itself, before any welcome, gives it
+// up and its pieces go to the other lanes.
+TEST(SenderMachine, ALanesPiecesFollowItsJoinAndARefusalTakesThemBack) {
+  SenderConfig cfg = sender_config();
+  cfg.rate_limit.reset();
+  Sender s(cfg);
+  s.start(LaneTraits::tcp(), {LaneKind::tcp, "", "boot"}, t0);
+  s.add_paths({{LaneKind::tcp, "a", "r"}}, t0);
+  TransferSpec spec;
+  wire::ManifestEntry e;
+  e.path = "f";
+  e.size = 64 << 20;
+  spec.entries = {e};
+  const auto id = s.start_transfer(std::move(spec), t0);
+  ASSERT_TRUE(id);
+  drain<SendMessage>(s);
+  s.handle_message(0, wire::Accept{*id, {}}, t0 + Duration::millis(40));
+  drain<SendPiece>(s);
+  const Time t1 = t0 + Duration::millis(41);
+  s.handle_lane_connected(1, LaneTraits::tcp(), t1);
+  bool join_first = false, piece_after_join = false;
+  while (auto a = s.poll_action()) {
+    if (auto* m = std::get_if<SendMessage>(&*a); m && m->lane == 1)
+      join_first = !piece_after_join && std::holds_alternative<wire::LaneJoin>(m->msg);
+    if (auto* p = std::get_if<SendPiece>(&*a); p && p->lane == 1) piece_after_join = join_first;
+  }
+  EXPECT_TRUE(join_first);
+  EXPECT_TRUE(piece_after_join);  // in the same instant, behind the join
+  EXPECT_EQ(s.open_lanes(), 2u);
+  s.handle_message(1, wire::LaneClosed{1, "the receiver takes at most 1 lanes per session"}, t1 + Duration::millis(40));
+  size_t to_lane0 = 0;
+  while (auto a = s.poll_action())
+    if (auto* p = std::get_if<SendPiece>(&*a)) to_lane0 += p->lane == 0;
+  EXPECT_EQ(s.open_lanes(), 1u);
+  s.handle_timeout(t1 + Duration::seconds(60));
+  EXPECT_TRUE(drain<OpenLane>(s).empty());  // refused: never again
+  // The welcome, had it come, changes nothing for a lane already carrying pieces.
+}
+
+// done goes as soon as every piece's hash is known, before the acks; the
+// last transfer's goodbye goes right behind it on the same lane.
+TEST(SenderMachine, DoneGoesWithTheLastHashAndTheGoodbyeBehindIt) {
+  SenderConfig cfg = sender_config();
+  cfg.rate_limit.reset();
+  Sender s(cfg);
+  s.start(LaneTraits::tcp(), {LaneKind::tcp, "", "boot"}, t0);
+  TransferSpec spec;
+  wire::ManifestEntry e;
+  e.path = "f";
+  e.size = 3 << 20;
+  spec.entries = {e};
+  spec.last = true;
+  const auto id = s.start_transfer(std::move(spec), t0);
+  ASSERT_TRUE(id);
+  drain<SendMessage>(s);
+  s.handle_message(0, wire::Accept{*id, {}}, t0);
+  // Each piece sent and hashed, and acked — all but the last: done goes the
+  // moment its hash is known, with the piece still unacked.
+  Time now = t0;
+  std::deque<SendPiece> todo;
+  std::vector<SendMessage> msgs;
+  const auto poll = [&] {
+    while (auto a = s.poll_action()) {
+      if (auto* p = std::get_if<SendPiece>(&*a)) todo.push_back(*p);
+      if (auto* m = std::get_if<SendMessage>(&*a)) msgs.push_back(*m);
+    }
+  };
+  poll();
+  bool done_seen = false;
+  for (int k = 0; k < 64 && !done_seen && !todo.empty(); ++k) {
+    const SendPiece p = todo.front();
+    todo.pop_front();
+    now = now + Duration::millis(1);
+    s.handle_piece_started(p.lane, p.assign.piece, now);
+    s.handle_piece_hashed(p.lane, p.assign.piece, wire::Digest{{static_cast<uint8_t>(p.assign.piece)}, 16}, now);
+    s.handle_piece_written(p.lane, p.assign.piece, now);
+    poll();
+    for (const auto& m : msgs) done_seen = done_seen || std::holds_alternative<wire::Done>(m.msg);
+    if (!done_seen) {
+      s.handle_message(0, wire::Ack{*id, p.assign.piece, 1000, wire::AckStatus::ok}, now);
+      poll();
+    }
+  }
+  ASSERT_GE(msgs.size(), 2u);
+  ASSERT_TRUE(std::holds_alternative<wire::Done>(msgs[0].msg));
+  EXPECT_TRUE(s.transfer_running());  // the last piece is not acked yet
+  EXPECT_EQ(s.all_acked_at(), Time::never());
+  const auto* bye = std::get_if<wire::Bye>(&msgs[1].msg);
+  ASSERT_NE(bye, nullptr);
+  EXPECT_EQ(bye->after_transfer, std::optional<uint32_t>(*id));
+  EXPECT_EQ(msgs[1].lane, msgs[0].lane);
+  // The verdict ends it; the receiver's lanes closing after it are no news.
+  s.handle_message(0, wire::TransferResult{*id, wire::ResultStatus::verified, "verified"}, now + Duration::seconds(5));
+  EXPECT_TRUE(s.peer_ends());
+  s.handle_lane_failed(0, "closed by the peer (EOF)", true, now + Duration::seconds(5));
+  for (const auto& m : drain<SendMessage>(s)) EXPECT_FALSE(std::holds_alternative<wire::LaneClosed>(m.msg));
+  EXPECT_EQ(s.open_lanes(), 1u);  // as the verdict found it: the reports show no failure
+  s.handle_timeout(now + Duration::seconds(30));
+  EXPECT_TRUE(drain<OpenLane>(s).empty());  // and no path is opened again for them
+}
+
+// A resumed transfer whose held ranges the check rejected sends them again:
+// the receiver counts its stale ranges until those pieces arrive, so done
+// waits for the last ack there (else the root could be checked over them).
+TEST(SenderMachine, DoneWaitsForTheLastAckWhenHeldRangesAreSentAgain) {
+  SenderConfig cfg = sender_config();
+  cfg.rate_limit.reset();
+  Sender s(cfg);
+  s.start(LaneTraits::tcp(), {LaneKind::tcp, "", "boot"}, t0);
+  TransferSpec spec;
+  wire::ManifestEntry e;
+  e.path = "f";
+  e.size = 2 << 20;
+  spec.entries = {e};
+  spec.last = true;
+  const auto id = s.start_transfer(std::move(spec), t0);
+  ASSERT_TRUE(id);
+  drain<SendMessage>(s);
+  wire::Accept acc{*id, {}};
+  acc.held = {wire::HeldRange{0, 1 << 20, wire::Digest{{9}, 16}}};
+  s.handle_message(0, acc, t0);
+  ASSERT_EQ(drain<CheckHeld>(s).size(), 1u);
+  s.handle_held_checked(*id, {}, 1 << 20, t0);  // its bytes changed: sent again
+  std::deque<SendPiece> todo;
+  std::vector<SendMessage> msgs;
+  const auto poll = [&] {
+    while (auto a = s.poll_action()) {
+      if (auto* p = std::get_if<SendPiece>(&*a)) todo.push_back(*p);
+      if (auto* m = std::get_if<SendMessage>(&*a)) msgs.push_back(*m);
+    }
+  };
+  poll();
+  std::vector<SendPiece> sent;
+  Time now = t0;
+  for (int k = 0; k < 64 && !todo.empty(); ++k) {
+    const SendPiece p = todo.front();
+    todo.pop_front();
+    now = now + Duration::millis(1);
+    s.handle_piece_started(p.lane, p.assign.piece, now);
+    s.handle_piece_hashed(p.lane, p.assign.piece, wire::Digest{{static_cast<uint8_t>(p.assign.piece)}, 16}, now);
+    s.handle_piece_written(p.lane, p.assign.piece, now);
+    sent.push_back(p);
+    poll();
+    for (const auto& m : msgs) EXPECT_FALSE(std::holds_alternative<wire::Done>(m.msg)) << "done before the last ack";
+    s.handle_message(0, wire::Ack{*id, p.assign.piece, 1000, wire::AckStatus::ok}, now);
+    poll();
+  }
+  ASSERT_GE(sent.size(), 2u);
+  bool done = false;
+  for (const auto& m : msgs) done = done || std::holds_alternative<wire::Done>(m.msg);
+  EXPECT_TRUE(done);
+}
+
+// The receiver holds an early done until the last bytes are in (its
+// patience counts from the last piece verified), answers, and — the goodbye
+// having come with done — ends its session right behind the result.
+TEST(ReceiverMachine, AnEarlyDoneIsHeldAndTheSessionEndsBehindTheResult) {
+  Receiver r = started_receiver();
+  (void)r.poll_action();  // addresses
+  r.handle_message(0, offer(1, 2 << 20), t0);
+  r.handle_offer_prepared(1, wire::Accept{1, {}}, t0);
+  drain<RecvSendMessage>(r);
+  const PieceRecord a{0, 1 << 20, wire::Digest{{1}, 16}}, b{1 << 20, 1 << 20, wire::Digest{{2}, 16}};
+  r.handle_piece_verified(0, 1, 0, a, Duration::millis(1), t0);
+  r.handle_message(0, wire::Done{1, fake_root(wire::HashAlgo::xxh3_128, {a, b})}, t0);
+  r.handle_message(0, wire::Bye{1}, t0);
+  EXPECT_FALSE(r.ended());
+  EXPECT_TRUE(drain<FinalizeTransfer>(r).empty());
+  // done_wait is 2 s here: a piece at 1.5 s and another at 3 s keep it alive.
+  r.handle_timeout(t0 + Duration::millis(1500));
+  EXPECT_TRUE(drain<AbandonTransfer>(r).empty());
+  r.handle_piece_verified(0, 1, 1, b, Duration::millis(1), t0 + Duration::millis(3000));
+  ASSERT_EQ(drain<FinalizeTransfer>(r).size(), 1u);
+  r.handle_finalized(1, wire::ResultStatus::verified, "verified", t0 + Duration::millis(3001));
+  bool result = false, closed_after = false;
+  while (auto x = r.poll_action()) {
+    if (auto* m = std::get_if<RecvSendMessage>(&*x)) result = result || std::holds_alternative<wire::TransferResult>(m->msg);
+    if (auto* c = std::get_if<RecvCloseLane>(&*x)) closed_after = result && c->lane == 0 && c->drain;
+  }
+  EXPECT_TRUE(result);
+  EXPECT_TRUE(closed_after);
+  EXPECT_TRUE(r.ended());
+}
+
+// A goodbye with done that comes after the verdict went ends the session at once.
+TEST(ReceiverMachine, AGoodbyeForATransferThatHasItsVerdictEndsAtOnce) {
+  Receiver r = started_receiver();
+  (void)r.poll_action();
+  r.handle_message(0, offer(1, 1 << 20), t0);
+  r.handle_offer_prepared(1, wire::Accept{1, {}}, t0);
+  const PieceRecord a{0, 1 << 20, wire::Digest{{1}, 16}};
+  r.handle_piece_verified(0, 1, 0, a, Duration::millis(1), t0);
+  r.handle_message(0, wire::Done{1, fake_root(wire::HashAlgo::xxh3_128, {a})}, t0);
+  r.handle_finalized(1, wire::ResultStatus::verified, "verified", t0);
+  EXPECT_FALSE(r.ended());
+  r.handle_message(0, wire::Bye{1}, t0);
+  EXPECT_TRUE(r.ended());
 }
 
 }  // namespace
