@@ -176,6 +176,12 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   // A big offer goes as several frames (protocol 6): the receiver starts
   // checking the first while the rest are still on the way.
   transfer_->offer_cuts = wire::offer_cuts(transfer_->offer);
+  // A receiver that cannot read the offer would ignore it: say why instead.
+  const wire::ProtocolNeed need = wire::offer_needs(transfer_->offer, transfer_->offer_cuts.size() > 2);
+  if (const std::string why = wire::too_old(need, cfg_.peer); !why.empty()) {
+    end_transfer(make_outcome(TransferOutcome::End::unsupported, why));
+    return transfer_->id;
+  }
   send_request(Request::Kind::offer, wire::offer_head(transfer_->offer, transfer_->offer_cuts), 0, now);
   check_lanes_left(now);
   return transfer_->id;
@@ -243,7 +249,7 @@ void Sender::handle_lane_connected(LaneNo id, const LaneTraits& traits, Time now
   l->traits = traits;
   if (traits.carries_messages) {
     l->state = LaneState::joining;
-    push(SendMessage{id, wire::LaneJoin{wire::kProtocolVersion, id}});
+    push(SendMessage{id, wire::LaneJoin{wire::join_version(cfg_.peer), id}});
   } else {
     lane_open(*l, now);
   }

@@ -149,6 +149,8 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   if (first.status != lanes::ReadStatus::frame || first.type != wire::FrameType::addresses ||
       !wire::decode(first.payload, addrs))
     return Failure{kExitFailure, "the receiver did not send its addresses: " + first.reason};
+  s->peer_protocol_ = wire::peer_protocol(addrs);
+  log.write("peer_protocol", {{"version", s->peer_protocol_.version}, {"said", s->peer_protocol_.said}});
   nlohmann::json lane0 = {{"lane", 0}, {"local", local.str()}, {"remote", remote.str()}};
   if (!opts.tcp_cc.empty()) {
     // Data flows this way, so the sender's controller is the one that counts.
@@ -163,6 +165,7 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   cfg.max_lanes = opts.max_lanes;
   cfg.join_timeout = Duration::millis(std::min(opts.connect_timeout_ms, 3000));
   cfg.root_hash = files::root_hash_of_ranges;
+  cfg.peer = s->peer_protocol_;
   const auto traits0 = session::LaneTraits::tcp(have_rtt && rtt_us > 0 ? std::optional(Duration::micros(rtt_us))
                                                                         : std::nullopt);
   LanePlan plan{opts.lanes, opts.streams, udp_default, local, remote, addrs.endpoints, kDefaultPort, {}, {},
@@ -639,13 +642,22 @@ TransferOutcome SenderSession::send(const files::SourceTree& tree, const Transfe
   spec.policy = std::move(policy);
   spec.sync = opts.sync;
   spec.answer_only = opts.sync.dry_run;  // a dry run ends with the receiver's answer
+  // Compressed frames need protocol 7: towards an older receiver --compress
+  // auto sends raw, and always is refused in one line.
+  compress::Mode compress = opts.compress;
+  if (compress != compress::Mode::off && peer_protocol_.version < 7) {
+    if (compress == compress::Mode::always)
+      return {kExitRefused, wire::too_old({7, "--compress always"}, peer_protocol_), {}};
+    compress = compress::Mode::off;
+    log_.write("compress_off", {{"reason", "the receiver speaks braid protocol " + peer_protocol_.text()}});
+  }
   std::unique_lock lock(mu_);
   const auto id = machine_->start_transfer(std::move(spec), now());
   if (!id) return {kExitLanesLost, "every lane closed before the offer could be sent", {}};
   active_ = std::make_unique<Active>();
   Active& t = *active_;
   t.id = *id;
-  t.source = std::make_shared<SourceReader>(t.id, tree, opts.hash, opts.compress);
+  t.source = std::make_shared<SourceReader>(t.id, tree, opts.hash, compress);
   t.start = now();
   if (opts.display && opts.display->mode() != LiveDisplay::Mode::off) t.display = opts.display;
   // What each lane carried before this transfer (a lane that opens later starts from zero).
