@@ -543,9 +543,10 @@ bool decode(std::span<const uint8_t> in, Addresses& m) {
       m.endpoints.push_back(std::move(e));
       continue;
     }
-    // "braid-protocol=N": once, N a plain decimal number from 1 (no sign, no leading zero).
+    // "braid-protocol=N": last (where encode puts it: one encoding per
+    // message), N a plain decimal number from 1 (no sign, no leading zero).
     const std::string_view v = std::string_view(e).substr(kProtocolToken.size());
-    if (m.protocol || v.empty() || v.size() > 9 || v[0] == '0' ||
+    if (i + 1 != n || v.empty() || v.size() > 9 || v[0] == '0' ||
         v.find_first_not_of("0123456789") != std::string_view::npos)
       return false;
     for (char d : v) m.protocol = m.protocol * 10 + static_cast<uint32_t>(d - '0');

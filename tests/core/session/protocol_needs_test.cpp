@@ -49,6 +49,8 @@ TEST(ProtocolNeeds, TheReceiversProtocolRidesInItsAddressesAsATokenNoAddressPars
   }
   wire::Addresses twice{{"braid-protocol=8"}, 8};
   EXPECT_FALSE(wire::decode(wire::encode_message(twice), back));
+  wire::Addresses first{{"braid-protocol=8", "10.0.0.2:7878"}, 0};  // only last: one encoding per message
+  EXPECT_FALSE(wire::decode(wire::encode_message(first), back));
   // A full list keeps its room for the token.
   wire::Addresses full;
   for (int i = 0; i < 70; ++i) full.endpoints.push_back("10.0.0." + std::to_string(i) + ":7878");
