@@ -40,8 +40,11 @@ ProtocolNeed offer_needs(const Offer& offer, bool in_parts) {
 
 std::string too_old(const ProtocolNeed& need, const PeerProtocol& peer) {
   if (need.version <= peer.version) return {};
+  // A flag's feature ("-o (owners)") can be left out: say which flag.
+  const std::string flag = need.feature.rfind('-', 0) == 0 ? need.feature.substr(0, need.feature.find(' ')) : "";
   return "the receiver speaks braid protocol " + peer.text() + ", and " + need.feature + " needs protocol " +
-         std::to_string(need.version) + ": update braid on the receiver (or send without " + need.feature + ")";
+         std::to_string(need.version) + ": update braid on the receiver" +
+         (flag.empty() ? std::string() : ", or send without " + flag);
 }
 
 uint32_t join_version(const PeerProtocol& peer) { return std::min(peer.version, kProtocolVersion); }

@@ -81,8 +81,8 @@ TEST(ProtocolNeeds, EachFeatureNamesTheProtocolItNeeds) {
   o.sync.backup_dir.clear();
   EXPECT_EQ(wire::too_old(wire::offer_needs(o, false), {7, false}), "");
   EXPECT_EQ(wire::too_old(wire::offer_needs(o, false), {6, true}),
-            "the receiver speaks braid protocol 6, and -o (owners) needs protocol 7: update braid on the receiver "
-            "(or send without -o (owners))");
+            "the receiver speaks braid protocol 6, and -o (owners) needs protocol 7: update braid on the receiver, "
+            "or send without -o");
 }
 
 TEST(ProtocolNeeds, TheBackupOptionsCrossOnlyWhenAsked) {
@@ -146,8 +146,8 @@ TEST(ProtocolNeedsSession, AnOlderReceiverHearsNothingAndTheUserOneLine) {
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_EQ(ended[0].outcome.end, TransferOutcome::End::unsupported);
   EXPECT_EQ(ended[0].outcome.message,
-            "the receiver speaks braid protocol 6, and -o (owners) needs protocol 7: update braid on the receiver "
-            "(or send without -o (owners))");
+            "the receiver speaks braid protocol 6, and -o (owners) needs protocol 7: update braid on the receiver, "
+            "or send without -o");
   // The session goes on: an offer the receiver can take is sent.
   TransferSpec plain;
   plain.entries = {file("b", 1000)};
