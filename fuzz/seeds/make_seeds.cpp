@@ -99,6 +99,7 @@ void wire_seeds() {
   message("lane_welcome", LaneWelcome{3});
   message("addresses", Addresses{{"192.168.1.10:7878", "[fe80::1%eth0]:7878", "10.0.0.1:1"}});
   message("addresses_empty", Addresses{});
+  message("addresses_protocol", Addresses{{"192.168.1.10:7878"}, kProtocolVersion});
   message("offer", sample_offer());
   message("accept_held", Accept{42, {HeldRange{0, 1 << 20, digest(16, 1)}, HeldRange{3 << 20, 100, digest(16, 9)}}});
   message("accept_sha256", Accept{42, {HeldRange{1 << 20, 1 << 20, digest(32, 7)}}});
@@ -110,6 +111,10 @@ void wire_seeds() {
     Offer synced = sample_offer();
     synced.sync = SyncOptions{true, true, false, false, true, false};
     message("offer_sync", synced);
+    Offer backed = synced;  // protocol 8: the backup options after the entry details
+    backed.sync.backup_suffix = "~";
+    backed.sync.backup_dir = "old";
+    message("offer_backup", backed);
     Offer sparse = sample_offer();  // -S: data ranges of a sparse file, and one all hole
     sparse.entries[1].data = std::vector<DataRange>{{0, 4096}, {1 << 20, 8192}, {2900000, 100000}};
     sparse.entries[5].data = std::vector<DataRange>{};

@@ -54,6 +54,7 @@ const std::map<std::string, std::string>& placeholders() {
       {"chunk", "SIZE"},       {"size", "SIZE"},         {"rate-limit", "RATE"},     {"rate", "RATE"},
       {"packet-size", "BYTES|auto"}, {"clean-after", "AGE|off"}, {"older-than", "AGE"}, {"hash", "xxh3|sha256"},
       {"transport", "tcp|udp|auto"}, {"cc", "CONTROLLER"}, {"policy", "POLICY"},
+      {"backup-suffix", "SUFFIX"}, {"backup-dir", "DIR"},
   };
   return m;
 }

@@ -422,6 +422,27 @@ void add_send_command(CLI::App& app) {
   cmd->add_flag("--delete", args->sync.delete_extraneous,
                 "Remove what the sent directories hold on the receiver and the source no longer has, once the "
                 "transfer verified; never outside them, never through a symlink (implies --sync)");
+  // rsync's --backup --suffix / --backup-dir; --backup is taken here (an interface that waits).
+  cmd->add_option("--backup-suffix", args->sync.backup_suffix,
+                  "Keep the old version of each file the transfer replaces or --delete removes on the receiver as "
+                  "NAME+SUFFIX beside it (rsync's --backup --suffix, named so because --backup here is an "
+                  "interface; rsync's default suffix is ~: --backup-suffix '~'); the new version still replaces the "
+                  "old only once complete and verified")
+      ->check([](const std::string& v) -> std::string {
+        if (v.empty()) return "the suffix must not be empty (--backup-dir alone keeps the names as they are)";
+        if (v.find('/') != std::string::npos) return "the suffix must not hold a '/'";
+        if (v.size() > wire::kMaxBackupSuffixBytes) return "the suffix is too long";
+        return {};
+      });
+  cmd->add_option("--backup-dir", args->sync.backup_dir,
+                  "Keep those old versions under DIR instead, a directory relative to the receiver's target (made "
+                  "as needed; their paths below it as sent, plus --backup-suffix if given); --delete leaves DIR alone")
+      ->check([](const std::string& v) -> std::string {
+        auto rel = security::RelativePath::parse(v);
+        if (!rel) return "DIR must be a relative path inside the receiver's target: " + rel.error().message;
+        if (rel.value().str() != v) return "DIR must be written plainly, as " + rel.value().str();
+        return {};
+      });
   cmd->add_flag("-n,--dry-run", args->sync.dry_run,
                 "List what would be sent, updated, skipped and deleted; send, write and remove nothing "
                 "(implies --sync)");

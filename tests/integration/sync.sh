@@ -20,6 +20,16 @@
 #                trusts it, --checksum finds and repairs the one chunk
 #   update       --update keeps a file newer on the receiver,
 #                --ignore-existing every existing one
+#   backup       --backup-suffix '~': the old version of a replaced file
+#                and of a deleted one kept as NAME~ (sha256), unchanged
+#                files get none, backups survive the next --delete; then
+#                --backup-dir: the old versions under DIR/PATH, the target
+#                otherwise identical to the source
+#   backup-interrupted  a --backup-suffix sync of a tree killed mid-way
+#                (sender) and near the end (receiver): every file is its old
+#                or its new version, whole, and every backup is the old
+#                version; the same command then finishes, each replaced
+#                file's backup its old version
 set -uo pipefail
 BRAID=$1
 CASE=$2
@@ -223,6 +233,89 @@ PY
     run --ignore-existing "$W/src/t"
     cmp -s "$W/src/t/b" "$W/dst/t/b" && fail "--ignore-existing replaced an existing file"
     sync_json "s['sync']['files_skipped'] == 2" "s['sent_bytes'] == 0"
+    ;;
+
+  backup)
+    mkdir -p "$W/src/t/sub"
+    for f in a b c sub/d; do random_file "$W/src/t/$f" 70000 "$f"; done
+    run --sync "$W/src/t"
+    old_a=$(sha256sum < "$W/dst/t/a"); old_b=$(sha256sum < "$W/dst/t/b")
+    random_file "$W/src/t/a" 90000 a2   # replaced (every chunk differs)
+    rm "$W/src/t/b"                     # deleted there
+    run --sync --delete --backup-suffix '~' "$W/src/t"
+    cmp "$W/src/t/a" "$W/dst/t/a" || fail "the replaced file is not the new version"
+    [ "$(sha256sum < "$W/dst/t/a~")" = "$old_a" ] || fail "t/a~ is not the old version of t/a"
+    [ ! -e "$W/dst/t/b" ] || fail "--delete left t/b"
+    [ "$(sha256sum < "$W/dst/t/b~")" = "$old_b" ] || fail "t/b~ is not the old version of the deleted t/b"
+    [ ! -e "$W/dst/t/c~" ] && [ ! -e "$W/dst/t/sub/d~" ] || fail "an unchanged file got a backup"
+    sync_json "s['sync']['files_updated'] == 1" "s['sync']['extraneous'] == 1" "r['sync']['deleted'] == 1"
+    # The next run with --delete keeps the backups (rsync's protect rule for the suffix).
+    run --sync --delete --backup-suffix '~' "$W/src/t"
+    [ -f "$W/dst/t/a~" ] && [ -f "$W/dst/t/b~" ] || fail "--delete removed a backup"
+    [ ! -e "$W/dst/t/a~~" ] || fail "a backup was backed up"
+    sync_json "s['sync']['extraneous'] == 0" "s['sent_bytes'] == 0"
+    # Under a backup directory instead: paths kept below it, the target as the source.
+    rm -f "$W/dst/t/a~" "$W/dst/t/b~"
+    mid_a=$(sha256sum < "$W/dst/t/a"); old_d=$(sha256sum < "$W/dst/t/sub/d")
+    random_file "$W/src/t/a" 40000 a3
+    rm "$W/src/t/sub/d"
+    run --sync --delete --backup-dir old "$W/src/t"
+    same_trees "$W/src/t" "$W/dst/t" "with --backup-dir"
+    [ "$(sha256sum < "$W/dst/old/t/a")" = "$mid_a" ] || fail "old/t/a is not the old version of t/a"
+    [ "$(sha256sum < "$W/dst/old/t/sub/d")" = "$old_d" ] || fail "old/t/sub/d is not the deleted t/sub/d"
+    [ -z "$(find "$W/dst" -name '.braid-*')" ] || fail "temporary files left"
+    ;;
+
+  backup-interrupted)
+    mkdir -p "$W/src/t"
+    for i in $(seq -w 1 40); do random_file "$W/src/t/f$i" $((512 * 1024)) "old$i"; done
+    run --sync "$W/src/t"
+    (cd "$W/dst/t" && sha256sum f*) > "$W/old.sums"
+    for i in $(seq -w 1 2 40); do random_file "$W/src/t/f$i" $((1024 * 1024)) "new$i"; done
+    (cd "$W/src/t" && sha256sum f*) > "$W/new.sums"
+    # Every name old or new and whole; every backup the old version of its file.
+    check_names() {
+      python3 - "$W/old.sums" "$W/new.sums" "$W/dst/t" "$1" <<'PY' || fail "$1: a file or a backup is wrong"
+import hashlib, os, sys
+sums = lambda p: {l.split()[1]: l.split()[0] for l in open(p)}
+old, new, root, when = sums(sys.argv[1]), sums(sys.argv[2]), sys.argv[3], sys.argv[4]
+n = {'old': 0, 'new': 0, 'backups': 0}
+for f in sorted(os.listdir(root)):
+    if f.startswith('.braid-'): continue
+    h = hashlib.sha256(open(os.path.join(root, f), 'rb').read()).hexdigest()
+    if f.endswith('~'):
+        if old.get(f[:-1]) != h: sys.exit(f'{when}: {f} is not the old version of {f[:-1]}')
+        n['backups'] += 1
+    elif old.get(f) == h: n['old'] += 1
+    elif new.get(f) == h: n['new'] += 1
+    else: sys.exit(f'{when}: {f} is neither its old nor its new version')
+print(f"{when}: {n['old']} old, {n['new']} new, {n['backups']} backups")
+PY
+    }
+    total=$((20 * MiB))
+    KILL_AT=$((total / 2)) run --sync --backup-suffix '~' "$W/src/t"
+    [ "$SEND_RC" -eq 137 ] || [ "$SEND_RC" -eq 0 ] || fail "the sender exited $SEND_RC"
+    check_names "sender killed half-way"
+    # The receiver killed (SIGKILL) once the sender saw 95 % acked: it may be keeping backups or renaming.
+    rm -f "$W/recv.out" "$W/send.log"
+    XDG_CONFIG_HOME=$W/rcfg python3 "$(dirname "$0")/kill_when.py" "$W/send.log" $((total * 95 / 100)) -- \
+      "$BRAID" recv --dir "$W/dst" --listen 127.0.0.1:0 --code "$PAIR_CODE" --yes --once \
+      > "$W/recv.out" 2> "$W/recv.err" < /dev/null &
+    RECV_PID=$!
+    for _ in $(seq 200); do grep -q listening "$W/recv.out" 2>/dev/null && break; sleep 0.05; done
+    PORT=$(grep -o '127\.0\.0\.1:[0-9]*' "$W/recv.out" | head -1 | cut -d: -f2)
+    [ -n "$PORT" ] || fail "receiver did not start"
+    XDG_CONFIG_HOME=$W/scfg timeout 60 "$BRAID" send --code "$PAIR_CODE" --log "$W/send.log" --sync \
+      --backup-suffix '~' --rate-limit 80Mbit/s "$W/src/t" "127.0.0.1:$PORT" > "$W/send.out" 2> "$W/send.err"
+    wait_recv
+    check_names "receiver killed near the end (exit $RECV_RC)"
+    run --sync --backup-suffix '~' "$W/src/t"
+    check_names "after the rerun"
+    for i in $(seq -w 1 2 40); do
+      cmp -s "$W/src/t/f$i" "$W/dst/t/f$i" || fail "t/f$i is not the new version after the rerun"
+      [ -f "$W/dst/t/f$i~" ] || fail "t/f$i~ is missing after the rerun"
+    done
+    [ -z "$(find "$W/dst" -name '.braid-*')" ] || fail "temporary files left"
     ;;
 
   *) echo "unknown case $CASE" >&2; exit 2 ;;

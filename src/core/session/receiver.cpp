@@ -31,7 +31,7 @@ Receiver::Lane* Receiver::find(LaneNo id) {
 
 void Receiver::start(const LaneTraits& lane0, Time) {
   lanes_.push_back(Lane{0, lane0, true, true, {}});
-  push(RecvSendMessage{0, wire::Addresses{cfg_.advertised}});
+  push(RecvSendMessage{0, wire::Addresses{cfg_.advertised, cfg_.protocol}});
 }
 
 size_t Receiver::counted_lanes() const {
@@ -77,7 +77,7 @@ void Receiver::advertise(std::vector<std::string> addresses, Time) {
   // On every lane that carries messages: the one lane 0 would pick may be
   // on the very address that just went away (the sender ignores repeats).
   for (const auto& l : lanes_)
-    if (l.open && l.joined && l.traits.carries_messages) push(RecvSendMessage{l.id, wire::Addresses{cfg_.advertised}});
+    if (l.open && l.joined && l.traits.carries_messages) push(RecvSendMessage{l.id, wire::Addresses{cfg_.advertised, cfg_.protocol}});
 }
 
 void Receiver::reply(LaneNo preferred, ToSender msg) {
@@ -116,7 +116,10 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
   if (!lane->joined) {
     // The first frame of a lane must be its join.
     const auto* join = std::get_if<wire::LaneJoin>(&msg);
-    if (!join || join->lane_id != on || join->version != wire::kProtocolVersion) {
+    // A sender of protocol 7 speaks a part of ours (it never sends what 8
+    // added): its lanes join too. Older ones are told by their offer.
+    if (!join || join->lane_id != on || join->version < wire::kLastSilentProtocol ||
+        join->version > wire::kProtocolVersion) {
       push(RecvNote{"lane_refused", on, "no valid lane_join"});
       lane->open = false;
       lane->close_reason = "join refused";

@@ -52,6 +52,9 @@ struct ReceiverConfig {
   /// carries messages: the sender opens such a lane again meanwhile
   /// (SenderConfig::message_lane_grace). Zero: it ends at once.
   Duration message_lane_grace = Duration::seconds(10);
+  /// The protocol this receiver says in its addresses (wire::Addresses::protocol;
+  /// tests fake an older one).
+  uint32_t protocol = wire::kProtocolVersion;
   RootHashFn root_hash;
 };
 

@@ -189,6 +189,13 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   // A big offer goes as several frames (protocol 6): the receiver starts
   // checking the first while the rest are still on the way.
   transfer_->offer_cuts = wire::offer_cuts(transfer_->entries(), cfg_.offer_part_bytes);
+  // A receiver that cannot read the offer would ignore it: say why instead.
+  const wire::ProtocolNeed need =
+      wire::offer_needs(transfer_->offer, transfer_->entries(), transfer_->offer_cuts.size() > 2);
+  if (const std::string why = wire::too_old(need, cfg_.peer); !why.empty()) {
+    end_transfer(make_outcome(TransferOutcome::End::unsupported, why));
+    return transfer_->id;
+  }
   transfer_->frames_sent = transfer_->offer_cuts.size() - 1;
   send_request(Request::Kind::offer,
                wire::offer_head(transfer_->offer, transfer_->entries(), transfer_->offer_cuts), 0, now);
@@ -321,7 +328,8 @@ void Sender::handle_lane_connected(LaneNo id, const LaneTraits& traits, Time now
     // the receiver reads nothing past a join it has not taken. A refusal
     // (its lane cap) still comes on the lane itself before any welcome;
     // the pieces it held go back to the scheduler like a dead lane's.
-    push(SendMessage{id, wire::LaneJoin{wire::kProtocolVersion, id}});
+    // The join says the older of the two protocols (wire::join_version).
+    push(SendMessage{id, wire::LaneJoin{wire::join_version(cfg_.peer), id}});
   }
   lane_open(*l, now);
 }

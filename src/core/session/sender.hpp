@@ -52,6 +52,7 @@
 #include "core/session/lane_traits.hpp"
 #include "core/session/messages.hpp"
 #include "core/units.hpp"
+#include "core/wire/protocol_needs.hpp"
 
 namespace braid::session {
 
@@ -117,6 +118,10 @@ struct SenderConfig {
   /// Nothing in flight, nothing queued and no timer with bytes left: the
   /// scheduler would never move again. Say so after this instead of hanging.
   Duration stuck_after = Duration::seconds(5);
+  /// The receiver's protocol, from the addresses it sent first (the engine
+  /// reads them before start): an offer that needs more ends at once
+  /// (End::unsupported), and lanes join with the older of the two versions.
+  wire::PeerProtocol peer;
   RootHashFn root_hash;
   /// Encoded bytes of entries per offer frame (wire::kOfferPartBytes; tests
   /// make it small to see many parts).
@@ -168,6 +173,7 @@ struct TransferOutcome {
     answered,     // answer_only: the receiver accepted (`accepted`, `held`)
     interrupted,  // interrupt(): the user stopped it
     cancelled,    // cancel_transfer(): the session goes on
+    unsupported,  // the receiver's protocol is older than the offer needs (`message` says what); nothing was sent
   };
   End end = End::lanes_lost;
   wire::ResultStatus result = wire::ResultStatus::verified;

@@ -404,8 +404,11 @@ void encode(const LaneWelcome& m, std::vector<uint8_t>& out) { ByteWriter(out).u
 
 void encode(const Addresses& m, std::vector<uint8_t>& out) {
   ByteWriter w(out);
-  w.u32(static_cast<uint32_t>(m.endpoints.size()));
-  for (const auto& e : m.endpoints) w.bytes(e);
+  // The protocol token takes the list's last place (kMaxAddresses in all).
+  const size_t n = std::min(m.endpoints.size(), kMaxAddresses - (m.protocol ? 1 : 0));
+  w.u32(static_cast<uint32_t>(n + (m.protocol ? 1 : 0)));
+  for (size_t i = 0; i < n; ++i) w.bytes(m.endpoints[i]);
+  if (m.protocol) w.bytes(std::string(kProtocolToken) + std::to_string(m.protocol));
 }
 
 void encode(const Offer& m, std::vector<uint8_t>& out) {
@@ -416,6 +419,10 @@ void encode(const Offer& m, std::vector<uint8_t>& out) {
   put_entries(w, m.entries);
   w.u8(offer_flags(m));
   put_details(w, m.entries);
+  if (m.sync.backup()) {  // protocol 8; nothing when no backup is asked, so such an offer is a protocol-7 one
+    w.bytes(m.sync.backup_suffix);
+    w.bytes(m.sync.backup_dir);
+  }
 }
 
 void encode(const OfferPart& m, std::vector<uint8_t>& out) {
@@ -544,7 +551,21 @@ bool decode(std::span<const uint8_t> in, Addresses& m) {
   const uint32_t n = r.u32();
   if (n > kMaxAddresses) return false;
   m.endpoints.clear();
-  for (uint32_t i = 0; i < n && r.ok(); ++i) m.endpoints.push_back(r.bytes(64));
+  m.protocol = 0;
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    std::string e = r.bytes(64);
+    if (e.rfind(kProtocolToken, 0) != 0) {
+      m.endpoints.push_back(std::move(e));
+      continue;
+    }
+    // "braid-protocol=N": last (where encode puts it: one encoding per
+    // message), N a plain decimal number from 1 (no sign, no leading zero).
+    const std::string_view v = std::string_view(e).substr(kProtocolToken.size());
+    if (i + 1 != n || v.empty() || v.size() > 9 || v[0] == '0' ||
+        v.find_first_not_of("0123456789") != std::string_view::npos)
+      return false;
+    for (char d : v) m.protocol = m.protocol * 10 + static_cast<uint32_t>(d - '0');
+  }
   return finish(r);
 }
 
@@ -574,7 +595,16 @@ bool decode(std::span<const uint8_t> in, Offer& m) {
     m.version = 4;
     return !m.continued;
   }
-  return get_details(r, m.entries) && finish(r);
+  if (!get_details(r, m.entries)) return false;
+  if (r.ok() && !r.at_end()) {  // the backup options (protocol 8)
+    m.sync.backup_suffix = r.bytes(kMaxBackupSuffixBytes);
+    m.sync.backup_dir = r.bytes(kMaxPathBytes);
+    const std::string& x = m.sync.backup_suffix;
+    if (!m.sync.backup() || x.find('/') != std::string::npos || x.find('\0') != std::string::npos ||
+        m.sync.backup_dir.find('\0') != std::string::npos)
+      return false;
+  }
+  return finish(r);
 }
 
 bool decode(std::span<const uint8_t> in, OfferPart& m) {

@@ -78,8 +78,15 @@ enum class FrameType : uint8_t {
 ///    closes its lanes right behind its verdict), and done sent as soon as
 ///    every piece's hash is known (the receiver holds it until the last
 ///    bytes are in). A receiver of protocol 7 ignores such a bye (a frame it
-///    cannot decode) and ends at the sender's plain bye, as before.
+///    cannot decode) and ends at the sender's plain bye, as before. The
+///    receiver says its protocol in its addresses (Addresses::protocol), so
+///    a sender tells the user which feature an older receiver lacks
+///    (protocol_needs.hpp); the offer's backup options after its entry
+///    details (SyncOptions::backup_suffix, backup_dir).
 constexpr uint32_t kProtocolVersion = 8;
+/// The last protocol whose receivers do not say theirs: a receiver that
+/// says nothing speaks this one or an older one.
+constexpr uint32_t kLastSilentProtocol = 7;
 constexpr size_t kMaxReasonLength = 1024;
 constexpr size_t kMaxPathBytes = 4095;     // PATH_MAX - 1
 constexpr size_t kMaxAddresses = 64;
@@ -140,7 +147,15 @@ struct LaneWelcome {
 struct Addresses {
   static constexpr FrameType kType = FrameType::addresses;
   std::vector<std::string> endpoints;
+  /// The receiver's protocol (since 8; 0: it did not say — protocol
+  /// kLastSilentProtocol or older). On the wire it is one more string after
+  /// the endpoints, "braid-protocol=N" (kProtocolToken), which no address
+  /// parses as: a sender of protocol 7 or older skips it like any address it
+  /// cannot use, so adding it breaks no older sender.
+  uint32_t protocol = 0;
+  bool operator==(const Addresses&) const = default;
 };
+constexpr std::string_view kProtocolToken = "braid-protocol=";
 
 enum class EntryKind : uint8_t { file = 1, directory = 2, symlink = 3 };
 
@@ -284,8 +299,20 @@ struct SyncOptions {
   bool ignore_existing = false;    // skip every file that exists on the receiver
   bool delete_extraneous = false;  // remove what the offered directories hold and the offer does not name
   bool dry_run = false;            // decide and tell; write, remove and send nothing
+  /// rsync's --backup with --suffix / --backup-dir (braid's --backup-suffix,
+  /// --backup-dir; protocol 8): what a transfer replaces and --delete
+  /// removes is kept, as NAME + backup_suffix beside it, or under
+  /// backup_dir (relative to the target, the entry's path below it, plus
+  /// backup_suffix). Both empty: no backup. The suffix holds no '/' and no
+  /// NUL, at most kMaxBackupSuffixBytes; the directory is a relative path
+  /// the receiver checks like an offered one. On the wire: after the entry
+  /// details, only when a backup is asked.
+  std::string backup_suffix{};
+  std::string backup_dir{};
+  bool backup() const { return !backup_suffix.empty() || !backup_dir.empty(); }
   bool operator==(const SyncOptions&) const = default;
 };
+constexpr size_t kMaxBackupSuffixBytes = 255;
 
 /// decode refuses an offer whose file sizes add up past 2^64 - 1, so
 /// total_bytes() never wraps.

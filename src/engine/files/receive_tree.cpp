@@ -306,6 +306,7 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
   t->refresh_ = opts.refresh;
   t->refresh_.resize(offer.entries.size(), false);
   t->keep_existing_.assign(offer.entries.size(), false);
+  t->backup_ = opts.backup;
   size_t files = 0;
   for (const auto& e : offer.entries) files += e.kind == wire::EntryKind::file;
   t->plan_staging(files);
@@ -593,6 +594,8 @@ std::string ReceiveTree::finalize(int& err) {
       }
     }
   }
+  if (backup_.on())
+    if (std::string why = keep_backups(err); !why.empty()) return why;
   // Each temporary file's bytes must be durable before its rename. For a
   // tree of many files one syncfs of the target's file system does it
   // (an fsync each would cost a journal commit per file on ext4); a few
@@ -824,6 +827,61 @@ std::string ReceiveTree::settle_existing(size_t i, int& err) {
   if (parent) {
     const std::string tmp_leaf = ".braid-" + tag_ + "-" + std::to_string(i) + ".part";
     (void)::unlinkat(parent.value().dir.get(), tmp_leaf.c_str(), 0);
+  }
+  return {};
+}
+
+std::string ReceiveTree::keep_backups(int& err) {
+  std::set<std::string> made_in;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const auto& e = entries_[i];
+    // Nothing stands yet beneath a staged directory; kept files stay.
+    if (staged_[i] == kInStaged || e.kind == wire::EntryKind::directory) continue;
+    if (e.kind == wire::EntryKind::file && (keep_[i] || keep_existing_[i])) continue;
+    if (e.kind == wire::EntryKind::symlink && link_skipped_[i]) continue;
+    auto at = security::open_parent_beneath(root_fd_, rel(i), false);
+    if (!at) continue;  // no parent yet: nothing there
+    struct stat st {};
+    if (::fstatat(at.value().dir.get(), at.value().leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode))
+      continue;  // nothing there, or a directory (the rename fails on it as it would without a backup)
+    if (e.kind == wire::EntryKind::file && e.hard_link_to) {
+      // Already another name of the file it links to (a second run): the
+      // link made again changes nothing worth a backup.
+      struct stat first {};
+      if (auto f = security::open_parent_beneath(root_fd_, rel(*e.hard_link_to), false);
+          f && ::fstatat(f.value().dir.get(), f.value().leaf.c_str(), &first, AT_SYMLINK_NOFOLLOW) == 0 &&
+          first.st_dev == st.st_dev && first.st_ino == st.st_ino)
+        continue;
+    }
+    if (e.kind == wire::EntryKind::symlink && S_ISLNK(st.st_mode)) {
+      std::string target(e.link_target.size() + 1, '\0');
+      const ssize_t n = ::readlinkat(at.value().dir.get(), at.value().leaf.c_str(), target.data(), target.size());
+      if (n >= 0 && static_cast<size_t>(n) == e.link_target.size() && target.compare(0, e.link_target.size(), e.link_target) == 0)
+        continue;  // the same link: nothing is replaced
+    }
+    std::string dir;
+    const std::string why = keep_backup(root_fd_, backup_, e.path, ".braid-" + tag_ + "-" + std::to_string(i) + ".bak", &dir);
+    if (!why.empty()) {
+      err = EIO;
+      return why;
+    }
+    made_in.insert(dir);
+  }
+  // Durable before any rename replaces an old version: its backup may be
+  // its only name then. A few directories are synced alone, many at once.
+  if (made_in.size() > 16) {
+    if (::syncfs(root_fd_) != 0) {
+      err = errno;
+      return std::string("syncfs of the target's file system: ") + std::strerror(err);
+    }
+  } else {
+    for (const auto& d : made_in) {
+      if (d.empty()) {
+        (void)::fsync(root_fd_);
+      } else if (auto r = RelativePath::parse(d); r) {
+        if (auto fd = security::open_beneath(root_fd_, r.value(), O_RDONLY | O_DIRECTORY); fd) (void)::fsync(fd.value().get());
+      }
+    }
   }
   return {};
 }

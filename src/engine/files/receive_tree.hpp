@@ -46,6 +46,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/files/backup.hpp"
 #include "engine/files/entry_metadata.hpp"
 #include "engine/files/fd_cache.hpp"
 #include "engine/files/file_layout.hpp"
@@ -76,6 +77,8 @@ struct PrepareOptions {
   /// check does (empty: none). Files kept by --update or --ignore-existing
   /// are left as they are.
   std::vector<bool> refresh = {};
+  /// What finalize replaces is kept under a backup name first (backup.hpp).
+  BackupOptions backup = {};
 };
 
 /// A symlink of the offer that finalize will not create, and why.
@@ -200,6 +203,9 @@ class ReceiveTree {
   void for_each_directory(const std::vector<size_t>& entries, Work work);
   /// finalize of a keep_existing entry.
   std::string settle_existing(size_t entry, int& err);
+  /// finalize, before anything is replaced: a backup of each file and link
+  /// that stands where an entry goes, made durable (PrepareOptions::backup).
+  std::string keep_backups(int& err);
   /// The temporary file's name in its directory: ".braid-<tag>-<entry>.part",
   /// or its final leaf in a staged directory.
   std::string temp_leaf(size_t entry) const;
@@ -263,6 +269,7 @@ class ReceiveTree {
   std::vector<bool> keep_;           // by entry: PrepareOptions::keep
   std::vector<bool> refresh_;        // by entry: PrepareOptions::refresh
   std::vector<bool> keep_existing_;  // by entry: keep_existing()
+  BackupOptions backup_;
   IdMapper ids_;
   std::vector<std::string> metadata_warnings_;
   std::mutex metadata_mu_;  // guards the warnings: files are finalized in parallel

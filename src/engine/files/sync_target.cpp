@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 
+#include "engine/files/backup.hpp"
 #include "engine/security/safe_path.h"
 
 namespace braid::files {
@@ -99,6 +100,7 @@ std::string empty_dir(int dir, const std::string& shown, uint64_t& removed, int 
 }  // namespace
 
 std::vector<std::string> find_extraneous(int root_fd, const wire::Offer& offer) {
+  const BackupOptions backup = backup_options(offer.sync);
   std::set<std::string> named;
   for (const auto& e : offer.entries) named.insert(e.path);
   std::vector<std::string> out;
@@ -111,7 +113,7 @@ std::vector<std::string> find_extraneous(int root_fd, const wire::Offer& offer) 
     for (const auto& name : list_dir(std::move(dir.value()))) {
       if (name.rfind(".braid-", 0) == 0) continue;  // temporary files of this or another transfer
       const std::string path = rel.value().str() + "/" + name;
-      if (!named.count(path)) out.push_back(path);
+      if (!named.count(path) && !(backup.on() && is_backup(backup, path))) out.push_back(path);
     }
   }
   std::sort(out.begin(), out.end());

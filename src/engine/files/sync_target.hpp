@@ -46,7 +46,8 @@ class TargetStat {
 /// among them stands for everything beneath it. braid's own temporary names
 /// (".braid-…") are never among them. Only directories the offer names are
 /// listed — the target directory itself is not, so --delete touches only
-/// the trees the sender sent, as `rsync -a --delete SRC/dir DEST/`.
+/// the trees the sender sent, as `rsync -a --delete SRC/dir DEST/`. With
+/// the offer's backup options, backups are never among them (is_backup).
 std::vector<std::string> find_extraneous(int root_fd, const wire::Offer& offer);
 
 /// Removes `path` beneath `root_fd` — a file or link, or a directory and

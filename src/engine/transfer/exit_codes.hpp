@@ -13,7 +13,8 @@ enum ExitCode : int {
                            // is not a braid receiver (Errc::not_braid: "it answered like HTTP")
   kExitAuthFailed = 4,     // wrong pairing code, or a code was needed and none given
   kExitKeyChanged = 5,     // a pinned peer presented another key (or refused ours)
-  kExitRefused = 6,        // the receiver refused the offer
+  kExitRefused = 6,        // the receiver refused the offer, or its braid protocol is older than a feature the
+                           // offer needs (told by the sender before it sends anything)
   kExitNotWritable = 7,    // the target directory cannot be written
   kExitDiskFull = 8,       // no space left for the data (temporary files are kept)
   kExitVerifyFailed = 9,   // a hash did not match

@@ -98,8 +98,13 @@ std::string IncomingTransfer::finalize(int& err, const std::vector<wire::HeldRan
   }
   // --delete: the transfer verified, so what the source no longer has goes
   // now — before the directories get their mtimes, which it changes.
-  for (const auto& path : extraneous)
-    if (std::string e = files::remove_tree_beneath(root_fd, path, deleted); !e.empty()) delete_errors.push_back(e);
+  // With a backup it is moved to its backup name instead (one rename each).
+  const files::BackupOptions backup = files::backup_options(offer->sync);
+  for (const auto& path : extraneous) {
+    std::string e = backup.on() ? files::move_to_backup(root_fd, backup, path, deleted)
+                                : files::remove_tree_beneath(root_fd, path, deleted);
+    if (!e.empty()) delete_errors.push_back(e);
+  }
   extraneous.clear();  // a finalize tried again removes nothing twice
   // A last commit first: should putting the files in place fail, the next
   // run resumes everything that arrived.
@@ -238,6 +243,18 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
     t->offer = shared;
     return PreparedOffer{std::move(t), wire::Accept{id, {}}};
   }
+  // Backups (--backup-suffix, --backup-dir): a directory of this target,
+  // which the offer must not write into.
+  const files::BackupOptions backup = files::backup_options(offer.sync);
+  if (backup.on()) {
+    if (std::string bad = files::check_backup_options(backup); !bad.empty()) return refuse(wire::RefuseReason::bad_path, bad);
+    if (!backup.dir.empty())
+      for (const auto& e : offer.entries)
+        if (e.path == backup.dir || e.path.rfind(backup.dir + "/", 0) == 0)
+          return refuse(wire::RefuseReason::bad_path, "the offer names '" + security::printable_path(e.path) +
+                                                          "', inside the backup directory '" +
+                                                          security::printable_path(backup.dir) + "'");
+  }
   // Sync: what stands at each file's place here decides what is sent.
   std::vector<wire::FileDecision> decisions;
   std::map<size_t, files::FoundFile> older;
@@ -285,7 +302,9 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
                        {"dry_run", offer.sync.dry_run}});
   if (offer.sync.dry_run) {
     // Decided and told; nothing made, nothing removed.
-    for (const auto& x : extraneous) ctx.note("dry run: would delete '" + security::printable_path(x) + "'");
+    for (const auto& x : extraneous)
+      ctx.note("dry run: would " + std::string(backup.on() ? "move to its backup" : "delete") + " '" +
+               security::printable_path(x) + "'");
     return PreparedOffer{nullptr, with_sync(wire::Accept{id, {}})};
   }
   // Resume: the journal of an earlier run of this very offer from this very
@@ -306,7 +325,8 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
   const files::HeldRanges loaded = journal ? journal->loaded() : files::HeldRanges();
   auto prepared = files::ReceiveTree::prepare(
       ctx.root_fd, shared,
-      files::PrepareOptions{key.tag(), !loaded.empty(), loaded.bytes() + tally.kept_bytes, ctx.links, keep, refresh});
+      files::PrepareOptions{key.tag(), !loaded.empty(), loaded.bytes() + tally.kept_bytes, ctx.links, keep, refresh,
+                            backup});
   if (auto* err = std::get_if<files::PrepareError>(&prepared)) {
     if (journal && loaded.empty()) (void)journal->remove();  // nothing to resume: leave nothing behind
     return refuse(err->reason, err->message);

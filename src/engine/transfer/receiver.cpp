@@ -307,7 +307,8 @@ std::vector<std::string> Receiver::addresses_to_advertise() const {
       out.push_back(a.str());
     }
   }
-  if (out.size() > wire::kMaxAddresses) out.resize(wire::kMaxAddresses);  // what one addresses message holds
+  // What one addresses message holds beside the receiver's protocol.
+  if (out.size() > wire::kMaxAddresses - 1) out.resize(wire::kMaxAddresses - 1);
   return out;
 }
 

@@ -43,6 +43,12 @@ TransferOutcome SenderSession::outcome_locked(const files::SourceTree& tree, con
     out = {exit_code_for_refusal(o.refusal), "the receiver refused the transfer: " + o.message, {}};
     return out;
   }
+  if (o.end == session::TransferOutcome::End::unsupported) {
+    // Told before anything was sent: the receiver could not have read the offer.
+    log_.write("status", {{"status", "unsupported"}, {"message", json_safe(o.message)}});
+    out = {kExitRefused, o.message, {}};
+    return out;
+  }
   if (t.display && machine_->scheduler()) draw_progress_locked(true);
   if (machine_->scheduler()) {
     out.report = build_report_locked(tree);

@@ -214,6 +214,13 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   if (first.status != lanes::ReadStatus::frame || first.type != wire::FrameType::addresses ||
       !wire::decode(first.payload, addrs))
     return Failure{kExitFailure, "the receiver did not send its addresses: " + first.reason};
+  // What the receiver speaks (protocol 8 says it): the machine's offer
+  // checks and its lanes' joins follow it. An offer made in TLS's last
+  // flight went before this was known: only to a pinned receiver, which
+  // braid had met before.
+  s->peer_protocol_ = wire::peer_protocol(addrs);
+  log.write("peer_protocol", {{"version", s->peer_protocol_.version}, {"said", s->peer_protocol_.said}});
+  cfg.peer = s->peer_protocol_;
 
   LanePlan plan{opts.lanes, opts.streams, udp_default, local, remote, addrs.endpoints, kDefaultPort, {}, {},
                 opts.backup, opts.avoid};
@@ -687,7 +694,7 @@ TransferOutcome SenderSession::send_walking(const std::vector<std::string>& path
       if (!active_ || active_->outcome) return !(stopped = true);
       files::append_batch(tree, std::move(batch));
       if (last) {
-        active_->source = std::make_shared<SourceReader>(active_->id, tree, opts.hash, opts.compress);
+        active_->source = std::make_shared<SourceReader>(active_->id, tree, opts.hash, active_->compress);
         log_.write("walked", {{"transfer", active_->id}, {"entries", tree.entries.size()}, {"files", tree.file_count},
                               {"bytes", tree.total_bytes},
                               {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count()}});
@@ -720,12 +727,22 @@ std::optional<TransferOutcome> SenderSession::begin_transfer_locked(const files:
   spec.sync = opts.sync;
   spec.answer_only = opts.sync.dry_run;  // a dry run ends with the receiver's answer
   spec.last = opts.last;
+  // Compressed frames need protocol 7: towards an older receiver --compress
+  // auto sends raw, and always is refused in one line.
+  compress::Mode compress = opts.compress;
+  if (compress != compress::Mode::off && peer_protocol_.version < 7) {
+    if (compress == compress::Mode::always)
+      return TransferOutcome{kExitRefused, wire::too_old({7, "--compress always"}, peer_protocol_), {}};
+    compress = compress::Mode::off;
+    log_.write("compress_off", {{"reason", "the receiver speaks braid protocol " + peer_protocol_.text()}});
+  }
   const auto id = machine_->start_transfer(std::move(spec), now());
   if (!id) return TransferOutcome{kExitLanesLost, "every lane closed before the offer could be sent", {}};
   active_ = std::make_unique<Active>();
   Active& t = *active_;
   t.id = *id;
-  if (!streamed) t.source = std::make_shared<SourceReader>(t.id, tree, opts.hash, opts.compress);  // else once walked
+  t.compress = compress;
+  if (!streamed) t.source = std::make_shared<SourceReader>(t.id, tree, opts.hash, compress);  // else once walked
   t.start = now();
   // What each lane carried before this transfer (a lane that opens later starts from zero).
   for (const auto& [lid, l] : lanes_) t.at_start[lid] = l->counters();

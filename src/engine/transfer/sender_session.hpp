@@ -278,6 +278,7 @@ class SenderSession : private DataLaneEvents {
   std::unique_ptr<LocalHost> host_;
   std::string peer_name_;
   security::PeerInfo peer_;
+  wire::PeerProtocol peer_protocol_;  // from the receiver's first addresses
   uint64_t session_id_ = 0;
   security::LaneSecret secret_;
   std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();

@@ -16,6 +16,7 @@ namespace braid::transfer {
 struct SenderActive {
   uint32_t id = 0;
   std::shared_ptr<PieceSource> source;
+  compress::Mode compress = compress::Mode::automatic;  // what the receiver can take (begin_transfer_locked)
   std::optional<session::TransferOutcome> outcome;
   Time start;
   Time ended_at;
