@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "engine/files/backup.hpp"
+#include "scratch_target.hpp"
 #include "engine/files/receive_tree.hpp"
 #include "engine/files/sync_target.hpp"
 
@@ -21,45 +22,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class Dir {
+// Paths relative to the target.
+class Dir : public testing::ScratchTarget {
  public:
-  Dir() {
-    std::string tmpl = fs::temp_directory_path().string() + "/braid-backup-XXXXXX";
-    path_ = ::mkdtemp(tmpl.data());
-    fs::create_directories(path_ / "target");
-    fd_ = ::open((path_ / "target").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  }
-  ~Dir() {
-    ::close(fd_);
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  void file(const std::string& rel, const std::string& text) {
-    const fs::path p = path_ / "target" / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-  }
+  Dir() : ScratchTarget("backup") {}
+  void file(const std::string& rel, const std::string& text) const { put("target/" + rel, text); }
   std::string read(const std::string& rel) const {
-    std::ifstream in(path_ / "target" / rel);
+    std::ifstream in(at("target/" + rel));
     return std::string((std::istreambuf_iterator<char>(in)), {});
   }
-  bool exists(const std::string& rel) const { return fs::exists(fs::symlink_status(path_ / "target" / rel)); }
-  int fd() const { return fd_; }
-  fs::path path() const { return path_ / "target"; }
-
- private:
-  fs::path path_;
-  int fd_ = -1;
+  bool exists(const std::string& rel) const { return fs::exists(fs::symlink_status(at("target/" + rel))); }
+  fs::path path() const { return at("target"); }
 };
 
-wire::ManifestEntry entry(wire::EntryKind kind, const std::string& path, uint64_t size = 0) {
-  wire::ManifestEntry e;
-  e.kind = kind;
-  e.path = path;
-  e.size = size;
-  e.mode = kind == wire::EntryKind::directory ? 0755 : 0644;
-  return e;
-}
+using testing::entry;
 
 std::span<const uint8_t> bytes(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 

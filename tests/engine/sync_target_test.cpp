@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "engine/files/receive_tree.hpp"
+#include "scratch_target.hpp"
 #include "engine/files/sync_target.hpp"
 
 namespace braid::files {
@@ -19,40 +20,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class Dir {
+// Paths relative to the scratch root; the target is `target/`.
+class Dir : public testing::ScratchTarget {
  public:
-  Dir() {
-    std::string tmpl = fs::temp_directory_path().string() + "/braid-sync-XXXXXX";
-    path_ = ::mkdtemp(tmpl.data());
-    fs::create_directories(path_ / "target");
-    fd_ = ::open((path_ / "target").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  }
-  ~Dir() {
-    ::close(fd_);
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  void file(const std::string& rel, const std::string& text) {
-    const fs::path p = path_ / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-  }
-  fs::path at(const std::string& rel) const { return path_ / rel; }
-  int fd() const { return fd_; }
-
- private:
-  fs::path path_;
-  int fd_ = -1;
+  Dir() : ScratchTarget("sync") {}
+  void file(const std::string& rel, const std::string& text) const { put(rel, text); }
 };
 
-wire::ManifestEntry entry(wire::EntryKind kind, const std::string& path, uint64_t size = 0) {
-  wire::ManifestEntry e;
-  e.kind = kind;
-  e.path = path;
-  e.size = size;
-  e.mode = kind == wire::EntryKind::directory ? 0755 : 0644;
-  return e;
-}
+using testing::entry;
 
 TEST(SyncTarget, AStatSeesFilesAndNeverFollowsALink) {
   Dir d;
