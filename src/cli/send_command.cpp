@@ -56,7 +56,7 @@ struct SendArgs {
   std::string cc;
   bool background = false;
   std::string rate_limit;
-  std::string latency_target = "0";
+  std::string latency_target = "5ms";
   std::string packet_size = "auto";
   bool quiet = false;    // -q: no live display, no summary table
   bool verbose = false;  // -v: not on a terminal, a line per 10 %
@@ -362,7 +362,7 @@ void add_send_command(CLI::App& app) {
   cmd->add_option("--rate-limit", args->rate_limit, "Cap the whole transfer, e.g. 200Mbit/s (split over the lanes)");
   cmd->add_option("--latency-target", args->latency_target,
                   "Queueing delay the TCP lanes leaving by one interface aim for together, so a slow uplink stays "
-                  "responsive, e.g. 5ms (default 0: each lane's kernel controller runs free)");
+                  "responsive (default 5ms; 0: each lane's kernel controller runs free)");
   cmd->add_option("--packet-size", args->packet_size,
                   "UDP datagram size in bytes, 1200 to 9000, or auto: the largest the path MTU carries (default)")
       ->check([](const std::string& v) -> std::string {

@@ -95,11 +95,11 @@ SCENARIOS = {
 # default and its variants beside kernel bbr and cubic. Each variant is (label, lane kind for the report,
 # send arguments); no --lane: braid plans its lanes as a user's `braid send` would.
 UPLINK_VARIANTS = [
-    ("default", "tcp", []),  # each lane's kernel bbr runs free
-    ("coupled", "tcp", ["--latency-target", "5ms"]),  # the coupled low-delay cap (TcpGroupCap), opt-in
-    ("lanes1", "tcp", ["--latency-target", "5ms", "--streams", "1"]),
-    ("lanes2", "tcp", ["--latency-target", "5ms", "--streams", "2"]),
-    ("lanes4", "tcp", ["--latency-target", "5ms", "--streams", "4"]),
+    ("default", "tcp", []),  # the coupled low-delay cap (TcpGroupCap, --latency-target 5ms)
+    ("uncoupled", "tcp", ["--latency-target", "0"]),  # each lane's kernel bbr runs free (the default until Dec 3)
+    ("lanes1", "tcp", ["--streams", "1"]),
+    ("lanes2", "tcp", ["--streams", "2"]),
+    ("lanes4", "tcp", ["--streams", "4"]),
     ("udp", "udp", ["--transport", "udp"]),
     ("udp4", "udp", ["--transport", "udp", "--streams", "4"]),
     ("background", "tcp", ["--background"]),
@@ -1025,11 +1025,10 @@ def rows_for(name, sc, link):
         return rows
     if kind == "uplink":
         rows = [("idle_rtt_median_ms", "idle ping RTT median (ms)", 2, None, None)]
-        targets = {"default": (10, 30), "coupled": (10, 30), "background": (5, 15), "lanes1": (10, 30), "lanes2": (10, 30),
+        targets = {"default": (10, 30), "background": (5, 15), "lanes1": (10, 30), "lanes2": (10, 30),
                    "lanes4": (10, 30), "udp": (10, 30), "udp4": (10, 30)}
-        names = {"default": "braid, default flags", "coupled": "braid --latency-target 5ms (coupled cap)",
-                 "lanes1": "braid --latency-target 5ms --streams 1", "lanes2": "braid --latency-target 5ms --streams 2",
-                 "lanes4": "braid --latency-target 5ms --streams 4", "udp": "braid --transport udp",
+        names = {"default": "braid, default flags (coupled cap, 5 ms)", "uncoupled": "braid --latency-target 0 (no coupled cap)",
+                 "lanes1": "braid --streams 1", "lanes2": "braid --streams 2", "lanes4": "braid --streams 4", "udp": "braid --transport udp",
                  "udp4": "braid --transport udp --streams 4", "background": "braid --background",
                  "bbr": "iperf3 -C bbr", "cubic": "iperf3 -C cubic"}
         for tag in [v[0] for v in UPLINK_VARIANTS] + ["bbr", "cubic"]:

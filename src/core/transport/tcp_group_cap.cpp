@@ -61,6 +61,16 @@ constexpr Duration kFreshMin = Duration::millis(50);
 // bbr — whose rounds are that short — followed each low cap down and were
 // slow to climb back: two lanes on a 40 Mbit/s tbf link moved 10-35 Mbit/s.
 constexpr Duration kMinLoopRtt = Duration::millis(30);
+// Below this many segments per round the queue signal is thin: each sample
+// is a lone segment's ACK timing (delayed ACKs, the pacing gap, a busy
+// host's scheduling), off by up to a segment's gap, and the reading grows
+// as the rate falls. Read as queue it drove a lone lane on a 40 Mbit/s
+// netlab path down to the group's floor (0.77 Mbit/s: 2 segments per 30 ms),
+// where its samples read 5.4 ms against a 5 ms target and it never climbed
+// back. Below it the target widens by the segment gap, scaled by how thin:
+// the widening is gone at this many segments, where the ordinary slow
+// uplinks (4 Mbit/s: 10 segments per round) live.
+constexpr double kTrustedSegments = 8;
 }  // namespace
 
 TcpGroupCap::TcpGroupCap(const TcpGroupCapConfig& cfg) : cfg_(cfg) {}
@@ -188,7 +198,6 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
   }
 
   const Duration rtt = std::max(srtt_, kMinLoopRtt);
-  const Duration target = cfg_.target;
   const Duration dt = last_look_ == Time::never() ? Duration::zero() : now - last_look_;
   last_look_ = now;
   // The group's floor is RFC 6817's two segments per RTT — for the group,
@@ -197,6 +206,13 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
   // A lane below its share of the floor idles (a segment every few RTTs).
   const Rate floor = Rate::over(Bytes(ledbat::kMinPackets * mss.count()), rtt);
   const Rate recent = acked_since(now, now - rtt * kRateRtts);
+  const Duration target = cfg_.target;
+  // The target the rate is steered by, widened while the evidence is thin
+  // (kTrustedSegments): by the gap between segments, rtt / segments, less
+  // what it is at the trusted count. The start and the foreign-queue test
+  // keep the plain target: they look at queues well above it.
+  const double segments = std::max(1.0, recent.bytes_per_second() * rtt.to_seconds() / mss.count());
+  const Duration steer_target = target + rtt * std::max(0.0, 1.0 / segments - 1.0 / kTrustedSegments);
 
   if (competing_) {
     if (now < retry_at_) return std::vector<TcpLaneDecision>(samples.size());
@@ -222,16 +238,16 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
     // the delay samples carry milliseconds of ACK timing, the group crept
     // up by 1-2 % per look and held a 4 Mbit/s link at half.
     const double factor =
-        queue_ > target ? std::max(kMaxDrain, 1.0 - kGain * (queue_ - target).to_seconds() / rtt.to_seconds())
-                        : std::min(kMaxProbe, 1.0 + (kMaxProbe - 1.0) * (target - queue_).to_seconds() /
-                                                        target.to_seconds());
+        queue_ > steer_target ? std::max(kMaxDrain, 1.0 - kGain * (queue_ - steer_target).to_seconds() / rtt.to_seconds())
+                        : std::min(kMaxProbe, 1.0 + (kMaxProbe - 1.0) * (steer_target - queue_).to_seconds() /
+                                                        steer_target.to_seconds());
     // With a queue standing the link is busy, and the acked rate over
     // several RTTs is its rate without the max filter's bias (bursts of
     // compressed ACKs read 5 % high, which held the queue that many RTTs
     // of k above the target); without one, the filter's larger rate lets
     // the group find a link that got faster.
     Rate b = bottleneck_;
-    if (queue_ >= target * kBusyQueue) b = std::min(b, acked_since(now, now - rtt * kBusyRateRtts));
+    if (queue_ >= steer_target * kBusyQueue) b = std::min(b, acked_since(now, now - rtt * kBusyRateRtts));
     Rate next = b * factor;
     // Below the target R also grows from itself, by the same factor per
     // RTT, up to 1.5 × B: a kernel controller paced by the cap measures the
@@ -239,7 +255,7 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
     // only followed what was acked stalled there (four lanes on a 4 Mbit/s
     // uplink held at 0.5 Mbit/s each with the queue empty). Room above
     // what is acked lets the kernel's own probing find the link.
-    if (queue_ < target && dt > Duration::zero()) {
+    if (queue_ < steer_target && dt > Duration::zero()) {
       const double grown = rate_.bytes_per_second() *
                            std::pow(factor, std::min(dt.to_seconds() / rtt.to_seconds(), kMaxRttsPerLook));
       next = std::max(next, Rate::bytes_per_sec(std::min(grown, b.bytes_per_second() * kMaxRoom)));

@@ -92,12 +92,8 @@ struct ConnectOptions {
   /// (transport::TcpGroupCap; --latency-target); zero: no cap, each lane's
   /// kernel controller runs free. Not under --background (its own cap), nor
   /// for lanes a --rate-limit / --metered split holds (both would follow the
-  /// same measured rates and talk each other down). Off by default again:
-  /// a lone lane on a 40 Mbit/s netlab path was seen held at 0.7-0.8 Mbit/s
-  /// for 10 s (integration.serve.netlab_browser, about 1 run in 5) — at a
-  /// segment every 14 ms its delay samples, ACK timing included, read just
-  /// above the target and the cap never climbs back (docs/transport.md).
-  Duration latency_target = Duration::zero();
+  /// same measured rates and talk each other down).
+  Duration latency_target = Duration::millis(5);
   size_t packet_size = udp::kDefaultPacketSize;
   /// Caps the whole transfer: shared over the live data lanes by what each delivers.
   std::optional<Rate> rate_limit;
