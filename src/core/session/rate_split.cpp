@@ -5,6 +5,10 @@
 
 namespace braid::session {
 
+namespace {
+constexpr double kSmallRise = 1.02;
+}  // namespace
+
 std::vector<double> water_fill(double cap, const std::vector<double>& claims, const std::vector<bool>& grows) {
   const size_t n = claims.size();
   std::vector<double> out(n, 0);
@@ -32,6 +36,12 @@ std::vector<double> water_fill(double cap, const std::vector<double>& claims, co
       if (growing == 0 || (i < grows.size() && grows[i])) out[i] += left / static_cast<double>(growing ? growing : n);
   }
   return out;
+}
+
+bool cap_worth_setting(std::optional<double> current, std::optional<double> wanted) {
+  if (current.has_value() != wanted.has_value()) return true;
+  if (!wanted) return false;
+  return *wanted < *current || *wanted > kSmallRise * *current;
 }
 
 std::vector<std::optional<double>> split_rates(std::optional<double> total, const std::vector<double>& group_caps,

@@ -42,6 +42,14 @@ struct RateClaim {
 std::vector<std::optional<double>> split_rates(std::optional<double> total, const std::vector<double>& group_caps,
                                                const std::vector<RateClaim>& lanes);
 
+/// Whether a lane's cap should change from `current` to `wanted` (bytes/s;
+/// none: uncapped). Small rises (within 2 %) are not worth a syscall per
+/// lane at every split; falls always are: a lane kept a little above its new
+/// share while another lane's rise went out put the caps' sum over the limit
+/// (1 % over --rate-limit on loopback). So if the wanted caps add up to at
+/// most the limit, the caps in force do too.
+bool cap_worth_setting(std::optional<double> current, std::optional<double> wanted);
+
 /// Water-fills `cap` over the `claims` (bytes/s; a negative claim is
 /// unbounded): every claim below the fair level is met, the rest share
 /// what is left evenly. What no one claims is shared on top among the

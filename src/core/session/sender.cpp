@@ -541,11 +541,10 @@ void Sender::split_rate(Time now) {
   for (size_t i = 0; i < lanes_.size(); ++i) {
     Lane& l = lanes_[i];
     if (l.state != LaneState::open) continue;
-    // Small moves are not worth a syscall per lane every split.
-    const bool same = want[i].has_value() == l.rate_cap.has_value() &&
-                      (!want[i] || std::abs(want[i]->bytes_per_second() - l.rate_cap->bytes_per_second()) <=
-                                       0.02 * l.rate_cap->bytes_per_second());
-    if (same) continue;
+    const auto bps = [](const std::optional<Rate>& r) {
+      return r ? std::optional(r->bytes_per_second()) : std::nullopt;
+    };
+    if (!cap_worth_setting(bps(l.rate_cap), bps(want[i]))) continue;
     l.rate_cap = want[i];
     push(SetLaneRate{l.id, want[i]});
   }

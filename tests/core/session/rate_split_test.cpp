@@ -78,5 +78,47 @@ TEST(RateSplit, WaterFillNeverGivesMoreThanTheCap) {
   EXPECT_TRUE(water_fill(10, {}).empty());
 }
 
+
+TEST(RateSplit, CapsInForceNeverAddUpToMoreThanTheLimitWhileSharesDrift) {
+  // Three lanes whose measured rates wander by a few percent per split, as
+  // on loopback under --rate-limit: the caps in force (only those worth a
+  // syscall are changed) must stay within the limit at every split. Keeping
+  // every small move out, as before, put the sum 1 % over.
+  const double limit = 25e6;
+  std::vector<std::optional<double>> in_force(3);
+  std::vector<double> measured = {10e6, 8e6, 7e6};
+  uint64_t state = 7;
+  auto wander = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return 0.97 + 0.06 * static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53);
+  };
+  size_t changes = 0;
+  for (int split = 0; split < 2000; ++split) {
+    std::vector<RateClaim> lanes;
+    for (size_t i = 0; i < 3; ++i) lanes.push_back({measured[i], false, -1, in_force[i]});
+    const auto wanted = split_rates(limit, {}, lanes);
+    for (size_t i = 0; i < 3; ++i)
+      if (cap_worth_setting(in_force[i], wanted[i])) {
+        in_force[i] = wanted[i];
+        ++changes;
+      }
+    double sum = 0;
+    for (const auto& c : in_force) sum += c.value_or(0);
+    ASSERT_LE(sum, limit * (1 + 1e-9)) << "split " << split;
+    // Each lane delivers up to its cap, wandering below it.
+    for (size_t i = 0; i < 3; ++i) measured[i] = std::min(*in_force[i], measured[i] * wander());
+  }
+  EXPECT_LT(changes, 3u * 2000) << "small rises are kept out";
+}
+
+TEST(RateSplit, ACapIsSetWhenItAppearsGoesFallsOrRisesClearly) {
+  EXPECT_TRUE(cap_worth_setting(std::nullopt, 10.0));
+  EXPECT_TRUE(cap_worth_setting(10.0, std::nullopt));
+  EXPECT_FALSE(cap_worth_setting(std::nullopt, std::nullopt));
+  EXPECT_TRUE(cap_worth_setting(10.0, 9.99));
+  EXPECT_FALSE(cap_worth_setting(10.0, 10.1));
+  EXPECT_TRUE(cap_worth_setting(10.0, 10.3));
+}
+
 }  // namespace
 }  // namespace braid::session
