@@ -63,7 +63,7 @@ same_trees() {
   fingerprint "$W/src" > "$W/src.fp"
   fingerprint "$W/dst" > "$W/dst.fp"
   diff "$W/src.fp" "$W/dst.fp" > "$W/diff.txt" || fail "trees differ: $(cat "$W/diff.txt")"
-  ! ls -a "$W/dst" | grep -q '\.braid-' || fail "temporary files left in the target"
+  ! ls -a "$W/dst" | grep_q '\.braid-' || fail "temporary files left in the target"
 }
 
 json() { python3 -c "import json,sys; d=json.load(open('$1')); print($2)"; }
@@ -120,8 +120,8 @@ PY
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
     same_trees
-    grep '"lane_closed"' "$W/recv.log" | grep -q 'forged' || fail "receiver did not log the forged frame"
-    grep '"lane_closed"' "$W/send.log" | grep -q 'forged' || fail "sender was not told why the lane closed"
+    grep '"lane_closed"' "$W/recv.log" | grep_q 'forged' || fail "receiver did not log the forged frame"
+    grep '"lane_closed"' "$W/send.log" | grep_q 'forged' || fail "sender was not told why the lane closed"
     ;;
 
   kill-lane)  # lane 0 (the bootstrap, which carried the offer) dies mid-transfer: the transfer
@@ -136,8 +136,8 @@ PY
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
     same_trees
-    grep '"lane_closed"' "$W/recv.log" | grep -q '"lane":0' || fail "receiver did not log lane 0 closing"
-    grep '"lane_closed"' "$W/recv.log" | grep -q '"reason":"..*"' || fail "no reason logged"
+    grep '"lane_closed"' "$W/recv.log" | grep_q '"lane":0' || fail "receiver did not log lane 0 closing"
+    grep '"lane_closed"' "$W/recv.log" | grep_q '"reason":"..*"' || fail "no reason logged"
     [ "$(json "$W/send.json" "[l['open_at_end'] for l in d['lanes'] if l['lane_id']==0][0]")" = False ] \
       || fail "report does not show lane 0 closed"
     ;;
@@ -162,7 +162,7 @@ PY
     wait_recv; [ "$RECV_RC" -eq 0 ] || fail "recv exited $RECV_RC"
     same_trees
     for why in replayed foreign_session foreign_lane; do
-      grep '"frame_rejected"' "$W/recv.log" | grep -q "$why" || fail "no $why frame rejected"
+      grep '"frame_rejected"' "$W/recv.log" | grep_q "$why" || fail "no $why frame rejected"
     done
     [ "$(json "$W/recv.json" "d['rejected_frames']")" -ge 3 ] || fail "rejected frames not counted"
     ! grep -q '"lane_closed"' "$W/recv.log" || fail "a stale frame closed a lane"

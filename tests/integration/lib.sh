@@ -8,6 +8,12 @@
 # security/code_strength.h), and 20 random-looking characters pass.
 CODE_SUFFIX=-Vd7q2Xk9Lw4pRz8mTb3N
 
+# `producer | grep_q PATTERN` where `grep -q` would do: under pipefail a
+# grep -q that exits at its first match leaves a producer still writing to
+# die of SIGPIPE, and the pipeline reads as "no match" (a netlab test
+# skipped itself this way on `braid send --help`). grep_q reads it all.
+grep_q() { grep "$@" >/dev/null; }
+
 # workspace NAME: sets W (src, dst, rcfg, scfg inside) and the cleanup trap.
 workspace() {
   local base=/tmp

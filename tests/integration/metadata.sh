@@ -208,7 +208,7 @@ case "$CASE" in
     getfattr -n user.comment "$W/dst/t/f" > /dev/null 2>&1 && fail "user.comment was not removed at the target"
     rm -rf "$W/dst/t"
     run -X "$W/src/t"
-    getfacl -p "$W/dst/t/f" | grep -q 'user:nobody' && fail "-X alone sent an ACL"
+    getfacl -p "$W/dst/t/f" | grep_q 'user:nobody' && fail "-X alone sent an ACL"
     getfattr -n user.bin "$W/dst/t/f" > /dev/null || fail "-X did not send user.bin"
     ;;
 

@@ -378,8 +378,8 @@ link-local)
   veth 2 50mbit
   RS ip addr add 10.77.0.1/24 dev r1
   SS ip addr add 10.77.0.2/24 dev s1
-  for _ in $(seq 50); do SS ip -6 addr show dev s2 scope link | grep -q fe80 && RS ip -6 addr show dev r2 scope link | grep -q fe80 && break; sleep 0.1; done
-  SS ip -6 addr show dev s2 scope link | grep -q fe80 || fail "s2 has no link-local address"
+  for _ in $(seq 50); do SS ip -6 addr show dev s2 scope link | grep_q fe80 && RS ip -6 addr show dev r2 scope link | grep_q fe80 && break; sleep 0.1; done
+  SS ip -6 addr show dev s2 scope link | grep_q fe80 || fail "s2 has no link-local address"
   random_file "$W/src/data.bin" $((32 << 20)) paths
   LISTEN='[::]:7878'
   start_recv

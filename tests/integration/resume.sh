@@ -87,7 +87,7 @@ crash_sender_after() {
   [ "$SEND_RC" -eq 137 ] || fail "the sender was to die of SIGKILL, it exited $SEND_RC"
   wait_recv
   [ "$RECV_RC" -ne 0 ] || fail "the receiver reported success for an interrupted transfer"
-  ls -a "$W/dst" | grep -q '^\.braid-resume-' || fail "no resume journal after the interruption"
+  ls -a "$W/dst" | grep_q '^\.braid-resume-' || fail "no resume journal after the interruption"
 }
 
 # The second run: succeeds, leaves no temporary file, the tree is the source's.

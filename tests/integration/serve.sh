@@ -90,9 +90,9 @@ case "$CASE" in
     [ "$SEND_RC" -eq 0 ] || fail "the pinned sender's send exited $SEND_RC"
     for _ in $(seq 100); do [ "$(b history --json | grep -c '"id"')" -ge 2 ] && break; sleep 0.05; done
     b history > "$W/history.out"
-    grep -q "^1 .* vm .* 1 .*2.9 MiB .*verified" "$W/history.out" || grep -q "verified" "$W/history.out" || fail "history lacks the first transfer"
+    grep -q "^1 .* vm .* 1 .*2.9 MiB .*verified" "$W/history.out" || grep_q "verified" "$W/history.out" || fail "history lacks the first transfer"
     [ "$(grep -c verified "$W/history.out")" -eq 2 ] || fail "history does not list both transfers"
-    b history 2 | grep -q '"bytes": 2000000' || fail "braid history 2 does not show its report"
+    b history 2 | grep_q '"bytes": 2000000' || fail "braid history 2 does not show its report"
     # The dashboard: nothing without the token, JSON with it.
     [ "$(api "http://127.0.0.1:$DASH/api/history")" = 403 ] || fail "the dashboard answered without the token"
     [ "$(api "http://127.0.0.1:$DASH/api/history" -H "Authorization: Bearer wrong$TOKEN")" = 403 ] || fail "a wrong token passed"
@@ -116,12 +116,12 @@ case "$CASE" in
       || fail "/api/peers does not list '$LABEL'"
     [ "$(api -X POST -d '' "http://127.0.0.1:$DASH/api/peers/rename?label=$LABEL&to=desk" -H "Authorization: Bearer $TOKEN" -H 'X-Braid: 1')" = 200 ] \
       || fail "rename over HTTP failed: $(cat "$W/api.out")"
-    XDG_CONFIG_HOME=$W/rcfg "$BRAID" peers | grep -q "^  desk " || fail "the peer was not renamed"
+    XDG_CONFIG_HOME=$W/rcfg "$BRAID" peers | grep_q "^  desk " || fail "the peer was not renamed"
     [ "$(api -X POST -d '' "http://127.0.0.1:$DASH/api/peers/forget?label=nobody" -H "Authorization: Bearer $TOKEN" -H 'X-Braid: 1')" = 400 ] \
       || fail "forgetting an unknown label did not fail"
     [ "$(api -X POST -d '' "http://127.0.0.1:$DASH/api/peers/forget?label=desk" -H "Authorization: Bearer $TOKEN" -H 'X-Braid: 1')" = 200 ] \
       || fail "forget over HTTP failed: $(cat "$W/api.out")"
-    XDG_CONFIG_HOME=$W/rcfg "$BRAID" peers | grep -q "No known peers" || fail "the peer was not forgotten"
+    XDG_CONFIG_HOME=$W/rcfg "$BRAID" peers | grep_q "No known peers" || fail "the peer was not forgotten"
     # A restart keeps the history.
     stop_serve
     [ "$SERVE_RC" -eq 0 ] || fail "braid serve exited $SERVE_RC on SIGTERM"
@@ -220,7 +220,7 @@ PY
     [ "$SEND_RC" -ne 0 ] || fail "the refused send exited 0"
     grep -q "not today, thanks" "$W/send.err" || fail "the sender did not print the refusal's reason"
     [ ! -e "$W/dst/f.bin" ] || fail "a refused file arrived"
-    b offers | grep -q "No offer is waiting" || fail "the refused offer still waits"
+    b offers | grep_q "No offer is waiting" || fail "the refused offer still waits"
     b accept "$OFFER" 2> "$W/again.err" && fail "a refused offer could be accepted"
     grep -q "no offer $OFFER is waiting" "$W/again.err" || fail "accepting it twice does not say why not"
     # Accepted through the dashboard's HTTP API this time.
@@ -286,7 +286,7 @@ PY
     SERVE_PID=$(sed -n 's/^braid serve: running in the background as pid \([0-9]*\).*/\1/p' "$W/serve.out")
     [ -n "$SERVE_PID" ] && kill -0 "$SERVE_PID" || fail "no pid, or it is not running"
     grep -q "dashboard http://127.0.0.1:[0-9]*/?token=" "$W/serve.out" || fail "the login link was not printed"
-    b offers | grep -q "No offer is waiting" || fail "the background serve does not answer on its control socket"
+    b offers | grep_q "No offer is waiting" || fail "the background serve does not answer on its control socket"
     XDG_CONFIG_HOME=$W/rcfg "$BRAID" serve --config "$W/serve.toml" --foreground > /dev/null 2> "$W/second.err"
     [ $? -eq 1 ] && grep -q "another braid serve runs with the state directory" "$W/second.err" || fail "a second serve started"
     kill -TERM "$SERVE_PID"
@@ -369,7 +369,7 @@ PY
     [ "$(api -X PUT -H "Content-Type: application/octet-stream" --data-binary @"$W/part.0" -H "Origin: http://127.0.0.2:$SP" "${LINK}upload/$UP/chunk/0")" = 200 ] \
       || fail "chunk 0 refused"
     [ -e "$W/up/in/up.bin" ] && fail "the upload has its name before every chunk is in"
-    ls -a "$W/up/in" | grep -q '^\.braid-upload\.' || fail "no temporary file while the upload is incomplete"
+    ls -a "$W/up/in" | grep_q '^\.braid-upload\.' || fail "no temporary file while the upload is incomplete"
     [ "$(api -X PUT -H "Content-Type: application/octet-stream" --data-binary @"$W/part.1" "${LINK}upload/$UP/chunk/1")" = 200 ] || fail "the good chunk 1 refused"
     grep -q '"complete":true' "$W/api.out" || fail "the last chunk did not complete the upload"
     cmp -s "$W/up.bin" "$W/up/in/up.bin" || fail "the uploaded file is not identical"

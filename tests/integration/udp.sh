@@ -114,7 +114,7 @@ case "$CASE" in
     [ "$(grep -c '"kind":"udp".*"packet_size":1472' "$W/send.log")" = 2 ] || fail "--packet-size 1472 was not used"
     out=$("$BRAID" send --packet-size 1100 --lane "udp:127.0.0.1=127.0.0.1:$PORT" "$W/src/data.bin" "127.0.0.1:$PORT" 2>&1) &&
       fail "--packet-size 1100 was accepted"
-    echo "$out" | grep -q 'expected auto or a number from 1200 to 9000' || fail "no clear error for --packet-size 1100: $out"
+    echo "$out" | grep_q 'expected auto or a number from 1200 to 9000' || fail "no clear error for --packet-size 1100: $out"
     check_json '[l["kind"] for l in s["lanes"]] == ["tcp", "udp", "udp"]'
     check_json 'all(k in l for l in s["lanes"] if l["kind"] == "udp" for k in ("packets_sent", "packets_lost", "packets_retransmitted", "srtt_ms", "min_rtt_ms", "cc_rate_bytes_per_sec"))'
     check_json 'all(l["packets_sent"] > 0 and l["cc_rate_bytes_per_sec"] > 0 for l in s["lanes"] if l["kind"] == "udp")'
@@ -164,8 +164,8 @@ for _ in range(2000):
     start_proxy --kill-after 8000
     send --rate-limit 400Mbit/s --lane "udp:127.0.0.1=127.0.0.1:$PORT" "$W/src/data.bin" "127.0.0.1:$PROXY"
     check_identical
-    grep '"lane_closed"' "$W/send.log" | grep -q '"lane":0' || fail "lane 0 was not killed"
-    grep '"ordered_lane"' "$W/send.log" | grep -q '"headers_resent":[1-9]' || fail "no headers were sent again"
+    grep '"lane_closed"' "$W/send.log" | grep_q '"lane":0' || fail "lane 0 was not killed"
+    grep '"ordered_lane"' "$W/send.log" | grep_q '"headers_resent":[1-9]' || fail "no headers were sent again"
     check_json 's["all_verified"] and any(l["kind"] == "udp" and l["bytes"] > 0 for l in s["lanes"])'
     ;;
   transport)
@@ -180,7 +180,7 @@ for _ in range(2000):
     start_recv
     send --transport auto "$W/src/data.bin" "127.0.0.1:$PORT"
     check_identical
-    grep '"transport"' "$W/send.log" | grep -q '"choice":"tcp"' || fail "auto did not log its choice of tcp"
+    grep '"transport"' "$W/send.log" | grep_q '"choice":"tcp"' || fail "auto did not log its choice of tcp"
     check_json 'all(l["kind"] == "tcp" for l in s["lanes"])'
     ;;
   port-taken)
@@ -196,7 +196,7 @@ open(sys.argv[2], "w").close(); time.sleep(60)' "$PORT" "$W/holding" &
     send --lane "udp:127.0.0.1=127.0.0.1:$PORT" "$W/src/data.bin" "127.0.0.1:$PORT"
     kill $HOLDER 2>/dev/null
     check_identical
-    grep '"udp_port_fallback"' "$W/recv.log" | grep -q "127.0.0.1:$PORT" || fail "no udp_port_fallback with the reason"
+    grep '"udp_port_fallback"' "$W/recv.log" | grep_q "127.0.0.1:$PORT" || fail "no udp_port_fallback with the reason"
     udp_local_count "127.0.0.1:$PORT" 0 || fail "a lane claims the taken port"
     ;;
   *) fail "unknown case" ;;

@@ -28,13 +28,16 @@ fail() {
   exit 1
 }
 say() { echo "[$(date +%T)] $*"; }
+# grep -q reading a pipe under pipefail: the producer may die of SIGPIPE after
+# the match, which reads as none (tests/integration/lib.sh says more).
+grep_q() { grep "$@" >/dev/null; }
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces and TUN devices)"
 [ -e /dev/net/tun ] || skip "/dev/net/tun is missing (no TUN support here)"
 [ -x "$netlab" ] || skip "the netlab script is missing at $netlab"
 [ -x "$emu" ] || skip "the netlab-emu binary is missing at $emu (build target netlab-emu)"
 [ -x "$braid" ] || skip "the braid binary is missing at $braid (build target braid)"
-"$braid" send --help 2>&1 | grep -q -- "--lane" || skip "this braid binary has no working 'braid send' yet"
+"$braid" send --help 2>&1 | grep_q -- "--lane" || skip "this braid binary has no working 'braid send' yet"
 command -v ip >/dev/null || skip "iproute2 (ip) is not installed"
 command -v sha256sum >/dev/null || skip "sha256sum is not installed"
 command -v python3 >/dev/null || skip "python3 is not installed"
@@ -101,7 +104,7 @@ done
   --code "$code" --yes --once --json "$work/recv.json" --log "$work/recv.log" >"$work/recv.out" 2>&1 &
 recv_pid=$!
 for _ in $(seq 50); do
-  "$netlab" exec rcv ss -ltn 2>/dev/null | grep -q "10.77.1.2:$port" && break
+  "$netlab" exec rcv ss -ltn 2>/dev/null | grep_q "10.77.1.2:$port" && break
   sleep 0.1
 done
 
