@@ -73,6 +73,12 @@ constexpr Duration kMinLoopRtt = Duration::millis(30);
 constexpr double kTrustedSegments = 8;
 }  // namespace
 
+bool kernel_sends_pairs(std::string_view congestion_control, Rate pacing) {
+  // bbr_min_tso_segs: one segment below bbr_min_tso_rate (1.2 Mbit/s).
+  if (congestion_control == "bbr") return pacing.bits_per_second() >= 1.2e6;
+  return !congestion_control.empty();  // not known: allow for lone segments, as before
+}
+
 TcpGroupCap::TcpGroupCap(const TcpGroupCapConfig& cfg) : cfg_(cfg) {}
 
 Rate TcpGroupCap::acked_since(Time now, Time since) const {
@@ -128,11 +134,23 @@ void TcpGroupCap::update_lane(Lane& l, const TcpLaneSample& s, Time now) {
     Duration sample = latest_rtt_sample(l.last, t, t.mss);
     // Under a cap the kernel paces the lane's segments apart; the ACK of a
     // lone one waits for the next (tcp_pacing_cap.cpp): never count that wait
-    // as queue, and never let a compensated sample move the base.
+    // as queue. A compensated sample never reads below the lowest RTT the
+    // kernel saw on this lane (tcpi_min_rtt: from the segment each ACK was
+    // sent for, no ACK wait in it) — not below the lane's own filtered base:
+    // a lane that opened behind a queue (a trial stream's start) and was
+    // capped before it saw the path empty then kept that queue in its base,
+    // and its current read as the group's queue for good: on netlab a third
+    // lane of a 4 Mbit/s uplink held the group at 1.5 Mbit/s, reading 6-9 ms.
     // The gap is the pace the kernel sends at: the cap, or its own rate if lower.
+    // A lane that sends pairs has each pair ACKed at once: the first
+    // segment's ACK waits for the second to cross the bottleneck, whose
+    // rate is the group's (kernel_sends_pairs).
     if (l.cap && l.delays.has_sample() && l.cap->bytes_per_second() > 0) {
       const Rate pace = s.pacing.is_zero() ? *l.cap : std::min(*l.cap, s.pacing);
-      sample = std::max(sample - std::min(kDelayedAckMax, pace.transfer_time(t.mss)), l.delays.base());
+      Duration wait = pace.transfer_time(t.mss);
+      if (s.sends_pairs && !bottleneck_.is_zero()) wait = std::min(wait, bottleneck_.transfer_time(t.mss));
+      const Duration lowest = l.min_rtt.ns() > 0 ? std::min(l.min_rtt, l.delays.base()) : l.delays.base();
+      sample = std::max(sample - std::min(kDelayedAckMax, wait), lowest);
     }
     l.delays.on_sample(now, sample);
     l.last_ack = now;

@@ -75,6 +75,9 @@ struct TcpKernelInfo {
   uint32_t unacked = 0;         // segments in flight
   uint32_t notsent_bytes = 0;   // written by us, not yet sent by the kernel
   bool delivery_rate_app_limited = false;  // the latest sample was limited by what we gave, not the path
+  /// TCP_CONGESTION ("bbr", "cubic"…): filled by lanes that know it (a
+  /// socket's controller is chosen once), empty from tcp_kernel_info.
+  std::string congestion_control;
 };
 /// Reads TCP_INFO (tcp_info.cpp); false if the socket has none.
 bool tcp_kernel_info(int fd, TcpKernelInfo& out);
