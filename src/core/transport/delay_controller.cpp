@@ -76,10 +76,11 @@ uint64_t DelayController::next_random() {
 
 Bytes DelayController::bdp(double gain) const {
   const Rate bw = bw_filter_.best();
-  if (bw.is_zero() || min_rtt_ == Duration::infinite()) {
+  const Duration rtt = std::min(min_rtt_, path_base_);
+  if (bw.is_zero() || rtt == Duration::infinite()) {
     return Bytes(kInitialWindowPackets * mss_.count());
   }
-  return Bytes(static_cast<uint64_t>(bw.bytes_per_second() * min_rtt_.to_seconds() * gain));
+  return Bytes(static_cast<uint64_t>(bw.bytes_per_second() * rtt.to_seconds() * gain));
 }
 
 void DelayController::on_packet_sent(Time, uint64_t, Bytes, Bytes) {}
@@ -144,6 +145,7 @@ void DelayController::update_model(const CongestionEvent& ev) {
     shared_base_->offer(ev.rtt.latest, ev.now);
     base = std::min(base, shared_base_->base(ev.now));
   }
+  path_base_ = base;
   delay_exceeded_ = recent_min != Duration::infinite() && recent_min > base + queue_target_;
   probe_delay_exceeded_ = ev.rtt.latest_adjusted > base + queue_target_ * 2.0;
 }

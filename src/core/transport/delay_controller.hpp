@@ -78,6 +78,10 @@ class DelayController final : public CongestionController {
   bool filled_pipe_ = false;
   Rate hint_rate_;  // a start hint's rate (zero: none): startup ends when it is reached
   std::shared_ptr<SharedBaseRtt> shared_base_;  // the path's lanes' smallest RTT (ControllerConfig)
+  // The path's base RTT as of the last sample: min_rtt_, or the smaller one
+  // its lanes share. The BDP is taken over it, so that a lane that opened
+  // behind its siblings' queue does not count that queue as pipe.
+  Duration path_base_ = Duration::infinite();
 
   // ProbeBW gain cycle: up (1.25) → down (0.75) → cruise (1) for a random
   // number of RTTs → up ...
