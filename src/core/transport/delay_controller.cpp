@@ -38,6 +38,13 @@ constexpr uint64_t kInitialWindowPackets = 10;
 constexpr uint64_t kAckAggregationPackets = 3;
 // Before any RTT sample, assume 1 ms for the initial pacing rate (as Linux BBR).
 constexpr Duration kNominalRtt = Duration::millis(1);
+// A path's startup also ends when the last three RTT samples all stand a
+// whole base RTT above the base — the queue startup's window gain of 2
+// leaves anyway (BBR), so the pipe is full — but never below this much
+// (host jitter on a LAN path with a base of 0.1 ms is not a queue).
+// HyStart++'s own-queue exit (RFC 9406: base/8, 4–16 ms, per flow) was
+// tried here and reverted: lanes left on a noisy rise with half the pipe.
+constexpr Duration kStartupQueueFloor = Duration::millis(12);
 // A start hint's share of the path's last BDP taken as the first window.
 constexpr double kStartHintFraction = 0.5;
 // Startup ends once the estimate is back at this share of a start hint's rate.
@@ -51,7 +58,8 @@ DelayController::DelayController(const ControllerConfig& cfg)
       pacing_gain_(kStartupPacingGain),
       cwnd_gain_(kStartupCwndGain),
       cwnd_(Bytes(kInitialWindowPackets * cfg.max_datagram_size.count())),
-      shared_base_(cfg.shared_base) {
+      shared_base_(cfg.shared_base),
+      shared_startup_(cfg.shared_startup) {
   pacing_rate_ = Rate::over(cwnd_, kNominalRtt) * kStartupPacingGain;
   if (cfg.start && !cfg.start->rate.is_zero() && cfg.start->rtt > Duration::zero()) {
     // A known path: startup begins from half the BDP it had last time, paced
@@ -123,6 +131,7 @@ void DelayController::update_model(const CongestionEvent& ev) {
   }
   delay_exceeded_ = false;
   probe_delay_exceeded_ = false;
+  startup_queue_exceeded_ = false;
   if (!ev.rtt.updated) return;
   // A standing queue shows in several samples in a row; one late sample (the
   // host scheduled a thread late) does not. So cruising drains only when the
@@ -148,10 +157,17 @@ void DelayController::update_model(const CongestionEvent& ev) {
   path_base_ = base;
   delay_exceeded_ = recent_min != Duration::infinite() && recent_min > base + queue_target_;
   probe_delay_exceeded_ = ev.rtt.latest_adjusted > base + queue_target_ * 2.0;
+  startup_queue_exceeded_ =
+      recent_min != Duration::infinite() && recent_min > base + std::max(base, kStartupQueueFloor);
 }
 
 void DelayController::update_startup(const CongestionEvent& ev) {
-  if (round_start_ && !ev.rate.is_app_limited) {
+  // Another lane of the path found the pipe full: its queue is ours too.
+  // And with several lanes on the path, a lane's own rate keeps growing
+  // (from the others' share) after the link is full, so the queue, which
+  // they all see, ends the path's startup as well.
+  if (shared_startup_ && (shared_startup_->pipe_full() || startup_queue_exceeded_)) filled_pipe_ = true;
+  if (!filled_pipe_ && round_start_ && !ev.rate.is_app_limited) {
     const Rate bw = bw_filter_.best();
     if (!hint_rate_.is_zero() && bw >= hint_rate_ * kStartHintFull) {
       // The known path is full again: startup's usual three rounds without
@@ -165,6 +181,7 @@ void DelayController::update_startup(const CongestionEvent& ev) {
     }
   }
   if (filled_pipe_) {
+    if (shared_startup_) shared_startup_->mark_pipe_full();
     mode_ = Mode::drain;
     pacing_gain_ = kDrainPacingGain;
     cwnd_gain_ = kStartupCwndGain;
