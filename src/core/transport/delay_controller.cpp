@@ -22,6 +22,8 @@ constexpr int kMaxCruiseRounds = 8;
 // Our tighter cap (BBR uses 2): even a wrong bandwidth estimate cannot keep
 // more than half a BDP standing in the bottleneck queue.
 constexpr double kProbeBwCwndGain = 1.5;
+// The water mark's window cap when none is set (update_probe_bw).
+constexpr Bytes kNoInflightCap(UINT64_MAX);
 // BBR draft §4.3.2.2: full pipe = under 25 % growth over 3 rounds.
 constexpr double kFullBwGrowth = 1.25;
 constexpr int kFullBwRounds = 3;
@@ -203,6 +205,7 @@ void DelayController::set_phase(Phase phase, Time now) {
   switch (phase) {
     case Phase::up:
       pacing_gain_ = kProbeUpGain;
+      inflight_cap_ = kNoInflightCap;
       break;
     case Phase::down:
       pacing_gain_ = kProbeDownGain;
@@ -231,6 +234,14 @@ void DelayController::update_probe_bw(const CongestionEvent& ev) {
       if (delay_exceeded_) {
         // The queue grew while cruising: the estimate is above the water mark.
         set_phase(Phase::down, ev.now);
+        // The lanes of a path each keep a max-filtered estimate, and their
+        // sum reads above the link when their shares shift (netlab, four
+        // lanes on 4 Mbit/s: a queue of +30-60 ms for seconds, held by the
+        // windows, that 0.75 × the estimate did not drain). So the window
+        // shrinks too, to 3/4 of what was in flight, never under one BDP,
+        // until the next probe up.
+        const Bytes three_quarters(static_cast<uint64_t>(ev.prior_in_flight.as_double() * kProbeDownGain));
+        inflight_cap_ = std::max(bdp(1.0), three_quarters);
       } else if (elapsed > min_rtt_ * static_cast<double>(cruise_rounds_)) {
         set_phase(Phase::up, ev.now);
       }
@@ -290,6 +301,7 @@ void DelayController::update_outputs(const CongestionEvent& ev) {
   } else if (cwnd_ < target || ev.total_delivered < kInitialWindowPackets * mss_.count()) {
     cwnd_ += acked;
   }
+  if (mode_ == Mode::probe_bw) cwnd_ = std::min(cwnd_, inflight_cap_);
   cwnd_ = std::max(cwnd_, min_cwnd);
   if (mode_ == Mode::probe_rtt) {
     cwnd_ = std::min(cwnd_, std::max(bdp(kProbeRttCwndGain), min_cwnd));

@@ -92,6 +92,7 @@ class DelayController final : public CongestionController {
   bool delay_exceeded_ = false;        // the last few RTTs were all above the mark
   bool probe_delay_exceeded_ = false;  // this sample is twice the mark above (ends a probe)
   bool startup_queue_exceeded_ = false;  // the last few RTTs all stood a base RTT above the base
+  Bytes inflight_cap_{UINT64_MAX};       // set by the water mark, lifted by the next probe up
   std::array<Duration, 3> recent_rtt_{Duration::infinite(), Duration::infinite(), Duration::infinite()};
   size_t recent_rtt_pos_ = 0;
 
