@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "core/transport/shared_base_rtt.hpp"
+#include "core/transport/shared_startup.hpp"
 #include "core/units.hpp"
 
 namespace braid::transport {
@@ -77,6 +78,9 @@ struct ControllerConfig {
   /// Shared by the lanes of one path (`delay` measures its queue against
   /// the smallest RTT any of them saw), or null: the lane's own.
   std::shared_ptr<SharedBaseRtt> shared_base;
+  /// Shared by the same lanes: the first to find the pipe full ends
+  /// `delay`'s startup for all of them (and later ones skip it), or null.
+  std::shared_ptr<SharedStartup> shared_startup;
   uint64_t seed = 1;                            // randomised phases are still deterministic
   Duration delay_queue_target = Duration::millis(3);
   Duration background_target = Duration::millis(10);

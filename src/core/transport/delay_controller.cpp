@@ -22,6 +22,8 @@ constexpr int kMaxCruiseRounds = 8;
 // Our tighter cap (BBR uses 2): even a wrong bandwidth estimate cannot keep
 // more than half a BDP standing in the bottleneck queue.
 constexpr double kProbeBwCwndGain = 1.5;
+// The water mark's window cap when none is set (update_probe_bw).
+constexpr Bytes kNoInflightCap(UINT64_MAX);
 // BBR draft §4.3.2.2: full pipe = under 25 % growth over 3 rounds.
 constexpr double kFullBwGrowth = 1.25;
 constexpr int kFullBwRounds = 3;
@@ -38,6 +40,13 @@ constexpr uint64_t kInitialWindowPackets = 10;
 constexpr uint64_t kAckAggregationPackets = 3;
 // Before any RTT sample, assume 1 ms for the initial pacing rate (as Linux BBR).
 constexpr Duration kNominalRtt = Duration::millis(1);
+// A path's startup also ends when the last three RTT samples all stand a
+// whole base RTT above the base — the queue startup's window gain of 2
+// leaves anyway (BBR), so the pipe is full — but never below this much
+// (host jitter on a LAN path with a base of 0.1 ms is not a queue).
+// HyStart++'s own-queue exit (RFC 9406: base/8, 4–16 ms, per flow) was
+// tried here and reverted: lanes left on a noisy rise with half the pipe.
+constexpr Duration kStartupQueueFloor = Duration::millis(12);
 // A start hint's share of the path's last BDP taken as the first window.
 constexpr double kStartHintFraction = 0.5;
 // Startup ends once the estimate is back at this share of a start hint's rate.
@@ -51,7 +60,8 @@ DelayController::DelayController(const ControllerConfig& cfg)
       pacing_gain_(kStartupPacingGain),
       cwnd_gain_(kStartupCwndGain),
       cwnd_(Bytes(kInitialWindowPackets * cfg.max_datagram_size.count())),
-      shared_base_(cfg.shared_base) {
+      shared_base_(cfg.shared_base),
+      shared_startup_(cfg.shared_startup) {
   pacing_rate_ = Rate::over(cwnd_, kNominalRtt) * kStartupPacingGain;
   if (cfg.start && !cfg.start->rate.is_zero() && cfg.start->rtt > Duration::zero()) {
     // A known path: startup begins from half the BDP it had last time, paced
@@ -76,10 +86,11 @@ uint64_t DelayController::next_random() {
 
 Bytes DelayController::bdp(double gain) const {
   const Rate bw = bw_filter_.best();
-  if (bw.is_zero() || min_rtt_ == Duration::infinite()) {
+  const Duration rtt = std::min(min_rtt_, path_base_);
+  if (bw.is_zero() || rtt == Duration::infinite()) {
     return Bytes(kInitialWindowPackets * mss_.count());
   }
-  return Bytes(static_cast<uint64_t>(bw.bytes_per_second() * min_rtt_.to_seconds() * gain));
+  return Bytes(static_cast<uint64_t>(bw.bytes_per_second() * rtt.to_seconds() * gain));
 }
 
 void DelayController::on_packet_sent(Time, uint64_t, Bytes, Bytes) {}
@@ -122,6 +133,7 @@ void DelayController::update_model(const CongestionEvent& ev) {
   }
   delay_exceeded_ = false;
   probe_delay_exceeded_ = false;
+  startup_queue_exceeded_ = false;
   if (!ev.rtt.updated) return;
   // A standing queue shows in several samples in a row; one late sample (the
   // host scheduled a thread late) does not. So cruising drains only when the
@@ -144,12 +156,20 @@ void DelayController::update_model(const CongestionEvent& ev) {
     shared_base_->offer(ev.rtt.latest, ev.now);
     base = std::min(base, shared_base_->base(ev.now));
   }
+  path_base_ = base;
   delay_exceeded_ = recent_min != Duration::infinite() && recent_min > base + queue_target_;
   probe_delay_exceeded_ = ev.rtt.latest_adjusted > base + queue_target_ * 2.0;
+  startup_queue_exceeded_ =
+      recent_min != Duration::infinite() && recent_min > base + std::max(base, kStartupQueueFloor);
 }
 
 void DelayController::update_startup(const CongestionEvent& ev) {
-  if (round_start_ && !ev.rate.is_app_limited) {
+  // Another lane of the path found the pipe full: its queue is ours too.
+  // And with several lanes on the path, a lane's own rate keeps growing
+  // (from the others' share) after the link is full, so the queue, which
+  // they all see, ends the path's startup as well.
+  if (shared_startup_ && (shared_startup_->pipe_full() || startup_queue_exceeded_)) filled_pipe_ = true;
+  if (!filled_pipe_ && round_start_ && !ev.rate.is_app_limited) {
     const Rate bw = bw_filter_.best();
     if (!hint_rate_.is_zero() && bw >= hint_rate_ * kStartHintFull) {
       // The known path is full again: startup's usual three rounds without
@@ -163,6 +183,7 @@ void DelayController::update_startup(const CongestionEvent& ev) {
     }
   }
   if (filled_pipe_) {
+    if (shared_startup_) shared_startup_->mark_pipe_full();
     mode_ = Mode::drain;
     pacing_gain_ = kDrainPacingGain;
     cwnd_gain_ = kStartupCwndGain;
@@ -184,6 +205,7 @@ void DelayController::set_phase(Phase phase, Time now) {
   switch (phase) {
     case Phase::up:
       pacing_gain_ = kProbeUpGain;
+      inflight_cap_ = kNoInflightCap;
       break;
     case Phase::down:
       pacing_gain_ = kProbeDownGain;
@@ -212,6 +234,14 @@ void DelayController::update_probe_bw(const CongestionEvent& ev) {
       if (delay_exceeded_) {
         // The queue grew while cruising: the estimate is above the water mark.
         set_phase(Phase::down, ev.now);
+        // The lanes of a path each keep a max-filtered estimate, and their
+        // sum reads above the link when their shares shift (netlab, four
+        // lanes on 4 Mbit/s: a queue of +30-60 ms for seconds, held by the
+        // windows, that 0.75 × the estimate did not drain). So the window
+        // shrinks too, to 3/4 of what was in flight, never under one BDP,
+        // until the next probe up.
+        const Bytes three_quarters(static_cast<uint64_t>(ev.prior_in_flight.as_double() * kProbeDownGain));
+        inflight_cap_ = std::max(bdp(1.0), three_quarters);
       } else if (elapsed > min_rtt_ * static_cast<double>(cruise_rounds_)) {
         set_phase(Phase::up, ev.now);
       }
@@ -271,6 +301,7 @@ void DelayController::update_outputs(const CongestionEvent& ev) {
   } else if (cwnd_ < target || ev.total_delivered < kInitialWindowPackets * mss_.count()) {
     cwnd_ += acked;
   }
+  if (mode_ == Mode::probe_bw) cwnd_ = std::min(cwnd_, inflight_cap_);
   cwnd_ = std::max(cwnd_, min_cwnd);
   if (mode_ == Mode::probe_rtt) {
     cwnd_ = std::min(cwnd_, std::max(bdp(kProbeRttCwndGain), min_cwnd));

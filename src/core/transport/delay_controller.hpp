@@ -78,6 +78,11 @@ class DelayController final : public CongestionController {
   bool filled_pipe_ = false;
   Rate hint_rate_;  // a start hint's rate (zero: none): startup ends when it is reached
   std::shared_ptr<SharedBaseRtt> shared_base_;  // the path's lanes' smallest RTT (ControllerConfig)
+  std::shared_ptr<SharedStartup> shared_startup_;  // the path's lanes' one startup (ControllerConfig)
+  // The path's base RTT as of the last sample: min_rtt_, or the smaller one
+  // its lanes share. The BDP is taken over it, so that a lane that opened
+  // behind its siblings' queue does not count that queue as pipe.
+  Duration path_base_ = Duration::infinite();
 
   // ProbeBW gain cycle: up (1.25) → down (0.75) → cruise (1) for a random
   // number of RTTs → up ...
@@ -86,6 +91,8 @@ class DelayController final : public CongestionController {
   Time phase_stamp_;
   bool delay_exceeded_ = false;        // the last few RTTs were all above the mark
   bool probe_delay_exceeded_ = false;  // this sample is twice the mark above (ends a probe)
+  bool startup_queue_exceeded_ = false;  // the last few RTTs all stood a base RTT above the base
+  Bytes inflight_cap_{UINT64_MAX};       // set by the water mark, lifted by the next probe up
   std::array<Duration, 3> recent_rtt_{Duration::infinite(), Duration::infinite(), Duration::infinite()};
   size_t recent_rtt_pos_ = 0;
 

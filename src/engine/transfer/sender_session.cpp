@@ -517,6 +517,10 @@ void SenderSession::start_udp_lane(session::LaneNo id, const session::PathSpec& 
     auto& base = shared_bases_[key];
     if (!base) base = std::make_shared<transport::SharedBaseRtt>();
     cfg.shared_base = base;
+    // ... and leave startup together: several startups on one bottleneck fill its buffer.
+    auto& startup = shared_startups_[key];
+    if (!startup) startup = std::make_shared<transport::SharedStartup>();
+    cfg.shared_startup = startup;
   }
   std::unique_ptr<UdpDataLane> lane;
   if (error.empty()) lane = UdpDataLane::start(cfg, static_cast<DataLaneEvents&>(*this), error);

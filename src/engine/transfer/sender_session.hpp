@@ -289,6 +289,8 @@ class SenderSession : private DataLaneEvents {
   std::map<session::LaneNo, std::string> figure_keys_;
   /// Each UDP path's base RTT, shared by its lanes (by the same key).
   std::map<std::string, std::shared_ptr<transport::SharedBaseRtt>> shared_bases_;
+  /// ... and its one startup (the first lane to find the pipe full ends it for all).
+  std::map<std::string, std::shared_ptr<transport::SharedStartup>> shared_startups_;
   /// Lanes a delay group has capped (a lane that comes under a rate split leaves its group uncapped).
   std::set<session::LaneNo> delay_capped_;
 

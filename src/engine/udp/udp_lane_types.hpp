@@ -78,6 +78,8 @@ struct UdpLaneConfig {
   std::optional<transport::StartHint> start;
   /// Shared by the lanes of one path: its base RTT (transport::SharedBaseRtt).
   std::shared_ptr<transport::SharedBaseRtt> shared_base;
+  /// Shared by the same lanes: one startup for the path (transport::SharedStartup).
+  std::shared_ptr<transport::SharedStartup> shared_startup;
   SocketOptions socket;
   FaultInjection fault;               // tests only
 };

@@ -30,6 +30,7 @@ std::unique_ptr<UdpSendLane> UdpSendLane::start(const UdpLaneConfig& cfg, UdpSen
   sc.cc.seed = cfg.cc_seed;
   sc.cc.start = cfg.start;
   sc.cc.shared_base = cfg.shared_base;
+  sc.cc.shared_startup = cfg.shared_startup;
   sc.pacer.burst_time = cfg.pacer_burst;
   sc.pacer.wake_time = cfg.pacer_wake;
   auto cc = transport::make_controller(cfg.cc, sc.cc);

@@ -232,7 +232,109 @@ TEST(DelayController, LanesOfOnePathShareTheirBaseSoTheQueueDoesNotGrowWithThem)
     EXPECT_GE(shared_mbit, 0.95 * 4 * kPayload1472);
     EXPECT_LE(percentile(shared_q, 50), Duration::millis(10));
     EXPECT_LE(percentile(shared_q, 95), Duration::millis(15));
-    EXPECT_GE(percentile(alone_q, 50), Duration::millis(12));  // what sharing fixes
+    // What sharing fixes. Two lanes with their own bases no longer keep a
+    // queue since the water mark also shrinks the window (6.4 ms p50, was
+    // 16.0); four still do.
+    if (lanes == 4) {
+      EXPECT_GE(percentile(alone_q, 50), Duration::millis(12));
+    }
+  }
+}
+
+// The start of several lanes on one slow path (4 Mbit/s, 10 ms one way,
+// 1.5 s of drop-tail buffer, as netlab's uplink4): the engine opens the
+// lanes of a path one after another, tens to hundreds of milliseconds
+// apart. Each lane's own startup ended only when its own rate stopped
+// growing — with the others there it kept growing from their share — and
+// a lane that opened behind the queue counted that queue as pipe: four
+// lanes held ~0.4 s of queue for seconds (netlab: up to a second). With one
+// startup per path (SharedStartup) and the BDP over the path's base, the
+// start's peak stays near one startup's and the queue after it at the
+// water mark. The contrast (each lane its own startup) shows the bound can fail.
+struct PathStart {
+  double mbit = 0;
+  Duration p95;
+  Duration peak;
+};
+PathStart run_path_start(int lanes, Duration stagger, bool one_startup) {
+  SimConfig cfg;
+  cfg.link = {Rate::mbit(4), Duration::millis(10), Bytes(750'000), 0.0, 1};
+  LaneSim sim(cfg);
+  auto base = std::make_shared<SharedBaseRtt>();
+  auto startup = one_startup ? std::make_shared<SharedStartup>() : nullptr;
+  for (int i = 0; i < lanes; ++i) {
+    FlowSpec s;
+    s.packet_size = Bytes(1472);
+    s.cc_config.seed = static_cast<uint64_t>(i + 1);
+    s.cc_config.shared_base = base;
+    s.cc_config.shared_startup = startup;
+    s.start = Time::zero() + stagger * static_cast<double>(i);
+    sim.add_flow(s);
+  }
+  EXPECT_TRUE(sim.run_until(sec(20)));
+  PathStart r;
+  for (int i = 0; i < lanes; ++i) r.mbit += mbit(sim.goodput(i, sec(2), sec(20)));
+  r.p95 = percentile(sim.queue_delays(sec(2), sec(20)), 95);
+  r.peak = percentile(sim.queue_delays(Time::zero(), sec(20)), 100);
+  return r;
+}
+
+TEST(DelayController, LanesOfOnePathStartOnceSoTheirStartDoesNotFillTheBuffer) {
+  constexpr double kPayload1472 = (1472.0 - 13 - 16 - 8) / 1472.0;
+  Duration worst_own_peak = Duration::zero();
+  for (int lanes : {2, 4}) {
+    for (int stagger_ms : {50, 150, 300}) {
+      const Duration stagger = Duration::millis(stagger_ms);
+      const PathStart one = run_path_start(lanes, stagger, true);
+      const PathStart own = run_path_start(lanes, stagger, false);
+      std::printf("  %d lanes %3d ms apart: one startup %.2f Mbit/s, queue p95 %.1f ms, peak %.1f ms; "
+                  "own startups %.2f Mbit/s, p95 %.1f ms, peak %.1f ms\n",
+                  lanes, stagger_ms, one.mbit, one.p95.to_seconds() * 1e3, one.peak.to_seconds() * 1e3, own.mbit,
+                  own.p95.to_seconds() * 1e3, own.peak.to_seconds() * 1e3);
+      EXPECT_GE(one.mbit, 0.95 * 4 * kPayload1472) << lanes << " lanes, " << stagger_ms << " ms";
+      // After the start (netlab counts ping from 2 s on): the 30 ms p95, with room.
+      EXPECT_LE(one.p95, Duration::millis(15)) << lanes << " lanes, " << stagger_ms << " ms";
+      // The start: one lane alone peaks at ~48 ms here; the lanes' initial
+      // windows (10 packets each, 29 ms at 4 Mbit/s) come on top.
+      EXPECT_LE(one.peak, Duration::millis(120)) << lanes << " lanes, " << stagger_ms << " ms";
+      worst_own_peak = std::max(worst_own_peak, own.peak);
+    }
+  }
+  EXPECT_GE(worst_own_peak, Duration::millis(170));  // what one startup per path fixes
+}
+
+// The same coupling must not cost a fast path its start: two and four
+// lanes of one path on 500 Mbit/s with 20 ms one way (a 4 MB buffer) fill
+// the link as quickly as one lane alone.
+TEST(DelayController, LanesOfOneFastPathStillFillItQuickly) {
+  for (int lanes : {1, 2, 4}) {
+    SimConfig cfg;
+    cfg.link = {Rate::mbit(500), Duration::millis(20), Bytes(4'000'000), 0.0, 1};
+    LaneSim sim(cfg);
+    auto base = std::make_shared<SharedBaseRtt>();
+    auto startup = std::make_shared<SharedStartup>();
+    for (int i = 0; i < lanes; ++i) {
+      FlowSpec s;
+      s.packet_size = Bytes(1472);
+      s.cc_config.seed = static_cast<uint64_t>(i + 1);
+      s.cc_config.shared_base = base;
+      s.cc_config.shared_startup = startup;
+      s.start = Time::zero() + Duration::millis(7) * static_cast<double>(i);
+      sim.add_flow(s);
+    }
+    ASSERT_TRUE(sim.run_until(sec(3)));
+    constexpr double kPayload1472 = (1472.0 - 13 - 16 - 8) / 1472.0;
+    auto share = [&](double from, double to) {
+      double sum = 0;
+      for (int i = 0; i < lanes; ++i) sum += mbit(sim.goodput(i, sec(from), sec(to)));
+      return sum / (500 * kPayload1472);
+    };
+    std::printf("  %d lanes on 500 Mbit/s: %.2f of the link in [0, 1 s], %.2f in [0.5 s, 1 s], %.2f in [1 s, 3 s]\n",
+                lanes, share(0, 1), share(0.5, 1), share(1, 3));
+    // Ten packets double per 40 ms round: ~10 rounds to 500 Mbit/s.
+    EXPECT_GE(share(0.5, 1), 0.9) << lanes << " lanes";
+    EXPECT_GE(share(1, 3), 0.95) << lanes << " lanes";
+    EXPECT_LE(percentile(sim.queue_delays(sec(1), sec(3)), 95), Duration::millis(10)) << lanes << " lanes";
   }
 }
 
