@@ -751,5 +751,93 @@ TEST(StreamedOffer, ALaneLostMidWalkAfterEarlyPiecesStillVerifies) {
   EXPECT_NE(run.offer_lane, *run.dead.begin());
   EXPECT_EQ(run.r.transfer(1)->verified_bytes, 60'000u * 4096);
 }
+
+TEST(StreamedOffer, ARepeatedHeadHearsTheAcceptedPartsAgainAndACancelAbandonsThemOnce) {
+  ReceiverConfig cfg;
+  cfg.root_hash = sum_root;
+  cfg.early_answers = true;
+  Receiver r(cfg);
+  r.start(LaneTraits::tcp(), t0);
+  while (r.poll_action()) {}
+  wire::Offer head = offer_of(tree_4k(100));
+  head.continued = true;
+  head.early_answers = true;
+  r.handle_message(0, head, t0);
+  const auto asks = drain<PrepareOfferPart>(r);
+  ASSERT_EQ(asks.size(), 1u);
+  EXPECT_EQ(asks[0].first, 0u);
+  EXPECT_EQ(asks[0].entries.size(), 101u);
+  EXPECT_TRUE(asks[0].head.has_value());
+  EXPECT_EQ(asks[0].whole, nullptr);  // more parts follow
+  EXPECT_FALSE(r.taking_pieces(7));
+  r.handle_part_prepared(7, t0);
+  auto said = drain<RecvSendMessage>(r);
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_EQ(std::get<wire::AcceptPart>(said[0].msg), (wire::AcceptPart{7, 101}));
+  EXPECT_TRUE(r.taking_pieces(7));
+  EXPECT_FALSE(r.accepted(7));
+  // The head again (its lane died, and our answer may have with it): the same answer.
+  r.handle_message(0, head, t0);
+  said = drain<RecvSendMessage>(r);
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_EQ(std::get<wire::AcceptPart>(said[0].msg), (wire::AcceptPart{7, 101}));
+  // The sender cancels: what the part made is abandoned once, as cancelled.
+  r.handle_message(0, wire::Cancel{7, "the walk failed"}, t0);
+  const auto abandoned = drain<AbandonTransfer>(r);
+  ASSERT_EQ(abandoned.size(), 1u);
+  EXPECT_TRUE(abandoned[0].cancelled);
+  EXPECT_FALSE(r.taking_pieces(7));
+  // Its last part, late: nothing is asked or abandoned again.
+  r.handle_message(0, wire::OfferPart{7, 101, true, tree_4k(1)}, t0);
+  r.handle_part_prepared(7, t0);
+  while (auto a = r.poll_action()) {
+    EXPECT_FALSE(std::holds_alternative<PrepareOfferPart>(*a));
+    EXPECT_FALSE(std::holds_alternative<PrepareOffer>(*a));
+    EXPECT_FALSE(std::holds_alternative<AbandonTransfer>(*a));
+  }
+}
+
+TEST(StreamedOffer, TheSenderTakesOnlyEntriesItSentAndAClosingAcceptWithoutRanges) {
+  const auto entries = tree_4k(20'000);  // the head is cut after ~15,000 entries (1 MiB)
+  for (const bool too_many : {false, true}) {
+    Pair pair;
+    std::vector<wire::ManifestEntry> walked = entries;
+    TransferSpec spec;
+    spec.streamed = true;
+    spec.early_pieces = true;
+    spec.entries_in_place = &walked;
+    const auto id = pair.s.start_transfer(std::move(spec), t0);
+    ASSERT_TRUE(id);
+    pair.s.add_entries({}, false, t0);
+    const auto sent = drain<SendMessage>(pair.s);
+    ASSERT_EQ(sent.size(), 1u);
+    const auto& h = std::get<wire::Offer>(sent[0].msg);
+    EXPECT_TRUE(h.early_answers);
+    const auto n = static_cast<uint32_t>(h.entries.size());
+    ASSERT_LT(n, entries.size());
+    if (too_many) {
+      // More entries than went: the receiver cannot have checked them.
+      pair.s.handle_message(0, wire::AcceptPart{*id, n + 1}, t0);
+      const auto ended = drain<TransferEnded>(pair.s);
+      ASSERT_EQ(ended.size(), 1u);
+      EXPECT_EQ(ended[0].outcome.end, TransferOutcome::End::peer_error);
+      continue;
+    }
+    pair.s.handle_message(0, wire::AcceptPart{*id, n}, t0);
+    ASSERT_NE(pair.s.scheduler(), nullptr);
+    // Whole chunks of the accepted files only.
+    uint64_t accepted_bytes = 0;
+    for (size_t i = 0; i < n; ++i) accepted_bytes += entries[i].size;  // directories are 0
+    EXPECT_EQ(pair.s.scheduler()->plan().total().count(), accepted_bytes / (1 << 20) * (1 << 20));
+    EXPECT_FALSE(drain<SendPiece>(pair.s).empty());
+    pair.s.add_entries({}, true, t0);  // the last part goes
+    // A closing accept that holds ranges answers an offer that was not answered early.
+    wire::Accept closing{*id, {wire::HeldRange{0, 4096, wire::Digest{{1}, 16}}}};
+    pair.s.handle_message(0, closing, t0);
+    const auto ended = drain<TransferEnded>(pair.s);
+    ASSERT_EQ(ended.size(), 1u);
+    EXPECT_EQ(ended[0].outcome.end, TransferOutcome::End::peer_error);
+  }
+}
 }  // namespace
 }  // namespace braid::session
