@@ -52,6 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cfg.max_lanes = 1 + in.u8() % 8;
   cfg.advertised = {"127.0.0.1:7878"};
   cfg.root_hash = root;
+  cfg.early_answers = in.u8() & 1;  // protocol 9: parts answered as they come, when the offer asks
   Receiver r(cfg);
   Time now = Time::zero();
   r.start(LaneTraits::tcp(), now);
@@ -78,8 +79,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
               FUZZ_CHECK(finalised.insert(x.transfer).second);
             } else if constexpr (std::is_same_v<A, SessionEnded>) {
               ended = true;
-            } else if constexpr (std::is_same_v<A, PrepareOffer> || std::is_same_v<A, OpenUdpLane> ||
-                                 std::is_same_v<A, ExpectPiece>) {
+            } else if constexpr (std::is_same_v<A, PrepareOffer> || std::is_same_v<A, PrepareOfferPart> ||
+                                 std::is_same_v<A, OpenUdpLane> || std::is_same_v<A, ExpectPiece>) {
               FUZZ_CHECK(!ended);
             }
           },
@@ -92,12 +93,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint8_t op = in.u8();
     const LaneNo lane = in.u8() % 12;
     now = now + Duration::millis(in.u8());
-    switch (op % 11) {
+    switch (op % 12) {
       case 0:
         (void)r.handle_lane_connected(lane, (op & 0x80) ? LaneTraits::udp() : LaneTraits::tcp(), now);
         break;
       case 1: {  // a message of any type, as the real decoder reads the bytes
-        const auto type = static_cast<wire::FrameType>(in.u8() % 20);
+        const auto type = static_cast<wire::FrameType>(in.u8() % 21);  // offer_part (20) too
         const size_t len = in.u8();
         if (auto m = decode_to_receiver(type, in.bytes(len))) r.handle_message(lane, *m, now);
         break;
@@ -145,6 +146,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       case 10:  // the engine's answer to OpenUdpLane
         r.handle_udp_lane_opened(lane, (op & 0x40) ? "" : "127.0.0.1:7878", (op & 0x40) ? "no port" : "", now);
+        break;
+      case 11:  // the engine's answer to PrepareOfferPart (protocol 9), asked or not
+        if (op & 0x40) r.handle_part_declined(1 + in.u8() % 3, now);
+        else r.handle_part_prepared(1 + in.u8() % 3, now);
         break;
     }
     drain();

@@ -19,6 +19,22 @@ ChunkPlan::ChunkPlan(Bytes total, Bytes chunk_size) : total_(total), chunk_size_
   unassigned_bytes_ = total;
 }
 
+void ChunkPlan::extend(Bytes new_total) {
+  if (new_total <= total_) return;
+  assert(total_.count() % chunk_size_.count() == 0);
+  const uint64_t first = chunk_delivered_.size();
+  const uint64_t n = (new_total.count() + chunk_size_.count() - 1) / chunk_size_.count();
+  unassigned_bytes_ += new_total - total_;
+  total_ = new_total;
+  chunk_delivered_.resize(n, 0);
+  for (uint64_t c = first; c < n; ++c) {
+    const Bytes off(c * chunk_size_.count());
+    const Bytes len = std::min(chunk_size_, total_ - off);
+    pending_.push_back(static_cast<PieceId>(pieces_.size()));
+    pieces_.push_back(Piece{static_cast<ChunkIndex>(c), off, len, PieceState::pending, false});
+  }
+}
+
 Bytes ChunkPlan::chunk_length(ChunkIndex c) const {
   const Bytes off(uint64_t{c} * chunk_size_.count());
   return std::min(chunk_size_, total_ - off);

@@ -99,6 +99,14 @@ class ChunkPlan {
   /// True once any piece has been handed to a lane.
   bool started() const { return started_; }
 
+  /// The transfer grew (an offer answered part by part, protocol 9): the
+  /// chunks of [total(), new_total) are appended as pending pieces behind
+  /// every piece there is. Only whole chunks may lie before the growth — a
+  /// chunk never changes its length once it exists, so a piece handed out
+  /// keeps meaning the same bytes: total() must be a multiple of the chunk
+  /// size (or new_total == total(), which changes nothing).
+  void extend(Bytes new_total);
+
  private:
   void remove_from_queues(PieceId id);
   /// Cuts a pending piece at transfer offset `at` without touching the queues;

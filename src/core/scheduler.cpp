@@ -342,6 +342,11 @@ std::vector<std::optional<PieceId>> Scheduler::mark_resumed(const std::vector<By
   return ids;
 }
 
+void Scheduler::extend(Bytes new_total) {
+  plan_.extend(new_total);
+  copies_.resize(plan_.piece_count(), 0);
+}
+
 void Scheduler::on_lane_closed(LaneId lane, Time now) {
   Lane& l = lanes_[lane];
   if (!l.alive) return;

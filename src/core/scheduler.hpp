@@ -117,6 +117,9 @@ class Scheduler {
   /// first Assign. See ChunkPlan::mark_resumed for which ranges are taken;
   /// nothing is taken once a piece was assigned. No lane's stats change.
   std::vector<std::optional<PieceId>> mark_resumed(const std::vector<ByteRange>& ranges);
+  /// The transfer grew to `new_total` bytes (ChunkPlan::extend: only whole
+  /// chunks before it); the new chunks are handed out behind the old ones.
+  void extend(Bytes new_total);
 
   // ---- actions -------------------------------------------------------------
   std::optional<Action> poll_action(Time now);

@@ -496,6 +496,9 @@ class Run {
       }
     receiver_->handle_offer_prepared(a.offer->transfer_id, acc, now_);
   }
+  // The simulated receiver prepares offers whole (its config leaves
+  // early_answers off), as protocol 8.
+  void do_receiver(session::PrepareOfferPart& a) { receiver_->handle_part_declined(a.transfer, now_); }
   void do_receiver(session::FinalizeTransfer& a) {
     receiver_->handle_finalized(a.transfer, wire::ResultStatus::verified, "verified", now_);
   }

@@ -30,6 +30,40 @@ TEST(ChunkPlan, SplitKeepsOrderAndCoversTheChunkExactly) {
   EXPECT_TRUE(p.complete());
 }
 
+// An offer answered part by part (protocol 9): the plan grows behind the
+// pieces already out, and none of them changes its bytes.
+TEST(ChunkPlan, ExtendAppendsWholeChunksBehindWhatIsOut) {
+  ChunkPlan p(Bytes::mib(2), Bytes::mib(1));
+  const PieceId head = p.split(0, Bytes::kib(256));
+  p.mark_in_flight(head);
+  EXPECT_TRUE(p.mark_delivered(head));
+  const PieceId tail = *p.next_pending();  // the rest of chunk 0
+  ASSERT_EQ(p.piece(tail).offset, Bytes::kib(256));
+  p.mark_in_flight(tail);  // out on a lane
+  p.extend(Bytes::mib(3) + Bytes(10));
+  ASSERT_EQ(p.chunk_count(), 4u);
+  EXPECT_EQ(p.total(), Bytes::mib(3) + Bytes(10));
+  EXPECT_EQ(p.chunk_length(3), Bytes(10));
+  EXPECT_EQ(p.piece(tail).length, Bytes::kib(768));  // the piece out is the same bytes
+  // Pending in transfer order: chunk 1 (there before), then 2 and 3.
+  EXPECT_EQ(p.piece(*p.next_pending()).offset, Bytes::mib(1));
+  EXPECT_EQ(p.unassigned_bytes(), Bytes::mib(2) + Bytes(10));
+  EXPECT_FALSE(p.complete());
+  std::vector<PieceId> order;
+  while (auto id = p.next_pending()) {
+    order.push_back(*id);
+    p.mark_in_flight(*id);
+    p.mark_delivered(*id);
+  }
+  ASSERT_EQ(order.size(), 3u);
+  EXPECT_EQ(p.piece(order[2]).offset, Bytes::mib(3));
+  EXPECT_TRUE(p.mark_delivered(tail));
+  EXPECT_TRUE(p.complete());
+  EXPECT_EQ(p.delivered_chunks(), 4u);
+  p.extend(Bytes::mib(1));  // never shrinks
+  EXPECT_EQ(p.total(), Bytes::mib(3) + Bytes(10));
+}
+
 TEST(ChunkPlan, DeliveredExactlyOnce) {
   ChunkPlan p(Bytes::mib(1), Bytes::mib(1));
   p.mark_in_flight(0);

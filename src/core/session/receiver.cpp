@@ -158,9 +158,12 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
           if (it != transfers_.end()) {
             // Sent again (its lane died before our answer): the same answer.
             // Still being put together: its parts follow again, and those
-            // we have are ignored.
+            // we have are ignored; what was accepted of it is said again
+            // (that answer may have died with the lane).
             if (it->second.answer)
               std::visit([&](const auto& a) { reply(on, a); }, *it->second.answer);
+            else if (it->second.view.early_entries > 0)
+              reply(on, wire::AcceptPart{m.transfer_id, it->second.view.early_entries});
             return;
           }
           Transfer t;
@@ -170,7 +173,14 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
           t.view.total = m.total_bytes();
           t.assembling = m.continued;
           auto& placed = transfers_.emplace(m.transfer_id, std::move(t)).first->second;
-          if (placed.assembling) return push(RecvNote{"offer_part", on, std::to_string(m.entries.size()) + " entries"});
+          if (placed.assembling) {
+            push(RecvNote{"offer_part", on, std::to_string(m.entries.size()) + " entries"});
+            // Answered part by part when the sender asks and the engine
+            // can (a sync's verdicts and a dry run's list need the whole).
+            placed.early = m.early_answers && cfg_.early_answers && !m.discard && m.sync == wire::SyncOptions{};
+            if (placed.early) ask_part(placed);
+            return;
+          }
           push(PrepareOffer{placed.offer});
         } else if constexpr (std::is_same_v<M, wire::OfferPart>) {
           auto it = transfers_.find(m.transfer_id);
@@ -182,13 +192,16 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
             push(RecvNote{"offer_refused", on, bad});
             wire::Refuse no{m.transfer_id, wire::RefuseReason::bad_offer, "a malformed offer: " + bad};
             t.answer = no;
+            if (t.view.early_entries > 0) abandon_early(t, no.message, false);
             return reply(on, no);
           }
-          if (!complete) return;
-          t.assembling = false;
-          t.view.total = t.offer->total_bytes();
-          push(RecvNote{"offer_complete", on, std::to_string(t.offer->entries.size()) + " entries"});
-          push(PrepareOffer{t.offer});
+          if (complete) {
+            t.assembling = false;
+            t.view.total = t.offer->total_bytes();
+            push(RecvNote{"offer_complete", on, std::to_string(t.offer->entries.size()) + " entries"});
+          }
+          if (t.early) return ask_part(t);  // the engine hears of these entries once it answered the last
+          if (complete) push(PrepareOffer{t.offer});
         } else if constexpr (std::is_same_v<M, wire::Done>) {
           auto it = transfers_.find(m.transfer_id);
           if (it == transfers_.end() || !accepted(m.transfer_id)) return;
@@ -209,6 +222,8 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
           Transfer& t = it->second;
           if (!t.answer) {
             t.cancelled = true;  // still being prepared: abandoned once it is
+            // Parts accepted already: their pieces stop, what they made stays.
+            if (t.view.early_entries > 0 && !t.failed) abandon_early(t, "cancelled by the sender: " + m.reason, true);
             return;
           }
           if (!accepted(m.transfer_id) || t.result || t.failed || t.finalizing) return;
@@ -242,10 +257,11 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
           push(OpenUdpLane{m.lane_id, m.address, on});
         } else if constexpr (std::is_same_v<M, wire::UdpPiece>) {
           auto it = transfers_.find(m.transfer_id);
-          if (it == transfers_.end() || !accepted(m.transfer_id) || m.hash.size == 0) return;
+          if (it == transfers_.end() || !taking_pieces(m.transfer_id) || m.hash.size == 0) return;
           Transfer& t = it->second;
           if (t.result || t.failed || t.pieces.count(m.piece)) return;  // verified already (sent again)
-          if (m.piece_offset + m.piece_length > t.view.total || m.piece_offset + m.piece_length < m.piece_offset)
+          const uint64_t limit = accepted(m.transfer_id) ? t.view.total : t.early_bytes;
+          if (m.piece_offset + m.piece_length > limit || m.piece_offset + m.piece_length < m.piece_offset)
             return;
           const Lane* u = find(m.lane_id);
           if (!u || !u->open) return;
@@ -260,6 +276,73 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
 bool Receiver::accepted(uint32_t id) const {
   auto it = transfers_.find(id);
   return it != transfers_.end() && it->second.answer && std::holds_alternative<wire::Accept>(*it->second.answer);
+}
+
+bool Receiver::taking_pieces(uint32_t id) const {
+  auto it = transfers_.find(id);
+  if (it == transfers_.end()) return false;
+  const Transfer& t = it->second;
+  return accepted(id) || (!t.answer && t.early && t.view.early_entries > 0 && !t.failed);
+}
+
+void Receiver::ask_part(Transfer& t) {
+  if (t.part_out || t.answer || t.failed || ended_) return;
+  const size_t have = t.offer->entries.size();
+  if (t.part_end == have && t.assembling) return;  // nothing new yet
+  PrepareOfferPart p;
+  p.transfer = t.offer->transfer_id;
+  p.first = t.part_end;
+  p.entries.assign(t.offer->entries.begin() + static_cast<ptrdiff_t>(t.part_end), t.offer->entries.end());
+  if (t.part_end == 0) {
+    p.head = *t.offer;
+    p.head->entries.clear();
+  }
+  if (!t.assembling) p.whole = t.offer;
+  t.whole_out = !t.assembling;
+  t.part_out = true;
+  t.part_end = have;
+  push(std::move(p));
+}
+
+void Receiver::abandon_early(Transfer& t, const std::string& reason, bool cancelled) {
+  t.failed = true;
+  t.view.cancelled = cancelled;
+  push(AbandonTransfer{t.offer->transfer_id, reason, std::nullopt, cancelled});
+}
+
+void Receiver::handle_part_prepared(uint32_t id, Time now) {
+  auto it = transfers_.find(id);
+  if (it == transfers_.end() || !it->second.early || !it->second.part_out || it->second.whole_out) return;
+  Transfer& t = it->second;
+  t.part_out = false;
+  const bool first = t.view.early_entries == 0;
+  if (t.answer) return;  // refused meanwhile (a malformed later part)
+  if (t.cancelled || ended_) {
+    // What the engine made for this part stays for a later run.
+    if (!t.failed) {
+      if (!t.cancelled) ++failures_;
+      abandon_early(t, t.cancelled ? "cancelled by the sender" : end_reason_, t.cancelled);
+    }
+    return;
+  }
+  for (size_t i = t.view.early_entries; i < t.part_end; ++i)
+    if (t.offer->entries[i].kind == wire::EntryKind::file) t.early_bytes += t.offer->entries[i].size;
+  t.view.early_entries = static_cast<uint32_t>(t.part_end);
+  if (first) t.view.accepted_at = now;
+  push(RecvNote{"offer_part_accepted", t.asked_on, std::to_string(t.part_end) + " entries"});
+  reply(t.asked_on, wire::AcceptPart{id, t.view.early_entries});
+  ask_part(t);  // the parts that came meanwhile
+}
+
+void Receiver::handle_part_declined(uint32_t id, Time) {
+  auto it = transfers_.find(id);
+  if (it == transfers_.end() || !it->second.early || !it->second.part_out) return;
+  Transfer& t = it->second;
+  t.early = false;
+  t.part_out = false;
+  if (t.answer || t.failed) return;
+  // As protocol 8: the whole offer is prepared once its last part is in.
+  if (!t.assembling) push(PrepareOffer{t.offer});
 }
 
 bool Receiver::lane_joined(LaneNo id) const {
@@ -283,6 +366,11 @@ void Receiver::handle_offer_prepared(uint32_t id, std::variant<wire::Accept, wir
   auto it = transfers_.find(id);
   if (it == transfers_.end() || it->second.answer) return;
   Transfer& t = it->second;
+  // Answered part by part: a refusal may come at any part (the disk is
+  // full), the accept only as the answer to the last.
+  if (t.early && std::holds_alternative<wire::Accept>(answer) && !(t.part_out && t.whole_out)) return;
+  t.part_out = false;
+  if (t.early && t.failed) return;  // abandoned already (cancelled, the session ended)
   if (auto* a = std::get_if<wire::Accept>(&answer)) {
     a->transfer_id = id;
     t.held = a->held;
@@ -293,7 +381,8 @@ void Receiver::handle_offer_prepared(uint32_t id, std::variant<wire::Accept, wir
       t.held.push_back(k);
       t.view.kept_bytes += k.length;
     }
-    t.view.accepted_at = now;
+    if (t.view.accepted_at == Time::never()) t.view.accepted_at = now;
+    t.view.early_entries = t.early ? static_cast<uint32_t>(t.offer->entries.size()) : 0;
     if (t.offer->sync.dry_run) {
       // Nothing follows a dry run's answer: the transfer is over here.
       t.result = wire::TransferResult{id, wire::ResultStatus::verified, "dry run"};
@@ -308,6 +397,12 @@ void Receiver::handle_offer_prepared(uint32_t id, std::variant<wire::Accept, wir
     t.view.cancelled = true;
     push(AbandonTransfer{id, "cancelled by the sender", std::nullopt, true});
     return;
+  }
+  // Refused after parts were accepted (a later part needs more space than
+  // there is): their pieces stop; what they made stays for a later run.
+  if (const auto* no = std::get_if<wire::Refuse>(&answer); no && t.view.early_entries > 0 && !t.failed) {
+    push(RecvNote{"offer_refused", t.asked_on, "after " + std::to_string(t.view.early_entries) + " entries: " + no->message});
+    abandon_early(t, no->message, false);
   }
   if (ended_) {
     // Prepared after the session ended (the user answered late, a resume
@@ -326,7 +421,7 @@ void Receiver::handle_offer_prepared(uint32_t id, std::variant<wire::Accept, wir
 void Receiver::handle_piece_verified(LaneNo lane, uint32_t id, uint32_t piece, const PieceRecord& record,
                                      Duration recv_duration, Time now) {
   auto it = transfers_.find(id);
-  if (ended_ || it == transfers_.end() || !accepted(id)) return;
+  if (ended_ || it == transfers_.end() || !taking_pieces(id)) return;
   Transfer& t = it->second;
   if (t.failed || t.result) return;
   const bool first = t.pieces.emplace(piece, record).second;
@@ -355,7 +450,7 @@ void Receiver::handle_piece_verified(LaneNo lane, uint32_t id, uint32_t piece, c
 }
 
 void Receiver::handle_piece_rejected(LaneNo lane, uint32_t id, uint32_t piece, wire::AckStatus why, Time) {
-  if (!accepted(id)) return;
+  if (!taking_pieces(id)) return;
   const Lane* l = find(lane);
   const wire::Ack ack{id, piece, 0, why};
   if (l && l->open && l->traits.carries_messages) push(RecvSendMessage{lane, ack});
@@ -404,7 +499,7 @@ void Receiver::send_result(const Transfer& t) {
 
 void Receiver::handle_transfer_failed(uint32_t id, wire::ResultStatus status, const std::string& message, Time) {
   auto it = transfers_.find(id);
-  if (it == transfers_.end() || !accepted(id) || ended_) return;
+  if (it == transfers_.end() || !taking_pieces(id) || ended_) return;
   fail(it->second, status, message);
 }
 
@@ -443,7 +538,7 @@ void Receiver::end_session(const std::string& reason, bool drain) {
   ended_ = true;
   end_reason_ = reason;
   for (auto& [id, t] : transfers_) {
-    if (t.result || t.failed || !accepted(id)) continue;  // ended already (a verdict, a cancel)
+    if (t.result || t.failed || !taking_pieces(id)) continue;  // ended already (a verdict, a cancel)
     // Accepted but never finished: the temporary files and the journal of
     // what in them is verified stay for a later run. Nothing counts from
     // now on (a piece still being written is not news), and a transfer

@@ -55,6 +55,12 @@ struct ReceiverConfig {
   /// The protocol this receiver says in its addresses (wire::Addresses::protocol;
   /// tests fake an older one).
   uint32_t protocol = wire::kProtocolVersion;
+  /// The engine prepares an offer part by part (PrepareOfferPart): a sender
+  /// that asks (protocol 9, wire::Offer::early_answers) gets each part
+  /// answered as it comes (wire::AcceptPart) and sends pieces of those
+  /// entries before its last part. Off: every offer is prepared whole after
+  /// its last part, as in protocol 8.
+  bool early_answers = false;
   RootHashFn root_hash;
 };
 
@@ -81,6 +87,31 @@ struct RecvCloseLane {
 /// receive tree reads the entries in place) instead of a copy.
 struct PrepareOffer {
   std::shared_ptr<const wire::Offer> offer;
+};
+/// Protocol 9, an offer whose sender asked for early answers (and
+/// ReceiverConfig::early_answers): check entries [first, first +
+/// entries.size()) against the target — their paths, the space they need
+/// on top of the parts before them — and make room for them, so their
+/// pieces can be written; answer with handle_part_prepared (accepted: their
+/// AcceptPart goes), handle_part_declined (this offer is answered whole
+/// after its last part, as in protocol 8: it needs a person's yes, or an
+/// earlier run left some of it here; only for the first part) or a refusal
+/// through handle_offer_prepared (what was made stays for a later run, as
+/// an abandoned transfer's). Parts are asked one at a time, in order, as
+/// they arrive (several parts that came meanwhile as one). With `whole`
+/// set these are the offer's last entries and the answer is
+/// handle_offer_prepared's accept that closes the offer (no held ranges,
+/// no verdicts: such an offer has neither).
+struct PrepareOfferPart {
+  uint32_t transfer = 0;
+  /// The index of entries[0] in the whole offer.
+  size_t first = 0;
+  /// A copy: the machine's offer grows meanwhile, on another thread's call.
+  std::vector<wire::ManifestEntry> entries;
+  /// The head: the offer's fields (hash, chunk size, flags) and no entries.
+  std::optional<wire::Offer> head;
+  /// The last entries: the whole offer, shared and never changed again.
+  std::shared_ptr<const wire::Offer> whole;
 };
 /// Every byte is verified and the root hash matches: sync and put the files
 /// in place; answer with handle_finalized.
@@ -122,8 +153,8 @@ struct RecvNote {
   std::string detail;
 };
 
-using ReceiverAction = std::variant<RecvSendMessage, RecvCloseLane, PrepareOffer, FinalizeTransfer, AbandonTransfer,
-                                    OpenUdpLane, ExpectPiece, SessionEnded, RecvNote>;
+using ReceiverAction = std::variant<RecvSendMessage, RecvCloseLane, PrepareOffer, PrepareOfferPart, FinalizeTransfer,
+                                    AbandonTransfer, OpenUdpLane, ExpectPiece, SessionEnded, RecvNote>;
 
 class Receiver {
  public:
@@ -140,6 +171,12 @@ class Receiver {
   /// The engine's answer to PrepareOffer: accept (with the held ranges it
   /// re-verified) or refuse.
   void handle_offer_prepared(uint32_t transfer, std::variant<wire::Accept, wire::Refuse> answer, Time now);
+  /// The engine's answer to PrepareOfferPart (not `whole`): the part's
+  /// entries are checked and room is made for them.
+  void handle_part_prepared(uint32_t transfer, Time now);
+  /// The engine's answer to the first PrepareOfferPart: this offer is
+  /// prepared whole after its last part (PrepareOffer), as in protocol 8.
+  void handle_part_declined(uint32_t transfer, Time now);
   /// A piece arrived whole on `lane`, its hash checked out and it was
   /// written (`record`); `recv_duration` from its first byte to its last.
   void handle_piece_verified(LaneNo lane, uint32_t transfer, uint32_t piece, const PieceRecord& record,
@@ -170,6 +207,8 @@ class Receiver {
   /// The piece has a verified copy already: another copy need not be written.
   bool piece_verified(uint32_t transfer, uint32_t piece) const;
   bool accepted(uint32_t transfer) const;
+  /// Accepted, or (protocol 9) some of its parts are: its pieces count.
+  bool taking_pieces(uint32_t transfer) const;
   /// The lane's lane_join was taken: piece data may flow on it.
   bool lane_joined(LaneNo lane) const;
   size_t open_lanes() const;
@@ -186,7 +225,8 @@ class Receiver {
     std::optional<wire::Digest> root;  // the sender's, from its done
     bool finished = false;
     bool cancelled = false;  // by the sender (wire::Cancel)
-    Time accepted_at = Time::never();
+    Time accepted_at = Time::never();  // the first accept: a part's (protocol 9) or the whole offer's
+    uint32_t early_entries = 0;        // entries accepted part by part before the whole offer
     Time done_at = Time::never();
   };
   std::optional<TransferView> transfer(uint32_t id) const;
@@ -205,6 +245,15 @@ class Receiver {
     std::shared_ptr<wire::Offer> offer;
     /// A continued offer whose last part has not come yet: not prepared.
     bool assembling = false;
+    /// Answered part by part (protocol 9; PrepareOfferPart): `part_out`
+    /// while the engine checks entries [view.early_entries, part_end);
+    /// `early_bytes` are the file bytes of the entries accepted so far,
+    /// where pieces may land before the whole offer is.
+    bool early = false;
+    bool part_out = false;
+    bool whole_out = false;  // the part out holds the last entries: its answer is the closing accept
+    size_t part_end = 0;
+    uint64_t early_bytes = 0;
     LaneNo asked_on = 0;
     std::optional<std::variant<wire::Accept, wire::Refuse>> answer;
     std::map<uint32_t, PieceRecord> pieces;  // verified, by piece id
@@ -226,6 +275,12 @@ class Receiver {
   size_t counted_lanes() const;
   std::string lane_limit() const;
   void try_finish(Transfer& t, Time now);
+  /// An early-answered offer: asks the engine about the entries that came
+  /// since the last part it was asked (the rest, and whole, once complete).
+  void ask_part(Transfer& t);
+  /// Early parts were accepted and the transfer ends before its whole
+  /// offer was: what the engine made stays for a later run.
+  void abandon_early(Transfer& t, const std::string& reason, bool cancelled);
   void fail(Transfer& t, wire::ResultStatus status, const std::string& message);
   void end_session(const std::string& reason, bool drain = false);
   void push(ReceiverAction a) { actions_.push_back(std::move(a)); }

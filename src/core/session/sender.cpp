@@ -177,6 +177,8 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   t->policy = spec.policy ? std::move(spec.policy) : core::make_policy("braid");
   t->answer_only = spec.answer_only;
   t->streaming = spec.streamed;
+  t->offer.early_answers = spec.streamed && spec.early_pieces && wire::takes_early_answers(cfg_.peer) &&
+                           !spec.answer_only && !spec.discard && spec.sync == wire::SyncOptions{};
   t->last = spec.last;
   transfer_ = std::move(t);
   if (transfer_->streaming) {
@@ -242,6 +244,7 @@ void Sender::send_offer_frame(size_t k, bool last, Time now) {
   if (k == 0) {
     wire::Offer head = wire::offer_head(t.offer, t.entries(), t.offer_cuts);
     head.continued = !last;
+    head.early_answers = t.offer.early_answers && !last;
     return send_request(Request::Kind::offer, std::move(head), 0, now);
   }
   auto it = std::find_if(requests_.begin(), requests_.end(),
@@ -732,7 +735,7 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
           push(OpenLane{l->id, l->path, m.address});
         } else if constexpr (std::is_same_v<M, wire::Accept> || std::is_same_v<M, wire::Refuse>) {
           if (!transfer_ || transfer_->ended || m.transfer_id != transfer_->id ||
-              transfer_->phase != Transfer::Phase::offered)
+              (transfer_->phase != Transfer::Phase::offered && !transfer_->awaiting_final))
             return;
           // An accept before the last part answers an offer the receiver has
           // not seen whole: not one we sent. A refusal counts at any time.
@@ -744,9 +747,26 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
           transfer_->frames_sent = 0;
           transfer_->streaming = false;
           if constexpr (std::is_same_v<M, wire::Refuse>) {
+            // Also after early answers (a later part did not fit the disk):
+            // the pieces in flight are dropped with the transfer.
             TransferOutcome o = make_outcome(TransferOutcome::End::refused, m.message);
             o.refusal = m.reason;
             end_transfer(std::move(o));
+          } else if (transfer_->awaiting_final) {
+            // Answered part by part: the closing accept has nothing to add
+            // but the rest of the entries (a resume or a sync is not
+            // answered early, so it holds no ranges and no verdicts).
+            Transfer& t = *transfer_;
+            if (!m.held.empty() || !m.files.empty() || m.extraneous_count)
+              return end_transfer(make_outcome(TransferOutcome::End::peer_error,
+                                               "the receiver's closing accept holds ranges or verdicts"));
+            t.awaiting_final = false;
+            t.early_entries = t.entries().size();
+            t.early_bytes = t.total_bytes;
+            t.sched->extend(Bytes(t.total_bytes));
+            t.hashes.resize(t.sched->plan().piece_count());
+            push(Note{"accepted_whole", on, "the rest of the offer, after its parts"});
+            drain_scheduler(now);
           } else if (const std::string bad =
                          sync::check_decisions(transfer_->entries(), transfer_->offer.sync.sync, m.files);
                      !bad.empty()) {
@@ -774,6 +794,8 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
               handle_held_checked(t.id, {}, 0, now);
             }
           }
+        } else if constexpr (std::is_same_v<M, wire::AcceptPart>) {
+          early_accept(m, on, now);
         } else if constexpr (std::is_same_v<M, wire::Ack>) {
           if (!transfer_ || transfer_->ended || !transfer_->sched || m.transfer_id != transfer_->id) return;
           if (m.status == wire::AckStatus::hash_mismatch)
@@ -821,6 +843,47 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
 }
 
 // ---- transfers --------------------------------------------------------------------
+
+void Sender::early_accept(const wire::AcceptPart& m, LaneNo on, Time now) {
+  if (!transfer_ || transfer_->ended || m.transfer_id != transfer_->id) return;
+  Transfer& t = *transfer_;
+  if (t.phase != Transfer::Phase::offered && !t.awaiting_final) return;  // answered whole already: late
+  if (!t.offer.early_answers)
+    return end_transfer(make_outcome(TransferOutcome::End::peer_error,
+                                     "the receiver answered part of an offer that did not ask for it"));
+  if (m.entries <= t.early_entries) return;  // said again (the offer went again on a new lane)
+  // Entries in the frames sent so far: the receiver cannot have checked more.
+  const size_t sent = t.frames_sent < t.offer_cuts.size() ? t.offer_cuts[t.frames_sent] : 0;
+  if (m.entries > sent)
+    return end_transfer(make_outcome(TransferOutcome::End::peer_error,
+                                     "the receiver accepted entries of the offer not sent yet"));
+  const auto entries = t.entries();
+  for (size_t i = t.early_entries; i < m.entries; ++i)
+    if (entries[i].kind == wire::EntryKind::file) t.early_bytes += entries[i].size;
+  t.early_entries = m.entries;
+  // The receiver works, and its lane is alive: the offer's clocks start again.
+  for (auto& [r, msg] : requests_)
+    if (r.kind == Request::Kind::offer) {
+      r.deadline = now + cfg_.answer_timeout;
+      if (r.sent_on != UINT32_MAX) r.resend_at = now + r.resend_after;
+    }
+  // Only whole chunks: the chunk that holds the accepted bytes' end may
+  // still grow with the next part, and a piece sent means the same bytes for good.
+  const uint64_t chunk = t.offer.chunk_size;
+  const uint64_t open = t.early_bytes / chunk * chunk;
+  push(Note{"accepted_part", on, std::to_string(m.entries) + " entries, " + std::to_string(open) + " bytes may go"});
+  if (open == 0) return;
+  if (!t.sched) {
+    t.awaiting_final = true;
+    t.sched = std::make_unique<core::Scheduler>(core::ChunkPlan(Bytes(open), Bytes(chunk)), std::move(t.policy));
+    t.hashes.assign(t.sched->plan().piece_count(), std::nullopt);
+    return handle_held_checked(t.id, {}, 0, now);
+  }
+  if (Bytes(open) <= t.sched->plan().total()) return;
+  t.sched->extend(Bytes(open));
+  t.hashes.resize(t.sched->plan().piece_count());
+  drain_scheduler(now);
+}
 
 void Sender::handle_held_checked(uint32_t id, const std::vector<wire::HeldRange>& matched, uint64_t rejected,
                                  Time now) {
@@ -1036,13 +1099,15 @@ void Sender::drain_scheduler(Time now) {
     busy = t.sched->lane_alive(static_cast<core::LaneId>(i)) && t.sched->active_flights(static_cast<core::LaneId>(i)) > 0;
   bool opening = false;
   for (const auto& l : lanes_) opening = opening || l.state == LaneState::connecting || l.state == LaneState::joining;
-  if (busy || opening) t.idle_since = Time::never();
+  // Waiting for the receiver's next answer (its parts, protocol 9) is not stuck.
+  if (busy || opening || t.awaiting_final) t.idle_since = Time::never();
   else if (t.idle_since == Time::never()) t.idle_since = now;
 }
 
 void Sender::maybe_finish(Time now) {
   Transfer& t = *transfer_;
-  if (t.phase != Transfer::Phase::sending) return;
+  // Before the closing accept every piece so far may be in, with more to come.
+  if (t.phase != Transfer::Phase::sending || t.awaiting_final) return;
   // Early, with the last pieces in flight — unless the receiver holds ranges
   // this run sends again: it counts them until those pieces arrive, and could
   // check the root over the stale ones. Then done waits for the last ack.

@@ -141,6 +141,12 @@ struct TransferSpec {
   /// full, so the receiver holds and checks the first parts while later
   /// directories are still being read. The offer is answered after its last.
   bool streamed = false;
+  /// A streamed offer: the caller can read pieces of the entries added so
+  /// far while the walk goes on, so a receiver of protocol 9 is asked to
+  /// answer part by part (wire::Offer::early_answers) and pieces of the
+  /// entries it accepted flow before the last part. Not asked for a sync,
+  /// a dry run, a probe or answer_only (their answer needs the whole offer).
+  bool early_pieces = false;
   wire::HashAlgo hash = wire::HashAlgo::xxh3_128;
   uint64_t chunk_size = 1 << 20;
   std::unique_ptr<core::Policy> policy;  // braid's unless set
@@ -448,6 +454,13 @@ class Sender {
     /// 1 … frames_sent - 1 follow the head each time it is sent.
     size_t frames_sent = 0;
     bool streaming = false;  // a streamed offer whose last entries have not come
+    /// Protocol 9 (wire::AcceptPart): entries the receiver accepted before
+    /// the whole offer, and their file bytes. The plan covers the whole
+    /// chunks of those bytes (a chunk never grows once it exists) until the
+    /// final accept extends it to the end; done waits for that accept.
+    size_t early_entries = 0;
+    uint64_t early_bytes = 0;
+    bool awaiting_final = false;  // pieces flow, the offer's closing accept has not come
     size_t measured = 0;     // entries measured into frames (streamed)
     size_t frame_bytes = 0;  // encoded bytes of the frame being filled (streamed)
     bool answer_only = false;
@@ -500,6 +513,8 @@ class Sender {
   /// Frame k of the offer is cut: the head goes as the offer request, a
   /// part on the request's lane.
   void send_offer_frame(size_t k, bool last, Time now);
+  /// The receiver accepted the offer's first `entries` entries (protocol 9).
+  void early_accept(const wire::AcceptPart& m, LaneNo on, Time now);
   void resend_requests_from(LaneNo dead, Time now);
   /// When a request sent on `lane` now is sent again if unanswered.
   Duration resend_after(LaneNo lane) const;

@@ -216,6 +216,9 @@ bool get_entries(ByteReader& r, std::vector<ManifestEntry>& out, uint64_t& total
 constexpr uint8_t kOfferDiscard = 1;
 constexpr uint8_t kOfferContinued = 0x80;
 constexpr uint8_t kOfferFlagsKnown = 0xff;
+/// The options byte after the backup options (protocol 9), bit 0: the
+/// sender takes accept_part answers (Offer::early_answers).
+constexpr uint8_t kOfferEarlyAnswers = 1;
 
 uint8_t offer_flags(const Offer& m) {
   const SyncOptions& s = m.sync;
@@ -335,6 +338,7 @@ Offer offer_head(const Offer& fields, std::span<const ManifestEntry> entries, co
   head.version = fields.version;
   head.entries.assign(entries.begin(), entries.begin() + static_cast<ptrdiff_t>(cuts[1]));
   head.continued = cuts.size() > 2;
+  head.early_answers = fields.early_answers && head.continued;
   return head;
 }
 
@@ -419,10 +423,19 @@ void encode(const Offer& m, std::vector<uint8_t>& out) {
   put_entries(w, m.entries);
   w.u8(offer_flags(m));
   put_details(w, m.entries);
-  if (m.sync.backup()) {  // protocol 8; nothing when no backup is asked, so such an offer is a protocol-7 one
+  // Protocol 8; nothing when no backup is asked, so such an offer is a
+  // protocol-7 one. Protocol 9's options byte follows them (then always there).
+  if (m.sync.backup() || m.early_answers) {
     w.bytes(m.sync.backup_suffix);
     w.bytes(m.sync.backup_dir);
   }
+  if (m.early_answers) w.u8(kOfferEarlyAnswers);
+}
+
+void encode(const AcceptPart& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(m.transfer_id);
+  w.u32(m.entries);
 }
 
 void encode(const OfferPart& m, std::vector<uint8_t>& out) {
@@ -581,6 +594,7 @@ bool decode(std::span<const uint8_t> in, Offer& m) {
   m.discard = false;
   m.continued = false;
   m.sync = {};
+  m.early_answers = false;
   m.version = kProtocolVersion;
   if (r.ok() && r.at_end()) {  // no flags byte: a sender of protocol 3
     m.version = 3;
@@ -600,11 +614,26 @@ bool decode(std::span<const uint8_t> in, Offer& m) {
     m.sync.backup_suffix = r.bytes(kMaxBackupSuffixBytes);
     m.sync.backup_dir = r.bytes(kMaxPathBytes);
     const std::string& x = m.sync.backup_suffix;
-    if (!m.sync.backup() || x.find('/') != std::string::npos || x.find('\0') != std::string::npos ||
+    if (x.find('/') != std::string::npos || x.find('\0') != std::string::npos ||
         m.sync.backup_dir.find('\0') != std::string::npos)
       return false;
+    // Empty backup options only in front of the options byte (protocol 9).
+    if (r.ok() && !r.at_end()) {
+      const uint8_t options = r.u8();
+      if (options != kOfferEarlyAnswers || !m.continued) return false;
+      m.early_answers = true;
+    } else if (!m.sync.backup()) {
+      return false;
+    }
   }
   return finish(r);
+}
+
+bool decode(std::span<const uint8_t> in, AcceptPart& m) {
+  ByteReader r(in);
+  m.transfer_id = r.u32();
+  m.entries = r.u32();
+  return r.ok() && m.entries >= 1 && finish(r);
 }
 
 bool decode(std::span<const uint8_t> in, OfferPart& m) {

@@ -27,6 +27,8 @@
 //   lane_ack      s→c  an ack for a piece that came on another lane (UDP lanes)
 //   cancel        c→s  the sender stops a transfer; the session goes on
 //   offer_part    c→s  more entries of an offer too big for one frame
+//   accept_part   s→c  the first N entries of a continued offer are accepted:
+//                      their pieces may flow before the last part (protocol 9)
 // The udp_* messages and lane_ack travel over a TCP lane (docs/engine.md).
 #pragma once
 
@@ -62,6 +64,7 @@ enum class FrameType : uint8_t {
   lane_ack = 18,
   cancel = 19,
   offer_part = 20,
+  accept_part = 21,
 };
 
 /// 2: UDP lanes (udp_open, udp_ready, udp_piece, lane_ack).
@@ -83,7 +86,15 @@ enum class FrameType : uint8_t {
 ///    a sender tells the user which feature an older receiver lacks
 ///    (protocol_needs.hpp); the offer's backup options after its entry
 ///    details (SyncOptions::backup_suffix, backup_dir).
-constexpr uint32_t kProtocolVersion = 8;
+/// 9: pieces before the last part: a continued offer may say that its
+///    sender takes early answers (Offer::early_answers, an options byte
+///    after the backup options), and the receiver may then answer its
+///    parts one by one with accept_part; the sender sends pieces of the
+///    entries accepted so far while it is still walking. The accept after
+///    the last part closes the offer as before. A sender only asks a
+///    receiver that said 9; a receiver only answers early when asked, so a
+///    protocol-8 peer on either end sees exactly protocol 8.
+constexpr uint32_t kProtocolVersion = 9;
 /// The last protocol whose receivers do not say theirs: a receiver that
 /// says nothing speaks this one or an older one.
 constexpr uint32_t kLastSilentProtocol = 7;
@@ -329,6 +340,11 @@ struct Offer {
   /// The entries are the first part of the offer: offer_part frames with
   /// the rest follow on the same lane (bit 7 of the flags byte).
   bool continued = false;
+  /// Protocol 9: the sender takes accept_part answers to this continued
+  /// offer and sends pieces of the accepted entries before its last part.
+  /// On the wire: an options byte (bit 0) after the backup options, which
+  /// are then always there (empty when no backup is asked).
+  bool early_answers = false;
   /// Not encoded: decode says 3 for an offer that ends after its entries
   /// (a sender of protocol 3, before sync) and 4 for one that ends after
   /// its flags byte (before entry details), so the receiver can refuse it
@@ -422,6 +438,19 @@ struct Accept {
   /// first kMaxListedExtraneous of them.
   uint32_t extraneous_count = 0;
   std::vector<std::string> extraneous{};
+};
+
+/// Protocol 9, to an offer with early_answers: the receiver checked the
+/// offer's first `entries` entries against its target (paths, space so far)
+/// and made room for them; pieces of those entries' bytes may come now. Each
+/// says more entries than the one before; the accept after the last part
+/// (with no held ranges and no verdicts: a transfer that resumes or syncs
+/// is not answered early) closes the offer, a refuse or a result ends it.
+struct AcceptPart {
+  static constexpr FrameType kType = FrameType::accept_part;
+  uint32_t transfer_id = 0;
+  uint32_t entries = 0;  // >= 1
+  bool operator==(const AcceptPart&) const = default;
 };
 
 /// busy: the same transfer is being received by another braid session.
@@ -587,6 +616,7 @@ void encode(const UdpReady& m, std::vector<uint8_t>& out);
 void encode(const UdpPiece& m, std::vector<uint8_t>& out);
 void encode(const LaneAck& m, std::vector<uint8_t>& out);
 void encode(const OfferPart& m, std::vector<uint8_t>& out);
+void encode(const AcceptPart& m, std::vector<uint8_t>& out);
 /// Writes exactly PieceHeader::kSize bytes (in place, in front of the data).
 void encode_piece_header(const PieceHeader& h, std::span<uint8_t, PieceHeader::kSize> out);
 
@@ -610,6 +640,7 @@ bool decode(std::span<const uint8_t> in, UdpReady& m);
 bool decode(std::span<const uint8_t> in, UdpPiece& m);
 bool decode(std::span<const uint8_t> in, LaneAck& m);
 bool decode(std::span<const uint8_t> in, OfferPart& m);
+bool decode(std::span<const uint8_t> in, AcceptPart& m);
 /// Decodes the header at the start of a piece_data payload and checks it is
 /// self-consistent (data inside the piece, a hash of the right size on the
 /// last frame). `data_length` is the payload size minus the header.

@@ -49,4 +49,6 @@ std::string too_old(const ProtocolNeed& need, const PeerProtocol& peer) {
 
 uint32_t join_version(const PeerProtocol& peer) { return std::min(peer.version, kProtocolVersion); }
 
+bool takes_early_answers(const PeerProtocol& peer) { return peer.said && peer.version >= 9; }
+
 }  // namespace braid::wire

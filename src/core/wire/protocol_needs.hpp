@@ -47,4 +47,9 @@ std::string too_old(const ProtocolNeed& need, const PeerProtocol& peer);
 /// exactly — the offer's checks above make sure), else ours.
 uint32_t join_version(const PeerProtocol& peer);
 
+/// The receiver answers a continued offer part by part if asked (protocol
+/// 9, wire::AcceptPart): never needed, so never a reason to refuse; a
+/// sender asks only a receiver that said 9 or newer.
+bool takes_early_answers(const PeerProtocol& peer);
+
 }  // namespace braid::wire

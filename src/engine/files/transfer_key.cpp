@@ -15,6 +15,10 @@ TransferKey transfer_key(const wire::Offer& offer, std::span<const uint8_t> send
                          std::span<const uint32_t> kept) {
   wire::Offer copy = offer;
   copy.transfer_id = 0;  // the same files offered in another session find the same key
+  // How the offer is answered (part by part, protocol 9, or whole) is no
+  // part of what it offers: a run that asks and one that does not find the
+  // same journal.
+  copy.early_answers = false;
   std::vector<uint8_t> bytes;
   wire::encode(copy, bytes);
   PieceHasher h(wire::HashAlgo::sha256);

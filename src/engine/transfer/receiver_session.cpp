@@ -134,6 +134,12 @@ void ReceiverSession::act(session::PrepareOffer& a) {
   cv_.notify_all();
 }
 
+void ReceiverSession::act(session::PrepareOfferPart& a) {
+  std::lock_guard lock(mu_);
+  jobs_.push_back(std::move(a));
+  cv_.notify_all();
+}
+
 void ReceiverSession::act(session::FinalizeTransfer& a) {
   std::lock_guard lock(mu_);
   jobs_.push_back(a);
@@ -275,6 +281,12 @@ void ReceiverSession::run_job(session::PrepareOffer& a) {
   const OfferContext ctx = offer_context();
   if (cfg_.decide_offer) return ask_decider(a.offer, ctx);
   answer_offer(a.offer->transfer_id, prepare_offer(ctx, a.offer));
+}
+
+void ReceiverSession::run_job(session::PrepareOfferPart& a) {
+  // This engine prepares an offer whole (ReceiverConfig::early_answers is
+  // off here): the machine asks it once the last part is in, as protocol 8.
+  drive([&](session::Receiver& m) { m.handle_part_declined(a.transfer, now()); });
 }
 
 void ReceiverSession::ask_decider(const std::shared_ptr<const wire::Offer>& shared, const OfferContext& ctx) {

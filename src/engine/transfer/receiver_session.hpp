@@ -122,8 +122,8 @@ class ReceiverSession {
     std::shared_ptr<const wire::Offer> offer;
     OfferDecision decision;
   };
-  using Job = std::variant<session::PrepareOffer, session::FinalizeTransfer, session::AbandonTransfer, Advertise,
-                           OfferDecided>;
+  using Job = std::variant<session::PrepareOffer, session::PrepareOfferPart, session::FinalizeTransfer,
+                           session::AbandonTransfer, Advertise, OfferDecided>;
   /// An offer waiting for cfg_.decide_offer's decision (control thread's).
   struct Waiting {
     std::shared_ptr<PendingOffer> pending;
@@ -141,6 +141,7 @@ class ReceiverSession {
   void act(session::RecvSendMessage& a);
   void act(session::RecvCloseLane& a);
   void act(session::PrepareOffer& a);
+  void act(session::PrepareOfferPart& a);
   void act(session::FinalizeTransfer& a);
   void act(session::AbandonTransfer& a);
   void act(session::OpenUdpLane& a);
@@ -148,6 +149,7 @@ class ReceiverSession {
   void act(session::SessionEnded& a);
   void act(session::RecvNote& a);
   void run_job(session::PrepareOffer& a);
+  void run_job(session::PrepareOfferPart& a);
   void run_job(session::FinalizeTransfer& a);
   void run_job(session::AbandonTransfer& a);
   void run_job(Advertise& a);

@@ -5,6 +5,10 @@
 // parts go while it still walks the tree: TransferSpec::streamed).
 #include <gtest/gtest.h>
 
+#include <deque>
+#include <map>
+#include <set>
+
 #include "core/session/receiver.hpp"
 #include "core/session/sender.hpp"
 
@@ -392,5 +396,448 @@ TEST(StreamedOffer, AnAcceptBeforeTheLastPartIsNotTaken) {
   for (const auto& m : drain<SendMessage>(pair.s)) EXPECT_FALSE(std::holds_alternative<wire::OfferPart>(m.msg));
 }
 
+
+// ---- protocol 9: pieces of accepted parts flow before the last part ----------
+
+TEST(EarlyAnswersWire, TheOfferAsksInAnOptionsByteAndTheAnswerNamesAnEntryCount) {
+  wire::Offer o = offer_of(tree(10));
+  o.continued = true;
+  o.early_answers = true;
+  wire::Offer back;
+  ASSERT_TRUE(wire::decode(wire::encode_message(o), back));
+  EXPECT_TRUE(back.early_answers);
+  EXPECT_FALSE(back.sync.backup());
+  o.sync.backup_suffix = "~";  // with backup options too
+  ASSERT_TRUE(wire::decode(wire::encode_message(o), back));
+  EXPECT_TRUE(back.early_answers);
+  EXPECT_EQ(back.sync.backup_suffix, "~");
+  // Without the ask, the offer is protocol 8's to the byte.
+  o.early_answers = false;
+  o.sync.backup_suffix.clear();
+  wire::Offer plain = o;
+  EXPECT_EQ(wire::encode_message(o), wire::encode_message(plain));
+  ASSERT_TRUE(wire::decode(wire::encode_message(o), back));
+  EXPECT_FALSE(back.early_answers);
+  // The ask on an offer that is not continued has no parts to answer: malformed.
+  o.early_answers = true;
+  o.continued = false;
+  EXPECT_FALSE(wire::decode(wire::encode_message(o), back));
+  wire::AcceptPart a{7, 12345}, a2;
+  ASSERT_TRUE(wire::decode(wire::encode_message(a), a2));
+  EXPECT_EQ(a2, a);
+  EXPECT_FALSE(wire::decode(wire::encode_message(wire::AcceptPart{7, 0}), a2));  // accepts nothing
+}
+
+/// Order-independent, and any piece missing, extra or moved changes it.
+wire::Digest sum_root(wire::HashAlgo, std::vector<PieceRecord> records) {
+  uint64_t sum = 0;
+  for (const auto& r : records) sum += (r.offset * 31 + r.length * 17 + r.hash.bytes[0] + 1) * 0x9e3779b97f4a7c15ull;
+  wire::Digest d;
+  d.size = 16;
+  for (int i = 0; i < 8; ++i) d.bytes[i] = static_cast<uint8_t>(sum >> (8 * i));
+  return d;
+}
+
+/// Both machines, the walk, the receiver's engine and the lanes on one
+/// virtual clock in steps of 1 ms: a message arrives one step after it is
+/// sent; the walk adds 1,000 entries a step; the receiver's engine answers
+/// a part `prepare_part` after it is asked and the whole offer (protocol 8)
+/// `prepare_whole` after; each lane carries one piece a step (1 MiB/ms).
+struct EarlyRun {
+  struct Options {
+    bool receiver_early = true;        // ReceiverConfig::early_answers
+    uint32_t receiver_protocol = wire::kProtocolVersion;
+    bool sender_early = true;          // TransferSpec::early_pieces
+    Duration prepare_part = Duration::millis(2);
+    Duration prepare_whole = Duration::millis(20);
+    /// The engine refuses the part that would take the accepted bytes past this (no_space).
+    uint64_t disk_bytes = UINT64_MAX;
+    /// The lane the offer went on dies at this time.
+    Time kill_offer_lane_at = Time::never();
+  };
+  explicit EarlyRun(Options o)
+      : opt(o),
+        s([&] {
+          SenderConfig c;
+          c.root_hash = sum_root;
+          c.peer = wire::PeerProtocol{o.receiver_protocol, true};
+          c.rate_limit.reset();
+          return c;
+        }()),
+        r([&] {
+          ReceiverConfig c;
+          c.root_hash = sum_root;
+          c.protocol = o.receiver_protocol;
+          c.early_answers = o.receiver_early;
+          return c;
+        }()) {
+    s.start(LaneTraits::tcp(), {LaneKind::tcp, "boot", "boot"}, now);
+    s.add_paths({{LaneKind::tcp, "a", "a"}}, now);
+    s.handle_lane_connected(1, LaneTraits::tcp(), now);
+    s.handle_message(1, wire::LaneWelcome{1}, now);
+    r.start(LaneTraits::tcp(), now);
+    r.handle_lane_connected(1, LaneTraits::tcp(), now);
+    r.handle_message(1, wire::LaneJoin{wire::join_version(c_peer()), 1}, now);
+    while (s.poll_action()) {}
+    while (r.poll_action()) {}
+  }
+  wire::PeerProtocol c_peer() const { return {opt.receiver_protocol, true}; }
+
+  Options opt;
+  Sender s;
+  Receiver r;
+  Time now = t0;
+  std::vector<wire::ManifestEntry> walked;
+  struct InFlight {
+    Time at;
+    LaneNo lane;
+    std::variant<ToReceiver, ToSender> msg;
+  };
+  std::deque<InFlight> wire_;
+  std::map<LaneNo, std::deque<SendPiece>> lanes;
+  std::set<LaneNo> dead;
+  struct Job {
+    Time at;
+    std::variant<PrepareOffer, PrepareOfferPart> ask;
+  };
+  std::deque<Job> engine;
+  uint64_t engine_bytes = 0;  // the disk the engine promised so far (running total)
+  // What happened, and when.
+  Time last_frame_at = Time::never(), first_piece_at = Time::never(), first_part_accept_at = Time::never();
+  Time ended_at = Time::never();
+  std::optional<TransferOutcome> outcome;
+  size_t part_accepts = 0, pieces_sent = 0, prepares_whole = 0, abandoned = 0;
+  LaneNo offer_lane = UINT32_MAX;
+
+  void drain_all() {
+    while (auto a = s.poll_action()) {
+      if (auto* m = std::get_if<SendMessage>(&*a)) {
+        if (std::holds_alternative<wire::Offer>(m->msg) || std::holds_alternative<wire::OfferPart>(m->msg)) {
+          last_frame_at = now;
+          offer_lane = m->lane;
+        }
+        wire_.push_back({now + Duration::millis(1), m->lane, m->msg});
+      } else if (auto* p = std::get_if<SendPiece>(&*a)) {
+        if (first_piece_at == Time::never()) first_piece_at = now;
+        ++pieces_sent;
+        lanes[p->lane].push_back(*p);
+      } else if (auto* c = std::get_if<CancelPiece>(&*a)) {
+        std::erase_if(lanes[c->lane], [&](const SendPiece& x) { return x.assign.piece == c->piece; });
+      } else if (auto* e = std::get_if<TransferEnded>(&*a)) {
+        outcome = e->outcome;
+        ended_at = now;
+      }
+    }
+    while (auto a = r.poll_action()) {
+      if (auto* m = std::get_if<RecvSendMessage>(&*a)) {
+        if (std::holds_alternative<wire::AcceptPart>(m->msg)) {
+          ++part_accepts;
+          if (first_part_accept_at == Time::never()) first_part_accept_at = now;
+        }
+        wire_.push_back({now + Duration::millis(1), m->lane, m->msg});
+      } else if (auto* p = std::get_if<PrepareOffer>(&*a)) {
+        ++prepares_whole;
+        engine.push_back({now + opt.prepare_whole, *p});
+      } else if (auto* p = std::get_if<PrepareOfferPart>(&*a)) {
+        engine.push_back({now + opt.prepare_part, std::move(*p)});
+      } else if (auto* f = std::get_if<FinalizeTransfer>(&*a)) {
+        r.handle_finalized(f->transfer, wire::ResultStatus::verified, "verified", now);
+      } else if (std::holds_alternative<AbandonTransfer>(*a)) {
+        ++abandoned;
+      }
+    }
+  }
+  void run_engine() {
+    while (!engine.empty() && engine.front().at <= now) {
+      Job j = std::move(engine.front());
+      engine.pop_front();
+      if (auto* p = std::get_if<PrepareOfferPart>(&j.ask)) {
+        uint64_t bytes = 0;
+        for (const auto& e : p->entries) bytes += e.kind == wire::EntryKind::file ? e.size : 0;
+        if (engine_bytes + bytes > opt.disk_bytes) {
+          r.handle_offer_prepared(p->transfer, wire::Refuse{p->transfer, wire::RefuseReason::no_space, "no space"}, now);
+        } else {
+          engine_bytes += bytes;
+          if (p->whole) r.handle_offer_prepared(p->transfer, wire::Accept{p->transfer, {}}, now);
+          else r.handle_part_prepared(p->transfer, now);
+        }
+      } else {
+        const auto& o = *std::get<PrepareOffer>(j.ask).offer;
+        if (o.total_bytes() > opt.disk_bytes)
+          r.handle_offer_prepared(o.transfer_id, wire::Refuse{o.transfer_id, wire::RefuseReason::no_space, "no space"}, now);
+        else
+          r.handle_offer_prepared(o.transfer_id, wire::Accept{o.transfer_id, {}}, now);
+      }
+      drain_all();
+    }
+  }
+  void deliver() {
+    while (!wire_.empty() && wire_.front().at <= now) {
+      InFlight m = std::move(wire_.front());
+      wire_.pop_front();
+      if (dead.count(m.lane)) continue;
+      if (auto* to_r = std::get_if<ToReceiver>(&m.msg))
+        std::visit([&](const auto& x) { r.handle_message(m.lane, x, now); }, *to_r);
+      else
+        std::visit([&](const auto& x) { s.handle_message(m.lane, x, now); }, std::get<ToSender>(m.msg));
+      drain_all();
+    }
+  }
+  void move_pieces(uint32_t id) {
+    for (auto& [lane, q] : lanes) {
+      if (q.empty() || dead.count(lane)) continue;
+      const SendPiece p = q.front();
+      q.pop_front();
+      const wire::Digest h{{static_cast<uint8_t>(p.assign.piece)}, 16};
+      s.handle_piece_started(lane, p.assign.piece, now);
+      s.handle_piece_hashed(lane, p.assign.piece, h, now);
+      s.handle_piece_written(lane, p.assign.piece, now);
+      r.handle_piece_verified(lane, id, p.assign.piece, {p.assign.offset.count(), p.assign.length.count(), h},
+                              Duration::millis(1), now);
+      drain_all();
+    }
+  }
+  void kill(LaneNo lane) {
+    dead.insert(lane);
+    lanes.erase(lane);
+    s.handle_lane_failed(lane, "reset", true, now);
+    r.handle_lane_failed(lane, "reset", now);
+    drain_all();
+  }
+
+  /// Walks `entries` and runs until the transfer ends (or 20 s).
+  void run(const std::vector<wire::ManifestEntry>& entries) {
+    TransferSpec spec;
+    spec.streamed = true;
+    spec.early_pieces = opt.sender_early;
+    spec.entries_in_place = &walked;
+    const auto id = s.start_transfer(std::move(spec), now);
+    ASSERT_TRUE(id);
+    drain_all();
+    size_t at = 0;
+    while (!outcome && now < t0 + Duration::seconds(20)) {
+      now = now + Duration::millis(1);
+      if (at < entries.size()) {
+        const size_t end = std::min(entries.size(), at + 1000);
+        walked.insert(walked.end(), entries.begin() + static_cast<ptrdiff_t>(at),
+                      entries.begin() + static_cast<ptrdiff_t>(end));
+        at = end;
+        s.add_entries({}, at == entries.size(), now);
+        drain_all();
+      }
+      if (now >= opt.kill_offer_lane_at && offer_lane != UINT32_MAX && dead.empty()) kill(offer_lane);
+      deliver();
+      run_engine();
+      move_pieces(*id);
+      if (auto t = s.poll_timeout(); t && *t <= now) s.handle_timeout(now);
+      if (auto t = r.poll_timeout(); t && *t <= now) r.handle_timeout(now);
+      drain_all();
+    }
+  }
+};
+
+/// `n` files of 4 KiB in directories of 100 (a 1 MiB chunk holds 256 of them).
+std::vector<wire::ManifestEntry> tree_4k(size_t n) {
+  auto out = tree(n);
+  for (auto& e : out)
+    if (e.kind == wire::EntryKind::file) e.size = 4096;
+  return out;
+}
+
+TEST(StreamedOffer, PiecesOfAcceptedPartsLeaveBeforeTheLastPartAndTheTransferEndsSooner) {
+  const auto entries = tree_4k(150'000);  // a walk of 152 ms, 586 MiB: ~293 ms over two lanes
+  EarlyRun early({});
+  early.run(entries);
+  ASSERT_TRUE(early.outcome);
+  ASSERT_TRUE(early.outcome->verified()) << early.outcome->message;
+  EXPECT_GE(early.part_accepts, 8u);
+  EXPECT_EQ(early.prepares_whole, 0u);
+  // The head goes after ~15,000 entries (15 ms), its answer two steps and
+  // a prepare later: the first piece within 30 ms of a 152 ms walk, long
+  // before the last part.
+  EXPECT_LT(early.first_piece_at, t0 + Duration::millis(30));
+  EXPECT_LT(early.first_piece_at + Duration::millis(100), early.last_frame_at);
+  EXPECT_EQ(early.r.transfer(1)->verified_bytes, 150'000u * 4096);
+  // From the first piece on, the two lanes are never short of work: the
+  // walk (4 MB a ms) outruns them (2 MiB a ms), so the end comes within
+  // 5 % of their own time for the bytes (586 MiB at 2 MiB/ms: 293 ms).
+  EXPECT_LT(early.ended_at, early.first_piece_at + Duration::millis(308));
+
+  // Protocol 8's order in the same world: the pieces wait for the walk, the
+  // whole offer's prepare and its answer; the transfer ends that much later.
+  EarlyRun whole({.receiver_early = false});
+  whole.run(entries);
+  ASSERT_TRUE(whole.outcome);
+  ASSERT_TRUE(whole.outcome->verified()) << whole.outcome->message;
+  EXPECT_EQ(whole.part_accepts, 0u);
+  EXPECT_GT(whole.first_piece_at, whole.last_frame_at + Duration::millis(20));
+  EXPECT_LT(early.ended_at + Duration::millis(100), whole.ended_at)
+      << "early " << early.ended_at.ns() / 1000000 << " ms, whole " << whole.ended_at.ns() / 1000000 << " ms";
+  // The figures docs/engine.md quotes (--gtest_output=xml shows them).
+  RecordProperty("first_piece_ms_early", std::to_string(early.first_piece_at.ns() / 1000000));
+  RecordProperty("first_piece_ms_whole", std::to_string(whole.first_piece_at.ns() / 1000000));
+  RecordProperty("last_frame_ms", std::to_string(early.last_frame_at.ns() / 1000000));
+  RecordProperty("end_ms_early", std::to_string(early.ended_at.ns() / 1000000));
+  RecordProperty("end_ms_whole", std::to_string(whole.ended_at.ns() / 1000000));
+}
+
+TEST(StreamedOffer, AProtocol8PeerGetsTheOldOrder) {
+  const auto entries = tree_4k(40'000);
+  // A receiver that says 8: the offer does not ask, no part is answered.
+  EarlyRun old_receiver({.receiver_protocol = 8});
+  old_receiver.run(entries);
+  // A sender that does not ask (protocol 8's offer) to a receiver that could answer early.
+  EarlyRun old_sender({.sender_early = false});
+  old_sender.run(entries);
+  for (EarlyRun* run : {&old_receiver, &old_sender}) {
+    ASSERT_TRUE(run->outcome);
+    EXPECT_TRUE(run->outcome->verified()) << run->outcome->message;
+    EXPECT_EQ(run->part_accepts, 0u);
+    EXPECT_EQ(run->prepares_whole, 1u);
+    EXPECT_GT(run->first_piece_at, run->last_frame_at);
+  }
+}
+
+TEST(StreamedOffer, ASyncOrADryRunIsNotAnsweredEarly) {
+  for (const bool dry : {false, true}) {
+    Pair pair;
+    TransferSpec spec;
+    spec.streamed = true;
+    spec.early_pieces = true;
+    spec.sync.sync = true;
+    spec.sync.dry_run = dry;
+    spec.entries = tree_4k(20'000);
+    pair.s.start_transfer(std::move(spec), t0);
+    pair.s.add_entries({}, true, t0);
+    const auto sent = drain<SendMessage>(pair.s);
+    ASSERT_FALSE(sent.empty());
+    ASSERT_TRUE(std::holds_alternative<wire::Offer>(sent[0].msg));
+    EXPECT_FALSE(std::get<wire::Offer>(sent[0].msg).early_answers);
+  }
+}
+
+TEST(StreamedOffer, RunningOutOfSpaceMidOfferEndsCleanlyAsANoSpaceRefusal) {
+  const auto entries = tree_4k(100'000);
+  // Room for about a third of the tree: parts are accepted and pieces flow
+  // until the part that does not fit.
+  EarlyRun run({.disk_bytes = 130ull << 20});
+  run.run(entries);
+  ASSERT_TRUE(run.outcome);
+  EXPECT_EQ(run.outcome->end, TransferOutcome::End::refused);
+  EXPECT_EQ(run.outcome->refusal, wire::RefuseReason::no_space);
+  EXPECT_GE(run.part_accepts, 1u);
+  EXPECT_GT(run.pieces_sent, 0u);
+  EXPECT_EQ(run.abandoned, 1u);  // what the accepted parts made stays for a later run
+  // It ended before the walk did, and nothing moved after it.
+  EXPECT_LT(run.ended_at, t0 + Duration::millis(100));
+  const size_t sent = run.pieces_sent;
+  run.now = run.now + Duration::seconds(1);
+  run.s.handle_timeout(run.now);
+  run.r.handle_timeout(run.now);
+  run.drain_all();
+  EXPECT_EQ(run.pieces_sent, sent);
+  EXPECT_FALSE(run.s.transfer_running());
+}
+
+TEST(StreamedOffer, ALaneLostMidWalkAfterEarlyPiecesStillVerifies) {
+  const auto entries = tree_4k(60'000);  // a walk of 61 ms
+  EarlyRun run({.kill_offer_lane_at = t0 + Duration::millis(35)});
+  run.run(entries);
+  ASSERT_TRUE(run.outcome);
+  ASSERT_TRUE(run.outcome->verified()) << run.outcome->message;
+  ASSERT_EQ(run.dead.size(), 1u);
+  EXPECT_LT(run.first_piece_at, t0 + Duration::millis(35));  // pieces flowed before the lane died
+  EXPECT_GT(run.last_frame_at, t0 + Duration::millis(35));    // and the offer went on after it, on the other lane
+  EXPECT_NE(run.offer_lane, *run.dead.begin());
+  EXPECT_EQ(run.r.transfer(1)->verified_bytes, 60'000u * 4096);
+}
+
+TEST(StreamedOffer, ARepeatedHeadHearsTheAcceptedPartsAgainAndACancelAbandonsThemOnce) {
+  ReceiverConfig cfg;
+  cfg.root_hash = sum_root;
+  cfg.early_answers = true;
+  Receiver r(cfg);
+  r.start(LaneTraits::tcp(), t0);
+  while (r.poll_action()) {}
+  wire::Offer head = offer_of(tree_4k(100));
+  head.continued = true;
+  head.early_answers = true;
+  r.handle_message(0, head, t0);
+  const auto asks = drain<PrepareOfferPart>(r);
+  ASSERT_EQ(asks.size(), 1u);
+  EXPECT_EQ(asks[0].first, 0u);
+  EXPECT_EQ(asks[0].entries.size(), 101u);
+  EXPECT_TRUE(asks[0].head.has_value());
+  EXPECT_EQ(asks[0].whole, nullptr);  // more parts follow
+  EXPECT_FALSE(r.taking_pieces(7));
+  r.handle_part_prepared(7, t0);
+  auto said = drain<RecvSendMessage>(r);
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_EQ(std::get<wire::AcceptPart>(said[0].msg), (wire::AcceptPart{7, 101}));
+  EXPECT_TRUE(r.taking_pieces(7));
+  EXPECT_FALSE(r.accepted(7));
+  // The head again (its lane died, and our answer may have with it): the same answer.
+  r.handle_message(0, head, t0);
+  said = drain<RecvSendMessage>(r);
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_EQ(std::get<wire::AcceptPart>(said[0].msg), (wire::AcceptPart{7, 101}));
+  // The sender cancels: what the part made is abandoned once, as cancelled.
+  r.handle_message(0, wire::Cancel{7, "the walk failed"}, t0);
+  const auto abandoned = drain<AbandonTransfer>(r);
+  ASSERT_EQ(abandoned.size(), 1u);
+  EXPECT_TRUE(abandoned[0].cancelled);
+  EXPECT_FALSE(r.taking_pieces(7));
+  // Its last part, late: nothing is asked or abandoned again.
+  r.handle_message(0, wire::OfferPart{7, 101, true, tree_4k(1)}, t0);
+  r.handle_part_prepared(7, t0);
+  while (auto a = r.poll_action()) {
+    EXPECT_FALSE(std::holds_alternative<PrepareOfferPart>(*a));
+    EXPECT_FALSE(std::holds_alternative<PrepareOffer>(*a));
+    EXPECT_FALSE(std::holds_alternative<AbandonTransfer>(*a));
+  }
+}
+
+TEST(StreamedOffer, TheSenderTakesOnlyEntriesItSentAndAClosingAcceptWithoutRanges) {
+  const auto entries = tree_4k(20'000);  // the head is cut after ~15,000 entries (1 MiB)
+  for (const bool too_many : {false, true}) {
+    Pair pair;
+    std::vector<wire::ManifestEntry> walked = entries;
+    TransferSpec spec;
+    spec.streamed = true;
+    spec.early_pieces = true;
+    spec.entries_in_place = &walked;
+    const auto id = pair.s.start_transfer(std::move(spec), t0);
+    ASSERT_TRUE(id);
+    pair.s.add_entries({}, false, t0);
+    const auto sent = drain<SendMessage>(pair.s);
+    ASSERT_EQ(sent.size(), 1u);
+    const auto& h = std::get<wire::Offer>(sent[0].msg);
+    EXPECT_TRUE(h.early_answers);
+    const auto n = static_cast<uint32_t>(h.entries.size());
+    ASSERT_LT(n, entries.size());
+    if (too_many) {
+      // More entries than went: the receiver cannot have checked them.
+      pair.s.handle_message(0, wire::AcceptPart{*id, n + 1}, t0);
+      const auto ended = drain<TransferEnded>(pair.s);
+      ASSERT_EQ(ended.size(), 1u);
+      EXPECT_EQ(ended[0].outcome.end, TransferOutcome::End::peer_error);
+      continue;
+    }
+    pair.s.handle_message(0, wire::AcceptPart{*id, n}, t0);
+    ASSERT_NE(pair.s.scheduler(), nullptr);
+    // Whole chunks of the accepted files only.
+    uint64_t accepted_bytes = 0;
+    for (size_t i = 0; i < n; ++i) accepted_bytes += entries[i].size;  // directories are 0
+    EXPECT_EQ(pair.s.scheduler()->plan().total().count(), accepted_bytes / (1 << 20) * (1 << 20));
+    EXPECT_FALSE(drain<SendPiece>(pair.s).empty());
+    pair.s.add_entries({}, true, t0);  // the last part goes
+    // A closing accept that holds ranges answers an offer that was not answered early.
+    wire::Accept closing{*id, {wire::HeldRange{0, 4096, wire::Digest{{1}, 16}}}};
+    pair.s.handle_message(0, closing, t0);
+    const auto ended = drain<TransferEnded>(pair.s);
+    ASSERT_EQ(ended.size(), 1u);
+    EXPECT_EQ(ended[0].outcome.end, TransferOutcome::End::peer_error);
+  }
+}
 }  // namespace
 }  // namespace braid::session
