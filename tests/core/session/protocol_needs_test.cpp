@@ -140,7 +140,9 @@ TEST(ProtocolNeedsSession, AnOlderReceiverHearsNothingAndTheUserOneLine) {
   ASSERT_TRUE(pair.s.start_transfer(std::move(spec), t0));
   std::vector<TransferEnded> ended;
   while (auto a = pair.s.poll_action()) {
-    if (auto* m = std::get_if<SendMessage>(&*a)) EXPECT_FALSE(std::holds_alternative<wire::Offer>(m->msg));
+    if (auto* m = std::get_if<SendMessage>(&*a)) {
+      EXPECT_FALSE(std::holds_alternative<wire::Offer>(m->msg));
+    }
     if (auto* e = std::get_if<TransferEnded>(&*a)) ended.push_back(*e);
   }
   ASSERT_EQ(ended.size(), 1u);
@@ -186,7 +188,9 @@ TEST(ProtocolNeedsSession, LanesJoinAnOlderReceiverWithItsVersionAndItTakesThem)
   same.s.add_paths({{LaneKind::tcp, "a", "a"}}, t0);
   same.s.handle_lane_connected(1, LaneTraits::tcp(), t0);
   for (const auto& m : drain<SendMessage>(same.s))
-    if (auto* j = std::get_if<wire::LaneJoin>(&m.msg)) EXPECT_EQ(j->version, wire::kProtocolVersion);
+    if (auto* j = std::get_if<wire::LaneJoin>(&m.msg)) {
+      EXPECT_EQ(j->version, wire::kProtocolVersion);
+    }
   // And a receiver of this protocol takes that join.
   EXPECT_TRUE(same.r.handle_lane_connected(1, LaneTraits::tcp(), t0));
   same.r.handle_message(1, wire::LaneJoin{wire::kProtocolVersion, 1}, t0);
