@@ -197,6 +197,21 @@ TEST(LaneSim, FiniteTransferCompletesNearTheFluidBound) {
   EXPECT_LE(done.to_seconds(), bound * 1.10) << done.to_seconds() << " vs " << bound;
 }
 
+// `lanes` delay lanes of one path, opened `stagger` apart, sharing what is
+// given (a base RTT, a startup; null: each lane its own).
+void add_lanes_of_one_path(LaneSim& sim, int lanes, Duration stagger, std::shared_ptr<SharedBaseRtt> base,
+                           std::shared_ptr<SharedStartup> startup = nullptr) {
+  for (int i = 0; i < lanes; ++i) {
+    FlowSpec s;
+    s.packet_size = Bytes(1472);
+    s.cc_config.seed = static_cast<uint64_t>(i + 1);
+    s.cc_config.shared_base = base;
+    s.cc_config.shared_startup = startup;
+    s.start = Time::zero() + stagger * static_cast<double>(i);
+    sim.add_flow(s);
+  }
+}
+
 // Several lanes on one slow path (--streams N over a 4 Mbit/s uplink, 10 ms
 // one way, 1.5 s of buffer): lanes that start while the others' queue
 // stands take it for their base RTT, and the queue then never empties. With
@@ -207,15 +222,7 @@ TEST(DelayController, LanesOfOnePathShareTheirBaseSoTheQueueDoesNotGrowWithThem)
     SimConfig cfg;
     cfg.link = {Rate::mbit(4), Duration::millis(10), Bytes(750'000), 0.0, 1};
     LaneSim sim(cfg);
-    auto base = shared ? std::make_shared<SharedBaseRtt>() : nullptr;
-    for (int i = 0; i < lanes; ++i) {
-      FlowSpec s;
-      s.packet_size = Bytes(1472);
-      s.cc_config.seed = static_cast<uint64_t>(i + 1);
-      s.cc_config.shared_base = base;
-      s.start = Time::zero() + Duration::millis(7 * i);
-      sim.add_flow(s);
-    }
+    add_lanes_of_one_path(sim, lanes, Duration::millis(7), shared ? std::make_shared<SharedBaseRtt>() : nullptr);
     EXPECT_TRUE(sim.run_until(sec(20)));
     double mbit_sum = 0;
     for (int i = 0; i < lanes; ++i) mbit_sum += mbit(sim.goodput(i, sec(3), sec(20)));
@@ -260,17 +267,8 @@ PathStart run_path_start(int lanes, Duration stagger, bool one_startup) {
   SimConfig cfg;
   cfg.link = {Rate::mbit(4), Duration::millis(10), Bytes(750'000), 0.0, 1};
   LaneSim sim(cfg);
-  auto base = std::make_shared<SharedBaseRtt>();
-  auto startup = one_startup ? std::make_shared<SharedStartup>() : nullptr;
-  for (int i = 0; i < lanes; ++i) {
-    FlowSpec s;
-    s.packet_size = Bytes(1472);
-    s.cc_config.seed = static_cast<uint64_t>(i + 1);
-    s.cc_config.shared_base = base;
-    s.cc_config.shared_startup = startup;
-    s.start = Time::zero() + stagger * static_cast<double>(i);
-    sim.add_flow(s);
-  }
+  add_lanes_of_one_path(sim, lanes, stagger, std::make_shared<SharedBaseRtt>(),
+                        one_startup ? std::make_shared<SharedStartup>() : nullptr);
   EXPECT_TRUE(sim.run_until(sec(20)));
   PathStart r;
   for (int i = 0; i < lanes; ++i) r.mbit += mbit(sim.goodput(i, sec(2), sec(20)));
