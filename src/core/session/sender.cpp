@@ -541,12 +541,12 @@ void Sender::split_rate(Time now) {
   std::vector<std::optional<Rate>> want(lanes_.size());
   for (size_t k = 0; k < data.size(); ++k)
     if (caps[k]) want[data[k]] = Rate::bytes_per_sec(*caps[k]);
+  const auto bps = [](const std::optional<Rate>& r) {
+    return r ? std::optional(r->bytes_per_second()) : std::nullopt;
+  };
   for (size_t i = 0; i < lanes_.size(); ++i) {
     Lane& l = lanes_[i];
     if (l.state != LaneState::open) continue;
-    const auto bps = [](const std::optional<Rate>& r) {
-      return r ? std::optional(r->bytes_per_second()) : std::nullopt;
-    };
     if (!cap_worth_setting(bps(l.rate_cap), bps(want[i]))) continue;
     l.rate_cap = want[i];
     push(SetLaneRate{l.id, want[i]});
@@ -763,8 +763,7 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
             t.awaiting_final = false;
             t.early_entries = t.entries().size();
             t.early_bytes = t.total_bytes;
-            t.sched->extend(Bytes(t.total_bytes));
-            t.hashes.resize(t.sched->plan().piece_count());
+            grow_plan(t, Bytes(t.total_bytes));
             push(Note{"accepted_whole", on, "the rest of the offer, after its parts"});
             drain_scheduler(now);
           } else if (const std::string bad =
@@ -880,9 +879,13 @@ void Sender::early_accept(const wire::AcceptPart& m, LaneNo on, Time now) {
     return handle_held_checked(t.id, {}, 0, now);
   }
   if (Bytes(open) <= t.sched->plan().total()) return;
-  t.sched->extend(Bytes(open));
-  t.hashes.resize(t.sched->plan().piece_count());
+  grow_plan(t, Bytes(open));
   drain_scheduler(now);
+}
+
+void Sender::grow_plan(Transfer& t, Bytes total) {
+  t.sched->extend(total);
+  t.hashes.resize(t.sched->plan().piece_count());
 }
 
 void Sender::handle_held_checked(uint32_t id, const std::vector<wire::HeldRange>& matched, uint64_t rejected,

@@ -513,6 +513,8 @@ class Sender {
   /// Frame k of the offer is cut: the head goes as the offer request, a
   /// part on the request's lane.
   void send_offer_frame(size_t k, bool last, Time now);
+  /// The scheduler's plan grown to `total` bytes, and a hash slot for each new piece.
+  void grow_plan(Transfer& t, Bytes total);
   /// The receiver accepted the offer's first `entries` entries (protocol 9).
   void early_accept(const wire::AcceptPart& m, LaneNo on, Time now);
   void resend_requests_from(LaneNo dead, Time now);
