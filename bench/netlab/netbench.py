@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import statistics
@@ -443,7 +444,7 @@ class Bench:
         self.src_sha = sha256(src)
         return src
 
-    def braid(self, lanes, srcfile, workdir, code=True):
+    def braid(self, lanes, srcfile, workdir, code=True, extra=()):
         dst = os.path.join(workdir, "dst")
         shutil.rmtree(dst, ignore_errors=True)
         os.makedirs(dst)
@@ -466,6 +467,7 @@ class Bench:
             kind = "" if self.args.transport == "tcp" else f"{self.args.transport}:"
             for i in lanes:
                 send += ["--lane", f"{kind}{self.addr(i, 'snd')}={self.addr(i, 'rcv')}:{BRAID_PORT}"]
+            send += list(extra)
             send += ["--json", sjson, "--log", os.path.join(workdir, "send.log"), srcfile,
                      f"{self.addr(lanes[0], 'rcv')}:{BRAID_PORT}"]
             total_rate = sum(self.sc["links"][i]["rate_bps"] for i in lanes) or 1e9
@@ -628,6 +630,11 @@ class Bench:
                 F["braid:all"] = self.measure("braid all links", lambda: self.braid(all_lanes, src, workdir))
                 F["braid:best"] = self.measure(f"braid link {res['best_link']}",
                                                lambda: self.braid([best], src, workdir))
+                # Contrasts: the same transfer with other send arguments, in the same run.
+                for name, extra in self.args.contrast:
+                    F[f"braid:all:{name}"] = self.measure(f"braid all links, {name}",
+                                                          lambda: self.braid(all_lanes, src, workdir, extra=extra))
+                    F[f"braid:all:{name}"]["send_arguments"] = extra
                 os.unlink(src)
             else:
                 F["braid:all"] = F["braid:best"] = {"pending": self.why_pending}
@@ -661,6 +668,13 @@ def med(F, key):
     return f.get("median_mbit")
 
 
+def parse_contrast(text):
+    name, sep, rest = text.partition("=")
+    if not sep or not name or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise argparse.ArgumentTypeError(f"--contrast wants NAME=ARGS (NAME of letters, digits, '-', '_', '.'): {text!r}")
+    return name, shlex.split(rest)
+
+
 def ratios(res):
     F, s = res["figures"], res["sum_of_links_mbit"]
     out = {}
@@ -677,6 +691,10 @@ def ratios(res):
     best = med(F, f"iperf3:{res['best_link']}")
     if b and best:
         out["braid_all_over_best_link_iperf3"] = b / best
+    for k in F:
+        c = med(F, k) if k.startswith("braid:all:") else None
+        if c and s:
+            out[f"braid_all_{k[10:]}_over_sum"] = c / s
     tm = (F.get("braid:all") or {}).get("median_seconds")
     for k in ("nominal", "iperf3_rates"):
         ts = ((F.get("sim:all") or {}).get(k) or {}).get("seconds")
@@ -718,7 +736,7 @@ def table(res):
         n = f"{f['runs_ok']}" + (f" ({fails} failed)" if fails else "")
         if "median_seconds" in f and key.startswith("braid"):
             note = (note + "; " if note else "") + f"{fmt(f['median_seconds'], 2)} s"
-        if key.endswith(":all"):
+        if key.endswith(":all") or key.startswith("braid:all:"):
             note = (note + "; " if note else "") + link_shares(f)
         rows.append(f"| {what} | {fmt(m)} | {ratio} | {n} | {note} |")
 
@@ -737,6 +755,9 @@ def table(res):
     rows.append(f"| sum of the links alone | {fmt(s)} | 1.00 | | |")
     row(f"braid, all links", "braid:all")
     row(f"braid, best link ({res['best_link']}) only", "braid:best")
+    for k in F:
+        if k.startswith("braid:all:"):
+            row(f"braid, all links, {k[10:]} (`{' '.join(F[k].get('send_arguments', []))}`)", k)
     row(f"MPTCP (mptcpize iperf3 -n), all links", "mptcp:all", "kernel default scheduler")
     if "mptcp-backup:all" in F:
         row(f"MPTCP, {','.join(F['mptcp-backup:all']['backup_links'])} as backup", "mptcp-backup:all")
@@ -855,6 +876,9 @@ def main():
                     "what the namespaces inherit from the host; the one in force is recorded)")
     ap.add_argument("--transport", choices=["tcp", "udp"], default="tcp",
                     help="braid's lane kind on every link (default tcp)")
+    ap.add_argument("--contrast", action="append", default=[], type=parse_contrast, metavar="NAME=ARGS",
+                    help="also run braid over all links with these extra send arguments, in the same run "
+                         "(e.g. 'cap-off=--latency-target 0'); repeatable")
     ap.add_argument("--out", default=os.path.join(REPO, "bench", "out"), help="output directory")
     ap.add_argument("--workdir", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
                     help="where payload and received files go (default /dev/shm: tmpfs)")
