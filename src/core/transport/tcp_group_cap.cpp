@@ -71,6 +71,23 @@ constexpr Duration kMinLoopRtt = Duration::millis(30);
 // the widening is gone at this many segments, where the ordinary slow
 // uplinks (4 Mbit/s: 10 segments per round) live.
 constexpr double kTrustedSegments = 8;
+// The delivery clock runs through a silence of the whole group for at most
+// this many loop RTTs (at least kFreshMin): the floor's two segments per
+// RTT, or pairs acked at once, leave a look or two without an ACK, and
+// those must count or the rate reads high; an outage's seconds must not.
+constexpr double kSilenceHoldRtts = 2;
+// Room the lanes leave unused: the group acks under this much of the
+// bottleneck's rate with the queue below the target for a loop RTT, while
+// lanes that have data waiting are paced, or deliver, well below their caps
+// (kLaggingPace). Their kernels' own estimates are what holds them: bbr's
+// 10-round filter forgets the link in a 200 ms PROBE_RTT at a short RTT, and
+// a lane paced at its share climbs by a quarter per 8 rounds when the
+// others leave (a trial stream closed, a lane in PROBE_RTT). On netlab's
+// 100 Mbit/s link the group dipped to 24-58 Mbit/s for half a second at
+// each. A restart (TcpLaneDecision::restart) refills the cap in a few RTTs;
+// a lane is restarted at most once per kRestartSpacing.
+constexpr double kRoomUnused = 0.8;
+constexpr Duration kRestartSpacing = Duration::seconds(1);
 }  // namespace
 
 bool kernel_sends_pairs(std::string_view congestion_control, Rate pacing) {
@@ -81,28 +98,48 @@ bool kernel_sends_pairs(std::string_view congestion_control, Rate pacing) {
 
 TcpGroupCap::TcpGroupCap(const TcpGroupCapConfig& cfg) : cfg_(cfg) {}
 
-Rate TcpGroupCap::acked_since(Time now, Time since) const {
+void TcpGroupCap::advance_clock(Time now, bool new_acks) {
+  if (last_look_ == Time::never()) {
+    if (new_acks) last_acked_ = now;
+    return;
+  }
+  const Duration dt = now - last_look_;
+  const Duration hold = std::max(kFreshMin, std::max(srtt_, kMinLoopRtt) * kSilenceHoldRtts);
+  Duration counted = std::min(dt, hold);  // one long gap between looks counts as a silence
+  if (!new_acks && last_acked_ != Time::never()) {
+    // Silent: the part of this look still within the hold of the last ACK.
+    const Time until = last_acked_ + hold;
+    counted = until > last_look_ ? std::min(dt, until - last_look_) : Duration::zero();
+  }
+  clock_ = clock_ + counted;
+  if (new_acks) last_acked_ = now;
+}
+
+Rate TcpGroupCap::acked_since(Time clock, Time since) const {
   const Point* from = nullptr;
   for (size_t i = 1; i < history_count_; ++i) {
     const Point& p = history_[(history_next_ + kHistory - 1 - i) % kHistory];
     from = &p;
     if (p.t <= since) break;
   }
-  if (!from || now <= from->t) return Rate();
-  return Rate::over(Bytes(acked_total_ - from->acked), now - from->t);
+  if (!from || clock <= from->t) return Rate();
+  return Rate::over(Bytes(acked_total_ - from->acked), clock - from->t);
 }
 
-void TcpGroupCap::update_rates(Time now, uint64_t acked_now) {
+void TcpGroupCap::update_rates(Time clock, uint64_t acked_now) {
   const Duration rtt = std::max(srtt_, kMinLoopRtt);
-  history_[history_next_] = {now, acked_now, Rate()};
+  // A look in which the clock stood still (a silence) adds no point: an
+  // outage's hundreds of looks would push the history out of the ring.
+  if (history_count_ > 0 && history_[(history_next_ + kHistory - 1) % kHistory].t == clock) return;
+  history_[history_next_] = {clock, acked_now, Rate()};
   Point& newest = history_[history_next_];
   history_next_ = (history_next_ + 1) % kHistory;
   history_count_ = std::min(history_count_ + 1, kHistory);
-  newest.windowed = acked_since(now, now - rtt * kRateRtts);
+  newest.windowed = acked_since(clock, clock - rtt * kRateRtts);
   Rate best;
   for (size_t i = 0; i < history_count_; ++i) {
     const Point& q = history_[(history_next_ + kHistory - 1 - i) % kHistory];
-    if (q.t < now - rtt * kBottleneckWindowRtts) break;
+    if (q.t < clock - rtt * kBottleneckWindowRtts) break;
     best = std::max(best, q.windowed);
   }
   bottleneck_ = best;
@@ -183,7 +220,13 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
   }
   lanes_ = std::move(kept);
   if (srtt != Duration::infinite()) srtt_ = std::max(srtt, kMinTcpRtt);
-  update_rates(now, acked_total_);
+  const bool new_acks = acked_total_ > acked_at_last_look_;
+  // Silent: no lane of the group acked for a loop RTT. Nothing new to steer
+  // by — an outage, a lane being replaced — so the rate holds.
+  const bool silent = !new_acks && last_acked_ != Time::never() && now - last_acked_ > std::max(srtt_, kMinLoopRtt);
+  advance_clock(now, new_acks);
+  acked_at_last_look_ = acked_total_;
+  update_rates(clock_, acked_total_);
 
   // The group's queue: the mean current delay of the lanes acked lately,
   // weighted by their rates, less the smallest base (the least of them
@@ -223,7 +266,7 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
   // each add up to the link, and the cap could not drain its own queue.
   // A lane below its share of the floor idles (a segment every few RTTs).
   const Rate floor = Rate::over(Bytes(ledbat::kMinPackets * mss.count()), rtt);
-  const Rate recent = acked_since(now, now - rtt * kRateRtts);
+  const Rate recent = acked_since(clock_, clock_ - rtt * kRateRtts);
   const Duration target = cfg_.target;
   // The target the rate is steered by, widened while the evidence is thin
   // (kTrustedSegments): by the gap between segments, rtt / segments, less
@@ -244,9 +287,10 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
       return std::vector<TcpLaneDecision>(samples.size());
     capped_ = true;
     rate_ = std::max(recent, floor);
-  } else if (app_limited) {
-    // Nothing waits in any lane's socket: what was acked says what the
-    // source gave, not what the path takes. Keep the rate (a lane the
+  } else if (app_limited || silent) {
+    // Nothing waits in any lane's socket (or nothing is acked at all):
+    // what was acked says what the source gave (or that the path is dark
+    // for now), not what the path takes. Keep the rate (a lane the
     // scheduler left dry for a moment otherwise came back to a cap at its
     // idle rate, and the kernel's own estimate had followed it down).
   } else if (!bottleneck_.is_zero()) {
@@ -265,7 +309,7 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
     // of k above the target); without one, the filter's larger rate lets
     // the group find a link that got faster.
     Rate b = bottleneck_;
-    if (queue_ >= steer_target * kBusyQueue) b = std::min(b, acked_since(now, now - rtt * kBusyRateRtts));
+    if (queue_ >= steer_target * kBusyQueue) b = std::min(b, acked_since(clock_, clock_ - rtt * kBusyRateRtts));
     Rate next = b * factor;
     // Below the target R also grows from itself, by the same factor per
     // RTT, up to 1.5 × B: a kernel controller paced by the cap measures the
@@ -282,7 +326,11 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
   }
 
   // A queue that stays although the group drains it belongs to someone else.
-  if (queue_ > target * kForeignQueueTargets) {
+  // Not judged in a silence: the queue read last stands unread, and four
+  // dark seconds of it once lifted the cap as if another flow held it.
+  if (silent) {
+    above_since_ = Time::never();
+  } else if (queue_ > target * kForeignQueueTargets) {
     if (above_since_ == Time::never()) {
       above_since_ = now;
       queue_then_ = queue_;
@@ -307,23 +355,42 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
     if (queue_ <= target) retry_after_ = kFirstRetry;
   }
 
-  // Share R: mostly by what each lane delivers, a quarter evenly.
+  // Room the lanes leave unused (kRoomUnused): since when.
+  const bool room = !silent && !app_limited && !bottleneck_.is_zero() && queue_ < target &&
+                    recent < bottleneck_ * kRoomUnused;
+  if (!room) room_since_ = Time::never();
+  else if (room_since_ == Time::never()) room_since_ = now;
+  const bool room_lasts = room && now - room_since_ >= rtt;
+
+  // Share R: mostly by what each lane delivers, a quarter evenly — all of
+  // it evenly while room is left unused: what each delivered then says what
+  // its kernel's estimate held, not what the lane could do, and a lane
+  // restarted at the small share of a pause found that share and kept it.
+  const double even = room_lasts ? 1.0 : kEvenShare;
   double total = 0;
   for (const auto& [id, l] : lanes_) total += l.share_rate.bytes_per_second();
   const double n = static_cast<double>(std::max<size_t>(lanes_.size(), 1));
   const Rate lane_floor = floor * (1.0 / n);
   for (size_t i = 0; i < samples.size(); ++i) {
     Lane& l = lanes_.at(samples[i].lane);
-    const double share = total > 0 ? (1 - kEvenShare) * l.share_rate.bytes_per_second() / total + kEvenShare / n
-                                   : 1.0 / n;
+    const double share = total > 0 ? (1 - even) * l.share_rate.bytes_per_second() / total + even / n : 1.0 / n;
     l.cap = std::max(rate_ * share, lane_floor);
     caps[i].cap = l.cap;
     // A kernel that stays well below its cap with data waiting starts over.
     const TcpLaneSample& s = samples[i];
-    if (!s.app_limited && !s.pacing.is_zero() && s.pacing < *l.cap * kLaggingPace) {
+    const bool behind = !s.app_limited && ((!s.pacing.is_zero() && s.pacing < *l.cap * kLaggingPace) ||
+                                           l.share_rate < *l.cap * kLaggingPace);
+    if (room_lasts && behind && (l.restarted_at == Time::never() || now - l.restarted_at >= kRestartSpacing)) {
+      caps[i].restart = true;
+      l.restarted_at = now;
+      l.lagging_since = Time::never();
+      continue;
+    }
+    if (!silent && !s.app_limited && !s.pacing.is_zero() && s.pacing < *l.cap * kLaggingPace) {
       if (l.lagging_since == Time::never()) l.lagging_since = now;
       if (now - l.lagging_since >= std::max(kLaggingTime, base_ * kLaggingRtts)) {
         caps[i].restart = true;
+        l.restarted_at = now;
         l.lagging_since = Time::never();
       }
     } else {

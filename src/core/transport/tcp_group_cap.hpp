@@ -21,7 +21,9 @@
 //    an idle path fills at the kernel's own pace;
 //  - then R = B × a factor, B the bottleneck's rate estimate (the largest
 //    acked rate of the group over 4 RTTs seen in the last 10 RTTs; with a
-//    queue standing, the mean acked rate over 8 RTTs): above the target
+//    queue standing, the mean acked rate over 8 RTTs — RTTs of a clock
+//    that stops while the whole group is silent, so an outage does not
+//    age the estimate away): above the target
 //    1 − k (q − target) / rtt, which drains the excess in about rtt / k
 //    (k = 1/2: stable for feedback delays up to about an RTT and a half —
 //    sampling and the delay filter add 10-20 ms to the path's RTT), at most
@@ -37,7 +39,11 @@
 //  - lanes share R by their acked rates (3/4) and evenly (1/4), so a lane
 //    that can deliver more shows it at the next look;
 //  - while no lane has anything waiting in its socket the group sends what
-//    the source gives, and R holds.
+//    the source gives, and R holds; so it does while no lane is acked (an
+//    outage): nothing new to steer by;
+//  - room left unused (the group acks under 0.8 B, no queue) while lanes
+//    with data waiting stay well below their caps: their kernels restart
+//    (TcpLaneDecision::restart).
 //
 // Pure: samples come in with their time, caps go out as the return value.
 // The engine samples every ~10 ms.
@@ -90,6 +96,10 @@ struct TcpLaneDecision {
   /// and at a few segments per RTT (delayed ACKs, a window sized from the
   /// unloaded RTT) it does not climb back. Restarting its start-up lets it
   /// refill the cap in a few RTTs (TcpPacingCap's restart_probe, for one lane).
+  /// Also at once (a loop RTT) when the group leaves the path's room unused
+  /// and this lane, with data waiting, is well below its cap: another lane
+  /// left or paused (bbr's PROBE_RTT) and this kernel's estimate is its old
+  /// share. At most once a second per lane.
   bool restart = false;
 };
 
@@ -119,10 +129,14 @@ class TcpGroupCap {
     Rate share_rate;               // its acked rate, smoothed
     std::optional<Rate> cap;       // its cap last round
     Time lagging_since = Time::never();  // paced well below its cap with data waiting, since
+    Time restarted_at = Time::never();   // its kernel controller last started over
   };
   void update_lane(Lane& l, const TcpLaneSample& s, Time now);
-  void update_rates(Time now, uint64_t acked_now);
-  Rate acked_since(Time now, Time since) const;
+  void update_rates(Time clock, uint64_t acked_now);
+  /// The group's acked rate since `since`, both on the delivery clock.
+  Rate acked_since(Time clock, Time since) const;
+  /// Advances the delivery clock over a look at `now` (new_acks: any lane's).
+  void advance_clock(Time now, bool new_acks);
 
   TcpGroupCapConfig cfg_;
   std::map<uint64_t, Lane> lanes_;
@@ -136,16 +150,24 @@ class TcpGroupCap {
   Rate bottleneck_;
   bool competing_ = false;
   Time above_since_ = Time::never();  // the queue above 2 × target since
+  Time room_since_ = Time::never();   // the lanes leave room unused since (tcp_group_cap.cpp)
   Duration queue_then_;               // ...and what it was then
   Time retry_at_ = Time::never();
   Duration retry_after_ = Duration::seconds(5);
   Time last_ = Time::never();
   Time last_look_ = Time::never();
+  // The delivery clock: wall time, less the stretches in which no lane of
+  // the group was acked beyond a short hold (an outage, a lane replaced).
+  // The rate windows are measured on it: a path that went dark for 4 s
+  // came back to a cap built from the dark time's rate (nothing) and took
+  // a second to climb to 100 Mbit/s where the kernel alone took one RTT.
+  Time clock_ = Time::zero();
+  Time last_acked_ = Time::never();  // the last look with new acks (wall time)
 
   // The group's acked bytes over time (cumulative, summed from the lanes' deltas).
   static constexpr size_t kHistory = 128;
   struct Point {
-    Time t;
+    Time t;  // on the delivery clock
     uint64_t acked = 0;
     Rate windowed;  // acked rate over the kRateRtts RTTs before t (tcp_group_cap.cpp)
   };
@@ -153,6 +175,7 @@ class TcpGroupCap {
   size_t history_count_ = 0;
   size_t history_next_ = 0;
   uint64_t acked_total_ = 0;
+  uint64_t acked_at_last_look_ = 0;
 };
 
 }  // namespace braid::transport
