@@ -20,16 +20,19 @@ struct Extent {
 
 class FileLayout {
  public:
+  FileLayout() = default;
   explicit FileLayout(const std::vector<wire::ManifestEntry>& entries) {
-    uint64_t at = 0;
-    for (size_t i = 0; i < entries.size(); ++i) {
-      if (entries[i].kind != wire::EntryKind::file || entries[i].size == 0) continue;
-      starts_.push_back(at);
-      sizes_.push_back(entries[i].size);
-      entry_.push_back(i);
-      at += entries[i].size;
-    }
-    total_ = at;
+    for (size_t i = 0; i < entries.size(); ++i) append(entries[i], i);
+  }
+
+  /// Entry `index` of the manifest, after every entry before it: a tree
+  /// that grows part by part (protocol 9) lays its files out as they come.
+  void append(const wire::ManifestEntry& e, size_t index) {
+    if (e.kind != wire::EntryKind::file || e.size == 0) return;
+    starts_.push_back(total_);
+    sizes_.push_back(e.size);
+    entry_.push_back(index);
+    total_ += e.size;
   }
 
   uint64_t total() const { return total_; }
