@@ -783,10 +783,15 @@ class WaitBeforeLastBatch : public WalkFaults {
   std::chrono::milliseconds wait_;
 };
 
-TransferOutcome send_streamed(SenderSession& s, const fs::path& src, const TransferOptions& opts) {
+// The walk's tree must outlive the session's lanes (they may still be
+// reading a piece of it when the transfer ends), as `braid send`'s does.
+struct Streamed {
   files::SourceTree tree;
   files::ScanResult walk;
-  return s.send_walking({src.string()}, files::ScanOptions{}, tree, walk, opts);
+};
+
+TransferOutcome send_streamed(SenderSession& s, const fs::path& src, const TransferOptions& opts, Streamed& keep) {
+  return s.send_walking({src.string()}, files::ScanOptions{}, keep.tree, keep.walk, opts);
 }
 
 bool same_tree(const fs::path& a, const fs::path& b) {
@@ -817,7 +822,8 @@ TEST_F(SessionFixture, AStreamedOfferIsAnsweredPartByPartAndItsFirstPiecesLandBe
   TransferOptions opts;
   auto walk = std::make_shared<WaitBeforeLastBatch>(dst, std::chrono::seconds(20));
   opts.walk_faults = walk;
-  auto out = send_streamed(*s, src, opts);
+  Streamed walked;
+  auto out = send_streamed(*s, src, opts, walked);
   s->close();
   ASSERT_EQ(out.exit_code, 0) << out.message;
   EXPECT_EQ(walk->walked_before_last.load(), 3 * kWalkBatch);  // three full batches went first
@@ -839,7 +845,8 @@ TEST_F(SessionFixture, AStreamedOfferAnsweredWholeWritesNothingBeforeTheLastPart
   opts.early_pieces = false;
   auto walk = std::make_shared<WaitBeforeLastBatch>(dst, std::chrono::milliseconds(500));
   opts.walk_faults = walk;
-  auto out = send_streamed(*s, src, opts);
+  Streamed walked;
+  auto out = send_streamed(*s, src, opts, walked);
   s->close();
   ASSERT_EQ(out.exit_code, 0) << out.message;
   EXPECT_FALSE(walk->landed);
@@ -862,7 +869,8 @@ TEST_F(SessionFixture, ARefusedLaterPartEndsTheTransferAndNothingStandsUnderAFin
   TransferOptions opts;
   auto walk = std::make_shared<WaitBeforeLastBatch>(dst, std::chrono::seconds(20));
   opts.walk_faults = walk;
-  auto out = send_streamed(*s, src, opts);
+  Streamed walked;
+  auto out = send_streamed(*s, src, opts, walked);
   s->close();
   EXPECT_TRUE(walk->landed);
   EXPECT_EQ(out.exit_code, kExitRefused) << out.message;
@@ -911,7 +919,8 @@ TEST_F(SessionFixture, AnInterruptedStreamedTransferAnsweredPartByPartResumes) {
     RunningReceiver r(dst, recv_cfg, "resume9", false, 64, std::make_shared<FullOnceJournaled>(dst, 6 << 20));
     auto s = connect_ok(r.address(), send_cfg, "resume9", log);
     ASSERT_TRUE(s);
-    auto out = send_streamed(*s, src, opts);
+    Streamed walked;
+    auto out = send_streamed(*s, src, opts, walked);
     s->close();
     EXPECT_EQ(out.exit_code, kExitDiskFull) << out.message;
     EXPECT_EQ(r.stop(), kExitDiskFull);
@@ -923,7 +932,8 @@ TEST_F(SessionFixture, AnInterruptedStreamedTransferAnsweredPartByPartResumes) {
   RunningReceiver again(dst, recv_cfg, "resume9");
   auto s = connect_ok(again.address(), send_cfg, std::nullopt, log);  // paired by the first run
   ASSERT_TRUE(s);
-  auto out = send_streamed(*s, src, opts);
+  Streamed walked;
+  auto out = send_streamed(*s, src, opts, walked);
   s->close();
   ASSERT_EQ(out.exit_code, 0) << out.message;
   EXPECT_GT(out.report.resumed_bytes, uint64_t{1} << 20);   // what arrived before the disk filled up

@@ -39,6 +39,8 @@ class FileLayout {
 
   /// Calls fn(const Extent&) for each file region of [offset, offset+length),
   /// in order; stops and returns false as soon as fn returns false.
+  /// It reads the tables afresh at each region, so a layout that only
+  /// grows at its end (append) may grow between two calls of fn.
   template <class Fn>
   bool for_each(uint64_t offset, uint64_t length, Fn&& fn) const {
     if (length == 0) return true;

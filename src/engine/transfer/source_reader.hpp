@@ -4,9 +4,9 @@
 // While the tree is still walked (a streamed offer answered part by part,
 // protocol 9) pieces of the entries walked so far are read as later ones
 // join: grow() appends the walk's batch to the tree and lays out its files
-// under an exclusive lock; a read holds the shared lock only to find its
-// files and open them (and to check a file it read to its end), never
-// across its preads, so the walk is not held up by the lanes.
+// under an exclusive lock; a read holds the shared lock to find and open
+// each file (and to check one it read to its end), never across a pread,
+// so the walk is not held up by the lanes.
 #pragma once
 
 #include <fcntl.h>
@@ -53,54 +53,45 @@ class SourceReader final : public PieceSource {
     for (; laid_out_ < tree_.entries.size(); ++laid_out_) layout_.append(tree_.entries[laid_out_], laid_out_);
   }
   bool read(uint64_t off, uint64_t n, uint8_t* dst, std::string& error) override {
-    struct Part {
-      files::Extent x;
-      files::FdCache::Fd fd;
-      bool ends_file;
-    };
-    std::vector<Part> parts;
-    {
-      std::shared_lock lock(grow_mu_);
-      const bool ok = layout_.for_each(off, n, [&](const files::Extent& x) {
-        auto fd = fds_.get(x.entry, error);
-        if (!fd) return false;
-        parts.push_back({x, std::move(fd), x.file_offset + x.length == tree_.entries[x.entry].size});
-        return true;
-      });
-      if (!ok) {
-        if (error.empty()) error = "internal error: a piece outside the files walked so far";
-        return false;
-      }
-    }
-    for (const Part& part : parts) {
-      const files::Extent& x = part.x;
+    // File by file, one fd at a time (a piece of tiny files spans thousands):
+    // the lock is let go across each pread and taken again after it; the
+    // layout only grows at its end meanwhile, so the walk through it goes on.
+    std::shared_lock lock(grow_mu_);
+    const bool ok = layout_.for_each(off, n, [&](const files::Extent& x) {
+      auto fd = fds_.get(x.entry, error);
+      if (!fd) return false;
+      const bool ends_file = x.file_offset + x.length == tree_.entries[x.entry].size;
+      lock.unlock();
       uint8_t* p = dst + (x.transfer_offset - off);
       uint64_t left = x.length, at = x.file_offset;
+      ssize_t got = 1;
       while (left > 0) {
-        ssize_t got = ::pread(part.fd->get(), p, left, static_cast<off_t>(at));
+        got = ::pread(fd->get(), p, left, static_cast<off_t>(at));
         if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-          std::shared_lock lock(grow_mu_);
-          error = got == 0 ? "'" + tree_.local_paths[x.entry] + "' shrank while it was being sent"
-                           : std::string("read failed: ") + std::strerror(errno);
-          return false;
-        }
+        if (got <= 0) break;
         p += got;
         at += static_cast<uint64_t>(got);
         left -= static_cast<uint64_t>(got);
       }
+      const int err = errno;
+      lock.lock();
+      if (left > 0) {
+        error = got == 0 ? "'" + tree_.local_paths[x.entry] + "' shrank while it was being sent"
+                         : std::string("read failed: ") + std::strerror(err);
+        return false;
+      }
       // After a file's last bytes are read: if it changed since the scan
       // (grew, shrank, was written to), what was sent is not the file —
       // say so rather than deliver a silently cut or mixed copy.
-      if (part.ends_file) {
-        std::shared_lock lock(grow_mu_);
-        if (auto why = files::check_unchanged(tree_, x.entry, part.fd->get())) {
+      if (ends_file)
+        if (auto why = files::check_unchanged(tree_, x.entry, fd->get())) {
           error = *why;
           return false;
         }
-      }
-    }
-    return true;
+      return true;
+    });
+    if (!ok && error.empty()) error = "internal error: a piece outside the files walked so far";
+    return ok;
   }
 
  private:
