@@ -496,9 +496,16 @@ class Run {
       }
     receiver_->handle_offer_prepared(a.offer->transfer_id, acc, now_);
   }
-  // The simulated receiver prepares offers whole (its config leaves
-  // early_answers off), as protocol 8.
-  void do_receiver(session::PrepareOfferPart& a) { receiver_->handle_part_declined(a.transfer, now_); }
+  // Part by part (protocol 9, a scenario whose receiver config sets
+  // early_answers and whose sender streams its offer): every part fits, its
+  // last one closes the offer with the accept (no held ranges: such an
+  // offer has none), as the engine's receiver answers.
+  void do_receiver(session::PrepareOfferPart& a) {
+    if (!a.whole) return receiver_->handle_part_prepared(a.transfer, now_);
+    wire::Accept acc;
+    acc.transfer_id = a.transfer;
+    receiver_->handle_offer_prepared(a.transfer, acc, now_);
+  }
   void do_receiver(session::FinalizeTransfer& a) {
     receiver_->handle_finalized(a.transfer, wire::ResultStatus::verified, "verified", now_);
   }

@@ -521,6 +521,123 @@ TEST(ReceiveTreeStaged, AnExistingDirectoryOrAFewFilesAreNotStaged) {
   EXPECT_EQ(few->staged_directories(), 0u);
 }
 
+// ---- part by part (protocol 9) ---------------------------------------------------
+
+std::vector<ManifestEntry> slice(const wire::Offer& o, size_t from, size_t to) {
+  return std::vector<ManifestEntry>(o.entries.begin() + static_cast<ptrdiff_t>(from),
+                                    o.entries.begin() + static_cast<ptrdiff_t>(to));
+}
+
+TEST(ReceiveTreeParts, ATreeMadePartByPartIsTheWholeOnesTwin) {
+  TempDir dir;
+  const auto whole = std::make_shared<const wire::Offer>(staged_offer(300));
+  wire::Offer head = *whole;
+  head.entries.clear();
+  auto t = std::move(std::get<0>(ReceiveTree::begin_parts(dir.fd(), head, PrepareOptions{"00000000000000ab", false, 0})));
+  EXPECT_EQ(t->total(), 0u);
+  ASSERT_FALSE(t->add_part(0, slice(*whole, 0, 100)));
+  EXPECT_EQ(t->total(), 100u * 97);  // top.bin and f0..f95
+  // The first part's pieces may land before the next part comes.
+  ASSERT_EQ(t->write(0, std::vector<uint8_t>(100 * 97, 0x41)), 0);
+  ASSERT_FALSE(t->add_part(100, slice(*whole, 100, 250)));
+  ASSERT_FALSE(t->add_part(250, slice(*whole, 250, whole->entries.size())));
+  ASSERT_FALSE(t->close_parts(whole));
+  const uint64_t total = 100 * (whole->entries.size() - 3);
+  EXPECT_EQ(t->total(), total);
+  // Named as a whole offer's tree names them: a resume prepared whole finds them.
+  EXPECT_EQ(t->staged_directories(), 1u);
+  EXPECT_EQ(t->temp_path(4), ".braid-00000000000000ab-0.dir/a/b/f0");
+  EXPECT_EQ(t->temp_path(3), ".braid-00000000000000ab-3.part");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "t"));
+  ASSERT_EQ(t->write(100 * 97, std::vector<uint8_t>(total - 100 * 97, 0x41)), 0);
+  int err = 0;
+  ASSERT_EQ(t->finalize(err), "");
+  t.reset();
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    EXPECT_FALSE(e.path().filename().string().starts_with(".braid-")) << e.path();
+  for (size_t i = 3; i < whole->entries.size(); ++i) {
+    struct stat st {};
+    ASSERT_EQ(::stat((dir.path() / whole->entries[i].path).c_str(), &st), 0) << whole->entries[i].path;
+    EXPECT_EQ(st.st_size, 100);
+    EXPECT_EQ(st.st_mtim.tv_sec, whole->entries[i].mtime_sec);
+  }
+}
+
+TEST(ReceiveTreeParts, EachPartIsCheckedAgainstThePartsBeforeIt) {
+  auto refused = [](std::vector<std::vector<ManifestEntry>> parts) {
+    TempDir dir;
+    auto t = std::move(std::get<0>(ReceiveTree::begin_parts(dir.fd(), wire::Offer{}, PrepareOptions{"00000000000000ab", false, 0})));
+    size_t first = 0;
+    for (auto& p : parts) {
+      const size_t n = p.size();
+      if (auto err = t->add_part(first, std::move(p))) return err->message;
+      first += n;
+    }
+    return std::string();
+  };
+  const ManifestEntry dir{EntryKind::directory, "d", 0, 0755, 0, 0, ""};
+  const ManifestEntry file{EntryKind::file, "d/f", 3, 0644, 0, 0, ""};
+  EXPECT_EQ(refused({{dir, file}, {{EntryKind::file, "d/g", 3, 0644, 0, 0, ""}}}), "");
+  EXPECT_NE(refused({{dir, file}, {file}}).find("twice"), std::string::npos);
+  EXPECT_NE(refused({{{EntryKind::file, "d", 1, 0644, 0, 0, ""}}, {file}}).find("does not send as a directory"),
+            std::string::npos);
+  // A file whose path an earlier entry lies beneath.
+  EXPECT_NE(refused({{file}, {{EntryKind::file, "d", 1, 0644, 0, 0, ""}}}).find("does not send as a directory"),
+            std::string::npos);
+  EXPECT_NE(refused({{dir}, {{EntryKind::file, "../x", 1, 0644, 0, 0, ""}}}).find("refused a path"), std::string::npos);
+  ManifestEntry link{EntryKind::file, "d/h", 0, 0644, 0, 0, ""};
+  link.hard_link_to = 1;  // d/f, in the part before: fine
+  EXPECT_EQ(refused({{dir, file}, {link}}), "");
+  link.hard_link_to = 0;  // a directory
+  EXPECT_NE(refused({{dir, file}, {link}}).find("no earlier file"), std::string::npos);
+}
+
+TEST(ResumeJournal, APartsTagIsNamedInTheJournalAndAnotherStartsOver) {
+  TempDir dir;
+  auto p = params_of(offer_of(1 << 20));
+  {
+    auto j = open_journal(dir.fd(), p);
+    EXPECT_EQ(j->parts_tag(), p.key.tag());  // a whole offer's: its key's, format 1 as before
+  }
+  p.parts_tag = "0123456789abcdef";
+  {
+    auto j = open_journal(dir.fd(), p);
+    EXPECT_EQ(j->parts_tag(), "0123456789abcdef");
+    EXPECT_EQ(j->append_held({record(0, 65536)}), 0);
+  }
+  EXPECT_EQ(size_of(dir.path() / ResumeJournal::file_name(p.key)), ResumeJournal::kHeaderSize + 8 + ResumeJournal::kRecordSize);
+  auto any = p;
+  any.parts_tag.clear();  // a later run prepared whole: takes the tag the journal names
+  {
+    auto j = open_journal(dir.fd(), any);
+    EXPECT_EQ(j->parts_tag(), "0123456789abcdef");
+    EXPECT_EQ(j->loaded().bytes(), 65536u);
+  }
+  auto other = p;
+  other.parts_tag = "fedcba9876543210";  // another run's files: its claims are not these
+  auto j = open_journal(dir.fd(), other);
+  EXPECT_EQ(j->parts_tag(), "fedcba9876543210");
+  EXPECT_TRUE(j->loaded().empty());
+}
+
+TEST(ResumeRecorder, WithoutAJournalYetPiecesWaitForIt) {
+  TempDir dir;
+  const wire::Offer o = offer_of(1 << 20);
+  auto t = std::move(std::get<0>(ReceiveTree::prepare(dir.fd(), o, PrepareOptions{"00000000000000ab", false, 0})));
+  ASSERT_EQ(t->write(0, std::vector<uint8_t>(65536, 1)), 0);
+  auto p = params_of(o);
+  ResumeRecorder rec(*t, RecorderOptions{std::chrono::milliseconds(10), 1});
+  rec.verified(record(0, 65536));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // commits come and find no journal
+  EXPECT_EQ(rec.claimed_bytes(), 0u);
+  rec.attach(open_journal(dir.fd(), p));
+  rec.commit();
+  EXPECT_EQ(rec.claimed_bytes(), 65536u);
+  rec.stop();
+  auto j = open_journal(dir.fd(), p);
+  EXPECT_EQ(j->loaded().bytes(), 65536u);
+}
+
 // ---- the read-back of held ranges ------------------------------------------------------
 
 // The record a piece of `bytes` at `offset` would have had when it was verified.

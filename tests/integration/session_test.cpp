@@ -728,5 +728,221 @@ TEST_F(SessionFixture, AKnownReceiverGetsTheOfferWithTheHandshakeAndClosesWithIt
   EXPECT_TRUE(nothing_outside());
 }
 
+// ---- protocol 9: a streamed offer answered part by part -----------------------
+
+// A tree walked in batches (send_walking, kWalkBatch entries each) whose
+// first batches hold more than an offer part (~1 MiB of entries: long
+// names) and several MiB of file bytes, so whole chunks of accepted
+// entries exist before the walk ends: `batches` directories of kWalkBatch
+// 1 KiB files, the last with `last_files` more.
+void make_streamed_tree(const fs::path& root, size_t batches, size_t last_files = 8) {
+  const std::string pad(120, 'n');
+  std::string bytes(1024, '\0');
+  for (size_t d = 0; d <= batches; ++d) {
+    char dir[16];
+    std::snprintf(dir, sizeof dir, "d%03zu", d);
+    fs::create_directories(root / dir);
+    const size_t n = d < batches ? kWalkBatch : last_files;
+    for (size_t i = 0; i < n; ++i) {
+      char name[32];
+      std::snprintf(name, sizeof name, "%06zu-", i);
+      for (size_t k = 0; k < bytes.size(); ++k) bytes[k] = static_cast<char>((d * 131 + i * 31 + k * 7) & 0xff);
+      std::ofstream(root / dir / (name + pad), std::ios::binary) << bytes;
+    }
+  }
+}
+
+// Any regular file with bytes under `dir` (not a journal): the receiver
+// makes a file when its first verified bytes come.
+bool some_file_written(const fs::path& dir) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->path().filename().string().starts_with(".braid-resume-")) continue;
+    if (it->is_regular_file(ec) && it->file_size(ec) > 0) return true;
+  }
+  return false;
+}
+
+// Holds the walk back before its last batch until the receiver wrote a
+// piece (at most `wait`): with early answers that happens, without it cannot.
+class WaitBeforeLastBatch : public WalkFaults {
+ public:
+  WaitBeforeLastBatch(fs::path dst, std::chrono::milliseconds wait) : dst_(std::move(dst)), wait_(wait) {}
+  void before_batch(size_t walked, bool last) override {
+    if (!last) return;
+    walked_before_last = walked;
+    const auto until = std::chrono::steady_clock::now() + wait_;
+    while (!(landed = some_file_written(dst_)) && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::atomic<bool> landed{false};
+  std::atomic<size_t> walked_before_last{0};
+
+ private:
+  fs::path dst_;
+  std::chrono::milliseconds wait_;
+};
+
+// The walk's tree must outlive the session's lanes (they may still be
+// reading a piece of it when the transfer ends), as `braid send`'s does.
+struct Streamed {
+  files::SourceTree tree;
+  files::ScanResult walk;
+};
+
+TransferOutcome send_streamed(SenderSession& s, const fs::path& src, const TransferOptions& opts, Streamed& keep) {
+  return s.send_walking({src.string()}, files::ScanOptions{}, keep.tree, keep.walk, opts);
+}
+
+bool same_tree(const fs::path& a, const fs::path& b) {
+  size_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(a)) {
+    const fs::path there = b / fs::relative(e.path(), a);
+    if (e.is_directory() ? !fs::is_directory(there) : read_all(e.path()) != read_all(there)) {
+      ADD_FAILURE() << there << " differs";
+      return false;
+    }
+    ++n;
+  }
+  size_t m = 0;
+  for (const auto& e : fs::recursive_directory_iterator(b)) m += !e.path().filename().string().starts_with(".braid-");
+  EXPECT_EQ(n, m);
+  return n == m;
+}
+
+// Protocol 9 over real lanes: the receiver answers the offer part by part,
+// so pieces of the first directories are written while the sender has not
+// walked (let alone offered) its last batch; the tree arrives whole.
+TEST_F(SessionFixture, AStreamedOfferIsAnsweredPartByPartAndItsFirstPiecesLandBeforeTheLastPart) {
+  const fs::path src = tmp / "src/tree";
+  make_streamed_tree(src, 3);
+  RunningReceiver r(dst, recv_cfg, "early");
+  auto s = connect_ok(r.address(), send_cfg, "early", log);
+  ASSERT_TRUE(s);
+  TransferOptions opts;
+  auto walk = std::make_shared<WaitBeforeLastBatch>(dst, std::chrono::seconds(20));
+  opts.walk_faults = walk;
+  Streamed walked;
+  auto out = send_streamed(*s, src, opts, walked);
+  s->close();
+  ASSERT_EQ(out.exit_code, 0) << out.message;
+  EXPECT_EQ(walk->walked_before_last.load(), 3 * kWalkBatch);  // three full batches went first
+  EXPECT_TRUE(walk->landed) << "no piece was written before the walk's last batch";
+  EXPECT_EQ(r.stop(), 0);
+  EXPECT_TRUE(same_tree(src, dst / "tree"));
+  EXPECT_TRUE(nothing_outside());
+}
+
+// The same walk answered whole (the sender does not ask, as protocol 8):
+// nothing can land before the last part, so the wait runs out.
+TEST_F(SessionFixture, AStreamedOfferAnsweredWholeWritesNothingBeforeTheLastPart) {
+  const fs::path src = tmp / "src/tree";
+  make_streamed_tree(src, 3);
+  RunningReceiver r(dst, recv_cfg, "whole");
+  auto s = connect_ok(r.address(), send_cfg, "whole", log);
+  ASSERT_TRUE(s);
+  TransferOptions opts;
+  opts.early_pieces = false;
+  auto walk = std::make_shared<WaitBeforeLastBatch>(dst, std::chrono::milliseconds(500));
+  opts.walk_faults = walk;
+  Streamed walked;
+  auto out = send_streamed(*s, src, opts, walked);
+  s->close();
+  ASSERT_EQ(out.exit_code, 0) << out.message;
+  EXPECT_FALSE(walk->landed);
+  EXPECT_EQ(r.stop(), 0);
+  EXPECT_TRUE(same_tree(src, dst / "tree"));
+}
+
+// A later part the receiver cannot take (a file of the last batch where the
+// target has a directory), after pieces of the first parts were written:
+// refused with one reason and a refusal's exit code on both ends, and
+// nothing stands under a final name but what was there.
+TEST_F(SessionFixture, ARefusedLaterPartEndsTheTransferAndNothingStandsUnderAFinalName) {
+  const fs::path src = tmp / "src/tree";
+  make_streamed_tree(src, 3);
+  std::ofstream(src / "zz-clash") << "a file here, a directory there";
+  fs::create_directories(dst / "tree/zz-clash");
+  RunningReceiver r(dst, recv_cfg, "refused");
+  auto s = connect_ok(r.address(), send_cfg, "refused", log);
+  ASSERT_TRUE(s);
+  TransferOptions opts;
+  auto walk = std::make_shared<WaitBeforeLastBatch>(dst, std::chrono::seconds(20));
+  opts.walk_faults = walk;
+  Streamed walked;
+  auto out = send_streamed(*s, src, opts, walked);
+  s->close();
+  EXPECT_TRUE(walk->landed);
+  EXPECT_EQ(out.exit_code, kExitRefused) << out.message;
+  EXPECT_NE(out.message.find("exists as a directory in the target"), std::string::npos) << out.message;
+  EXPECT_EQ(r.stop(), kExitRefused);
+  // tree/ stood there already: its new directories are staged (".braid-…"),
+  // none under its final name.
+  for (const auto& e : fs::directory_iterator(dst / "tree")) {
+    const std::string name = e.path().filename().string();
+    EXPECT_TRUE(name == "zz-clash" || name.starts_with(".braid-")) << name;
+  }
+  EXPECT_TRUE(fs::is_empty(dst / "tree/zz-clash"));
+  EXPECT_TRUE(nothing_outside());
+}
+
+// The disk fills up after the whole offer was accepted (its journal open):
+// what arrived, early pieces included, stays for a resume; the next run
+// (answered whole: a journal is there) finds the temporary files by the
+// tag the journal names and sends only the rest.
+class FullOnceJournaled : public DiskFaults {
+ public:
+  FullOnceJournaled(fs::path dst, uint64_t room) : dst_(std::move(dst)), room_(room) {}
+  int before_write(uint64_t, size_t n) override {
+    if (written_.fetch_add(n) + n <= room_) return 0;
+    // Full only once the offer is whole and its journal open.
+    for (int i = 0; i < 2000 && !journaled(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return ENOSPC;
+  }
+
+ private:
+  bool journaled() const {
+    for (const auto& e : fs::directory_iterator(dst_))
+      if (e.path().filename().string().starts_with(".braid-resume-")) return true;
+    return false;
+  }
+  fs::path dst_;
+  uint64_t room_;
+  std::atomic<uint64_t> written_{0};
+};
+
+TEST_F(SessionFixture, AnInterruptedStreamedTransferAnsweredPartByPartResumes) {
+  const fs::path src = tmp / "src/tree";
+  make_streamed_tree(src, 3);
+  TransferOptions opts;
+  {
+    RunningReceiver r(dst, recv_cfg, "resume9", false, 64, std::make_shared<FullOnceJournaled>(dst, 6 << 20));
+    auto s = connect_ok(r.address(), send_cfg, "resume9", log);
+    ASSERT_TRUE(s);
+    Streamed walked;
+    auto out = send_streamed(*s, src, opts, walked);
+    s->close();
+    EXPECT_EQ(out.exit_code, kExitDiskFull) << out.message;
+    EXPECT_EQ(r.stop(), kExitDiskFull);
+  }
+  EXPECT_FALSE(fs::exists(dst / "tree"));
+  size_t journals = 0;
+  for (const auto& e : fs::directory_iterator(dst)) journals += e.path().filename().string().starts_with(".braid-resume-");
+  EXPECT_EQ(journals, 1u);
+  RunningReceiver again(dst, recv_cfg, "resume9");
+  auto s = connect_ok(again.address(), send_cfg, std::nullopt, log);  // paired by the first run
+  ASSERT_TRUE(s);
+  Streamed walked;
+  auto out = send_streamed(*s, src, opts, walked);
+  s->close();
+  ASSERT_EQ(out.exit_code, 0) << out.message;
+  EXPECT_GT(out.report.resumed_bytes, uint64_t{1} << 20);   // what arrived before the disk filled up
+  EXPECT_LE(out.report.resumed_bytes, uint64_t{6} << 20);  // never more than the disk took
+  EXPECT_EQ(again.stop(), 0);
+  EXPECT_TRUE(same_tree(src, dst / "tree"));
+  for (const auto& e : fs::directory_iterator(dst))
+    EXPECT_FALSE(e.path().filename().string().starts_with(".braid-resume-")) << e.path();
+}
+
 }  // namespace
 }  // namespace braid::transfer

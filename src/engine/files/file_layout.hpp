@@ -20,22 +20,27 @@ struct Extent {
 
 class FileLayout {
  public:
+  FileLayout() = default;
   explicit FileLayout(const std::vector<wire::ManifestEntry>& entries) {
-    uint64_t at = 0;
-    for (size_t i = 0; i < entries.size(); ++i) {
-      if (entries[i].kind != wire::EntryKind::file || entries[i].size == 0) continue;
-      starts_.push_back(at);
-      sizes_.push_back(entries[i].size);
-      entry_.push_back(i);
-      at += entries[i].size;
-    }
-    total_ = at;
+    for (size_t i = 0; i < entries.size(); ++i) append(entries[i], i);
+  }
+
+  /// Entry `index` of the manifest, after every entry before it: a tree
+  /// that grows part by part (protocol 9) lays its files out as they come.
+  void append(const wire::ManifestEntry& e, size_t index) {
+    if (e.kind != wire::EntryKind::file || e.size == 0) return;
+    starts_.push_back(total_);
+    sizes_.push_back(e.size);
+    entry_.push_back(index);
+    total_ += e.size;
   }
 
   uint64_t total() const { return total_; }
 
   /// Calls fn(const Extent&) for each file region of [offset, offset+length),
   /// in order; stops and returns false as soon as fn returns false.
+  /// It reads the tables afresh at each region, so a layout that only
+  /// grows at its end (append) may grow between two calls of fn.
   template <class Fn>
   bool for_each(uint64_t offset, uint64_t length, Fn&& fn) const {
     if (length == 0) return true;

@@ -35,6 +35,8 @@ std::string parent_of(const RelativePath& p) {
 
 std::string errno_text(int e) { return std::strerror(e); }
 
+std::string leaf_of(const std::string& p) { return p.substr(p.rfind('/') + 1); }  // npos + 1 == 0: a top-level name whole
+
 /// Up to this many files, finalize fsyncs each; beyond, one syncfs (see there).
 constexpr size_t kSyncEachFileUpTo = 16;
 /// From this many files, prepare and finalize work on several directories
@@ -111,19 +113,21 @@ void DirCache::clear() {
 ReceiveTree::ReceiveTree(int root_fd, std::shared_ptr<const wire::Offer> offer, std::string tag)
     : root_fd_(root_fd),
       offer_(std::move(offer)),
-      entries_(offer_->entries),
       tag_(std::move(tag)),
       layout_(offer_->entries),
       dirs_(root_fd, 64),
       umask_(process_umask()),
-      fds_(256, [this](size_t entry, std::string& error) { return open_temp(entry, error); }) {}
+      fds_(256, [this](size_t entry, std::string& error) { return open_temp(entry, error); }) {
+  for (const auto& e : offer_->entries) entries_.push_back(&e);
+  total_ = layout_.total();
+}
 
 security::UniqueFd ReceiveTree::open_temp(size_t entry, std::string& error) {
   auto dir = parent_dir(entry, false, error);
   if (!dir) return security::UniqueFd();
   // A temporary file not made at prepare is made by the first thread that
   // needs it; another one that needs it meanwhile waits for it.
-  if (create_state_) {
+  if (!create_state_.empty()) {
     auto& state = create_state_[entry];
     for (uint8_t now = state.load(); now != kCreated; now = state.load()) {
       if (now == kCreating) {
@@ -274,19 +278,7 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
     }
   }
   // 2. Which links are created (--links).
-  t->link_skipped_.assign(offer.entries.size(), false);
-  std::set<std::string> links;
-  for (size_t i = 0; i < offer.entries.size(); ++i)
-    if (offer.entries[i].kind == wire::EntryKind::symlink) links.insert(offer.entries[i].path);
-  for (size_t i = 0; i < offer.entries.size(); ++i) {
-    const auto& e = offer.entries[i];
-    if (e.kind != wire::EntryKind::symlink || opts.links == LinkPolicy::keep) continue;
-    std::string why = opts.links == LinkPolicy::skip ? "links are not created (--links skip)"
-                                                     : unsafe_link_reason(t->rel(i), e.link_target, links);
-    if (why.empty()) continue;
-    t->link_skipped_[i] = true;
-    t->skipped_links_.push_back(SkippedLink{i, e.path, e.link_target, std::move(why)});
-  }
+  t->decide_links(opts.links);
   // 3. Room for the data.
   struct statvfs vfs {};
   if (::fstatvfs(root_fd, &vfs) == 0) {
@@ -314,6 +306,23 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
   return t;
 }
 
+void ReceiveTree::decide_links(LinkPolicy policy) {
+  link_skipped_.assign(entries_.size(), false);
+  skipped_links_.clear();
+  std::set<std::string> links;
+  for (size_t i = 0; i < entries_.size(); ++i)
+    if (entries_[i].kind == wire::EntryKind::symlink) links.insert(entries_[i].path);
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const auto& e = entries_[i];
+    if (e.kind != wire::EntryKind::symlink || policy == LinkPolicy::keep) continue;
+    std::string why = policy == LinkPolicy::skip ? "links are not created (--links skip)"
+                                                 : unsafe_link_reason(rel(i), e.link_target, links);
+    if (why.empty()) continue;
+    link_skipped_[i] = true;
+    skipped_links_.push_back(SkippedLink{i, e.path, e.link_target, std::move(why)});
+  }
+}
+
 std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
   kept_.assign(entries_.size(), 0);
   found_.assign(entries_.size(), -1);
@@ -337,13 +346,12 @@ std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
     if (e.kind == wire::EntryKind::file && !keep_[i]) files.push_back(i);
   }
   if (!keep_parts) {
-    create_state_ = std::make_unique<std::atomic<uint8_t>[]>(entries_.size());
+    for (size_t i = 0; i < entries_.size(); ++i) create_state_.emplace_back(kCreated);
     for (size_t i : files) create_state_[i] = kToCreate;
-    unwritten_ = std::make_unique<std::atomic<int64_t>[]>(entries_.size());
     for (size_t i = 0; i < entries_.size(); ++i) {
       const auto& e = entries_[i];
       const bool writes = e.kind == wire::EntryKind::file && !keep_[i] && !e.hard_link_to && e.size > 0;
-      unwritten_[i] = writes ? static_cast<int64_t>(e.size) : -1;
+      unwritten_.emplace_back(writes ? static_cast<int64_t>(e.size) : -1);
     }
   }
   std::mutex mu;
@@ -475,7 +483,7 @@ int ReceiveTree::write(uint64_t offset, std::span<const uint8_t> data) {
   const bool ok = layout_.for_each(offset, data.size(), [&](const Extent& x) {
     // A whole file in this one write (a tree of small files): made, written
     // and closed here — four system calls, no cached fd to keep.
-    if (create_state_ && x.file_offset == 0 && x.length == entries_[x.entry].size && !entries_[x.entry].data) {
+    if (!create_state_.empty() && x.file_offset == 0 && x.length == entries_[x.entry].size && !entries_[x.entry].data) {
       auto& state = create_state_[x.entry];
       uint8_t expected = kToCreate;
       if (state.compare_exchange_strong(expected, kCreating)) {
@@ -512,7 +520,7 @@ int ReceiveTree::write(uint64_t offset, std::span<const uint8_t> data) {
     }
     // Its last byte (every write of it done before its count came off):
     // the file is whole, its mtime can be set now rather than at finalize.
-    if (unwritten_ && unwritten_[x.entry].fetch_sub(static_cast<int64_t>(x.length)) == static_cast<int64_t>(x.length)) {
+    if (!unwritten_.empty() && unwritten_[x.entry].fetch_sub(static_cast<int64_t>(x.length)) == static_cast<int64_t>(x.length)) {
       const auto& e = entries_[x.entry];
       const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
       if (::futimens(fd->get(), times) != 0) unwritten_[x.entry] = -1;  // finalize tries again
@@ -567,6 +575,7 @@ int ReceiveTree::sync_files(const std::set<size_t>& entries) {
 }
 
 int ReceiveTree::sync_file(size_t entry) {
+  std::shared_lock grow(sealing_);  // a tree growing part by part moves what open_temp reads
   std::string error;
   auto fd = fds_.get(entry, error);
   if (!fd) return EIO;
@@ -778,7 +787,7 @@ std::string ReceiveTree::finalize_file(size_t i, bool synced, int& err) {
   const bool metadata = e.owner || e.group || e.xattrs;
   // Its mtime set by the write of its last byte (write()), its mode when it
   // was made, durable: nothing left but its name.
-  const bool settled = synced && mode_set_[i] && !metadata && unwritten_ && unwritten_[i].load() == 0;
+  const bool settled = synced && mode_set_[i] && !metadata && !unwritten_.empty() && unwritten_[i].load() == 0;
   if (settled && staged_[i] == kInStaged) return {};  // its directory is renamed into place instead
   std::string error;
   auto parent = parent_dir(i, false, error);
@@ -904,6 +913,182 @@ void ReceiveTree::apply_metadata(int fd, const std::string& leaf, size_t i) {
   if (e.xattrs && leaf.empty())
     if (std::string failed = apply_xattrs(fd, *e.xattrs); !failed.empty())
       warn("cannot set its extended attributes (" + failed + ")");
+}
+
+// ---- part by part (protocol 9) --------------------------------------------------
+
+std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::begin_parts(int root_fd, const wire::Offer& head,
+                                                                                 const PrepareOptions& opts) {
+  if (opts.tag.empty() || opts.tag.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return PrepareError{wire::RefuseReason::bad_offer, "internal error: a temporary-file tag must be hex digits"};
+  auto offer = std::make_shared<wire::Offer>(head);
+  offer->entries.clear();
+  std::unique_ptr<ReceiveTree> t(new ReceiveTree(root_fd, std::move(offer), opts.tag));
+  t->growing_ = std::make_unique<Growing>();
+  t->backup_ = opts.backup;
+  t->links_ = opts.links;
+  struct statvfs vfs {};
+  if (::fstatvfs(root_fd, &vfs) == 0) {
+    t->growing_->avail = static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize;
+    t->growing_->know_avail = true;
+  }
+  return t;
+}
+
+std::optional<PrepareError> ReceiveTree::add_part(size_t first, std::vector<wire::ManifestEntry> part) {
+  if (!growing_ || first != entries_.size())
+    return PrepareError{wire::RefuseReason::bad_offer, "internal error: offer parts out of order"};
+  Growing& g = *growing_;
+  g.parts.push_back(std::make_unique<std::vector<wire::ManifestEntry>>(std::move(part)));
+  const std::vector<wire::ManifestEntry>& es = *g.parts.back();
+  auto earlier = [&](size_t i) -> const wire::ManifestEntry& {
+    return i < first ? entries_[i] : es[i - first];
+  };
+  // 1. The checks prepare makes of a whole offer, against every entry so
+  //    far: the ones after these come later and are checked then.
+  // What joins the tree's tables, appended in 3 (lanes read them meanwhile).
+  const size_t names_before = dir_names_.size();
+  std::vector<std::string> new_names, new_disk;
+  std::vector<uint32_t> new_dir_of;
+  std::vector<uint8_t> new_staged;
+  auto name_of = [&](uint32_t d) -> const std::string& {
+    return d < names_before ? dir_names_[d] : new_names[d - names_before];
+  };
+  uint64_t data = 0;
+  for (size_t k = 0; k < es.size(); ++k) {
+    const auto& e = es[k];
+    const size_t i = first + k;
+    auto p = RelativePath::parse(e.path);
+    if (!p)
+      return PrepareError{wire::RefuseReason::bad_path,
+                          "refused a path from the sender: '" + security::printable_path(e.path) + "': " + p.error().message};
+    if (!g.seen.insert(e.path).second)
+      return PrepareError{wire::RefuseReason::bad_offer, "the offer names '" + security::printable_path(e.path) + "' twice"};
+    const std::string_view path = e.path;
+    for (size_t slash = path.find('/'); slash != std::string_view::npos; slash = path.find('/', slash + 1)) {
+      const std::string_view prefix = path.substr(0, slash);
+      if (g.seen.count(prefix) && !g.dirs.count(prefix))
+        return PrepareError{wire::RefuseReason::bad_offer, "the offer puts '" + security::printable_path(e.path) +
+                                                               "' beneath '" + security::printable_path(prefix) +
+                                                               "', which it does not send as a directory"};
+    }
+    if (e.kind == wire::EntryKind::directory) g.dirs.insert(e.path);
+    else if (g.dir_index.count(e.path))  // an earlier entry lies beneath it
+      return PrepareError{wire::RefuseReason::bad_offer, "the offer puts entries beneath '" +
+                                                             security::printable_path(e.path) +
+                                                             "', which it does not send as a directory"};
+    if (e.hard_link_to) {
+      const size_t to = *e.hard_link_to;
+      if (to >= i || earlier(to).kind != wire::EntryKind::file || earlier(to).hard_link_to)
+        return PrepareError{wire::RefuseReason::bad_offer, "the offer links '" + security::printable_path(e.path) +
+                                                               "' to an entry that is no earlier file"};
+    }
+    if (e.kind == wire::EntryKind::file) data += e.data_bytes();
+    // Its parent's place among the directories (made, or staged, below).
+    const std::string parent = parent_of(p.value());
+    auto [at, added] = g.dir_index.try_emplace(parent, static_cast<uint32_t>(names_before + new_names.size()));
+    if (added) {
+      new_names.push_back(parent);
+      auto st = g.staged.find(parent);
+      new_disk.push_back(st == g.staged.end() ? parent : st->second);
+    }
+    const uint32_t dir = at->second;
+    new_dir_of.push_back(dir);
+    // A directory of the offer staged (see the top) when nothing stands at
+    // its place, its parent is there and no earlier entry lies beneath it
+    // (that one went to its final place); beneath a staged one, staged too.
+    uint8_t staged = 0;
+    const auto in_staged = g.staged.find(name_of(dir));
+    if (in_staged != g.staged.end()) staged = kInStaged;
+    if (e.kind == wire::EntryKind::directory) {
+      if (staged == kInStaged) {
+        g.staged.emplace(e.path, in_staged->second + "/" + leaf_of(e.path));
+      } else if (auto where = security::open_parent_beneath(root_fd_, p.value(), false);
+                 where && !g.dir_index.count(e.path)) {
+        struct stat st {};
+        if (::fstatat(where.value().dir.get(), where.value().leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) {
+          staged = kStageRoot;
+          const std::string name = ".braid-" + tag_ + "-" + std::to_string(i) + ".dir";
+          g.staged.emplace(e.path, parent.empty() ? name : parent + "/" + name);
+          stage_roots_.push_back(StageRoot{i, g.staged.at(e.path)});
+        }
+      }
+    }
+    new_staged.push_back(staged);
+  }
+  // 2. Room for the data: every part's together, against what was free when
+  //    the first came (as a whole offer's against what is free at prepare).
+  g.data += data;
+  if (g.know_avail && g.avail < g.data)
+    return PrepareError{wire::RefuseReason::no_space,
+                        "not enough space in the target directory: " + format_size(Bytes(g.data)) + " of data offered in the first " +
+                            std::to_string(first + es.size()) + " entries, " + format_size(Bytes(g.avail)) + " available"};
+  // 3. The entries join the tree: lanes may write into them from the return on.
+  std::vector<size_t> files;
+  {
+    std::unique_lock grow(sealing_);  // no write in progress reads what moves here
+    dir_names_.insert(dir_names_.end(), new_names.begin(), new_names.end());
+    disk_dir_names_.insert(disk_dir_names_.end(), new_disk.begin(), new_disk.end());
+    dir_of_.insert(dir_of_.end(), new_dir_of.begin(), new_dir_of.end());
+    staged_.insert(staged_.end(), new_staged.begin(), new_staged.end());
+    for (size_t k = 0; k < es.size(); ++k) {
+      const auto& e = es[k];
+      const size_t i = first + k;
+      entries_.push_back(&e);
+      const bool file = e.kind == wire::EntryKind::file;
+      kept_.push_back(0);
+      found_.push_back(-1);
+      mode_set_.push_back(0);
+      keep_.push_back(false);
+      refresh_.push_back(false);
+      keep_existing_.push_back(false);
+      link_skipped_.push_back(false);
+      create_state_.emplace_back(file ? kToCreate : kCreated);
+      unwritten_.emplace_back(file && !e.hard_link_to && e.size > 0 ? static_cast<int64_t>(e.size) : -1);
+      layout_.append(e, i);
+      if (file) files.push_back(i);
+    }
+    total_.store(layout_.total(), std::memory_order_release);
+  }
+  // 4. Their directories made, their files' places checked (each file is
+  //    made when its first bytes come, as in prepare).
+  for (size_t k = 0; k < es.size(); ++k) {
+    const size_t i = first + k;
+    if (es[k].kind != wire::EntryKind::directory) continue;
+    auto where = RelativePath::parse(disk_path(i));
+    if (!where) return PrepareError{wire::RefuseReason::bad_path, where.error().message};
+    auto d = security::make_dirs_beneath(root_fd_, where.value(), 0700);
+    if (!d) {
+      const auto code = d.error().code;
+      const bool path_problem = code == security::Errc::path_symlink || code == security::Errc::path_escapes ||
+                                code == security::Errc::path_not_directory || code == security::Errc::path_invalid;
+      return PrepareError{path_problem ? wire::RefuseReason::bad_path : wire::RefuseReason::not_writable,
+                          d.error().message};
+    }
+  }
+  std::mutex mu;
+  std::optional<PrepareError> first_error;
+  for_each_directory(files, [&](size_t i) {
+    auto err = create_file(i, false);
+    if (!err) return true;
+    std::lock_guard lock(mu);
+    if (!first_error) first_error = std::move(err);
+    return false;
+  });
+  return first_error;
+}
+
+std::optional<PrepareError> ReceiveTree::close_parts(std::shared_ptr<const wire::Offer> whole) {
+  if (!growing_ || whole->entries.size() != entries_.size())
+    return PrepareError{wire::RefuseReason::bad_offer, "internal error: the whole offer differs from its parts"};
+  {
+    std::unique_lock grow(sealing_);
+    for (size_t i = 0; i < entries_.size(); ++i) entries_.point(i, &whole->entries[i]);
+    offer_ = std::move(whole);
+    growing_.reset();  // the parts' copies, the path sets
+  }
+  decide_links(links_);
+  return std::nullopt;
 }
 
 std::string check_writable_dir(int dir_fd, const std::string& shown_name) {

@@ -31,9 +31,20 @@
 // per file in a staged directory but check that. A resume finds the staged
 // directory again by its name (the same offer, the same tag).
 // On any failure the temporary files stay where they are.
+//
+// Part by part (protocol 9, an offer answered as its parts arrive):
+// begin_parts with the offer's head, add_part for each run of entries — the
+// same checks as prepare's, against the entries before them (paths, names
+// twice, a parent sent as no directory, hard links to an earlier file),
+// the free space against the running total of their data, their
+// directories made (a new one staged), their files checked and made when
+// their first bytes come — then close_parts with the whole offer, which
+// decides the links (--links needs every link of the offer). Pieces of the
+// entries added so far may be written meanwhile, on other threads.
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -125,6 +136,23 @@ class ReceiveTree {
     return prepare(root_fd, std::make_shared<const wire::Offer>(offer), opts);
   }
 
+  /// Part by part (see the top): the head's fields, no entry yet. The tag
+  /// (PrepareOptions::tag) is this transfer's own, as its key needs the
+  /// whole offer; keep_parts, keep and refresh do not apply.
+  static std::variant<std::unique_ptr<ReceiveTree>, PrepareError> begin_parts(int root_fd, const wire::Offer& head,
+                                                                              const PrepareOptions& opts);
+  /// Entries [first, first + entries.size()): checked against the entries
+  /// before them and made room for; their pieces may be written from the
+  /// return on. Control thread; `first` is the number of entries so far.
+  std::optional<PrepareError> add_part(size_t first, std::vector<wire::ManifestEntry> entries);
+  /// Every part is in: the tree reads `whole`'s entries (the same as its
+  /// parts') from now on, and the links are decided.
+  std::optional<PrepareError> close_parts(std::shared_ptr<const wire::Offer> whole);
+  /// The tag the temporary files are named by (PrepareOptions::tag).
+  const std::string& tag() const { return tag_; }
+  /// The transfer's bytes so far (all of them once the offer is whole); any thread.
+  uint64_t total() const { return total_.load(std::memory_order_acquire); }
+
   /// Writes `data` at transfer offset `offset`. 0 or the errno of the failure.
   /// Once finalize has begun, writes are dropped (a late duplicate copy of
   /// a piece must not touch a file whose mtime is already set).
@@ -182,6 +210,8 @@ class ReceiveTree {
 
  private:
   ReceiveTree(int root_fd, std::shared_ptr<const wire::Offer> offer, std::string tag);
+  /// --links: which of the offer's symlinks finalize creates (prepare, close_parts).
+  void decide_links(LinkPolicy links);
   std::optional<PrepareError> create_all(bool keep_parts);
   /// FdCache's opener: the entry's temporary file, made first if it is not yet.
   security::UniqueFd open_temp(size_t entry, std::string& error);
@@ -221,7 +251,42 @@ class ReceiveTree {
 
   int root_fd_;
   std::shared_ptr<const wire::Offer> offer_;
-  const std::vector<wire::ManifestEntry>& entries_;  // offer_'s
+  /// The entries, in place: offer_'s, or while the tree grows part by part
+  /// its parts' (parts_), which never move.
+  class EntryRefs {
+   public:
+    const wire::ManifestEntry& operator[](size_t i) const { return *at_[i]; }
+    size_t size() const { return at_.size(); }
+    void push_back(const wire::ManifestEntry* e) { at_.push_back(e); }
+    void point(size_t i, const wire::ManifestEntry* e) { at_[i] = e; }
+    struct It {
+      const wire::ManifestEntry* const* p;
+      const wire::ManifestEntry& operator*() const { return **p; }
+      It& operator++() { return ++p, *this; }
+      bool operator!=(const It& o) const { return p != o.p; }
+    };
+    It begin() const { return It{at_.data()}; }
+    It end() const { return It{at_.data() + at_.size()}; }
+
+   private:
+    std::vector<const wire::ManifestEntry*> at_;
+  };
+  EntryRefs entries_;
+  std::atomic<uint64_t> total_{0};
+  /// Part by part only, until close_parts: the parts' entries, what the
+  /// checks of later parts need of the earlier ones, the room counted.
+  struct Growing {
+    std::vector<std::unique_ptr<std::vector<wire::ManifestEntry>>> parts;
+    std::unordered_set<std::string_view> seen;  // every path so far (views into parts)
+    std::unordered_set<std::string_view> dirs;  // the directories among them
+    std::unordered_map<std::string, uint32_t> dir_index;  // a parent's path → its place in dir_names_
+    std::unordered_map<std::string, std::string> staged;  // a staged directory's path → where it is on disk
+    uint64_t data = 0;                                  // data bytes of the entries so far
+    unsigned long long avail = 0;                       // free in the target at begin_parts
+    bool know_avail = false;
+  };
+  std::unique_ptr<Growing> growing_;
+  LinkPolicy links_ = LinkPolicy::safe;  // part by part: decided at close_parts
   /// An entry's path, checked at prepare (parsed again when a call needs
   /// it: most files need only their leaf).
   security::RelativePath rel(size_t entry) const { return security::RelativePath::parse(entries_[entry].path).value(); }
@@ -251,7 +316,7 @@ class ReceiveTree {
   /// 0 sets the file's mtime. A copy written twice, a sparse file's holes or
   /// bytes copied from an existing file leave it elsewhere, and finalize sets
   /// the mtime as before.
-  std::unique_ptr<std::atomic<int64_t>[]> unwritten_;
+  std::deque<std::atomic<int64_t>> unwritten_;  // empty with keep_parts
   DirCache dirs_;
   mode_t umask_;  // the process's, read once
   FdCache fds_;
@@ -260,9 +325,9 @@ class ReceiveTree {
   std::vector<uint8_t> kept_;      // by entry (bytes, not bits: prepare's threads set them)
   std::vector<uint8_t> mode_set_;  // by entry: its temporary file got its final mode when it was made
   /// Without keep_parts, by entry: whether its temporary file is made yet
-  /// (prepare only checks; the first write makes it). Null with keep_parts.
+  /// (prepare only checks; the first write makes it). Empty with keep_parts.
   static constexpr uint8_t kCreated = 0, kToCreate = 1, kCreating = 2;
-  std::unique_ptr<std::atomic<uint8_t>[]> create_state_;
+  std::deque<std::atomic<uint8_t>> create_state_;
   std::vector<int64_t> found_;  // by entry: part_size_found
   std::vector<SkippedLink> skipped_links_;
   std::vector<bool> link_skipped_;  // by entry

@@ -5,7 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <optional>
 #include <cstring>
 #include <thread>
 
@@ -16,6 +19,8 @@ namespace {
 
 constexpr char kMagic[8] = {'b', 'r', 'a', 'i', 'd', 'r', 'e', 's'};
 constexpr uint32_t kFormat = 1;
+constexpr uint32_t kFormatWithTag = 2;  // the parts tag before the check (JournalParams::parts_tag)
+constexpr size_t kTagBytes = 8;
 constexpr uint8_t kHeld = 1;
 constexpr uint8_t kRevoked = 2;
 // Room reserved for records: two per chunk (pieces cut near the end, revocations)
@@ -45,18 +50,32 @@ bool checks(std::span<const uint8_t> sealed) {
 
 uint8_t digest_size(wire::HashAlgo a) { return a == wire::HashAlgo::sha256 ? 32 : 16; }
 
+// The parts tag as bytes when it is not the key's own (format 2), else none (format 1).
+std::optional<std::array<uint8_t, kTagBytes>> own_tag(const JournalParams& p) {
+  if (p.parts_tag.empty() || p.parts_tag == p.key.tag() || p.parts_tag.size() != 2 * kTagBytes) return std::nullopt;
+  std::array<uint8_t, kTagBytes> out{};
+  for (size_t i = 0; i < kTagBytes; ++i) {
+    unsigned v = 0;
+    if (std::sscanf(p.parts_tag.c_str() + 2 * i, "%2x", &v) != 1) return std::nullopt;
+    out[i] = static_cast<uint8_t>(v);
+  }
+  return out;
+}
+
 std::vector<uint8_t> header_bytes(const JournalParams& p) {
+  const auto tag = own_tag(p);
   std::vector<uint8_t> out;
-  out.reserve(ResumeJournal::kHeaderSize);
+  out.reserve(ResumeJournal::kHeaderSize + kTagBytes);
   wire::ByteWriter w(out);
   w.raw(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(kMagic), sizeof kMagic));
-  w.u32(kFormat);
+  w.u32(tag ? kFormatWithTag : kFormat);
   w.u8(static_cast<uint8_t>(p.hash));
   w.u8(0);
   w.u16(0);
   w.u64(p.chunk_size);
   w.u64(p.total);
   w.raw(p.key.bytes);
+  if (tag) w.raw(*tag);
   seal(out);
   return out;
 }
@@ -132,8 +151,9 @@ std::variant<std::unique_ptr<ResumeJournal>, JournalError> ResumeJournal::open(i
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   std::unique_ptr<ResumeJournal> j(new ResumeJournal(dir_fd, std::move(fd), p));
-  if (!j->read_all()) {
+  if (!j->read_all() || (!p.parts_tag.empty() && j->parts_tag() != p.parts_tag)) {
     j->loaded_ = HeldRanges();
+    j->params_.parts_tag = p.parts_tag;
     if (const int err = j->write_header(); err != 0)
       return JournalError{false, "cannot write the resume journal '" + name + "': " + std::strerror(err)};
   }
@@ -146,7 +166,7 @@ bool ResumeJournal::read_all() {
   if (::fstat(fd_.get(), &st) != 0 || st.st_size < static_cast<off_t>(kHeaderSize)) return false;
   // Only whole records count; a journal far larger than its transfer could need is not ours to read.
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size > kHeaderSize + kRecordSize * (2 * (params_.total / std::max<uint64_t>(1, params_.chunk_size)) + (1u << 20)))
+  if (size > kHeaderSize + kTagBytes + kRecordSize * (2 * (params_.total / std::max<uint64_t>(1, params_.chunk_size)) + (1u << 20)))
     return false;
   std::vector<uint8_t> bytes(size);
   uint64_t got = 0;
@@ -156,11 +176,27 @@ bool ResumeJournal::read_all() {
     if (n <= 0) return false;
     got += static_cast<uint64_t>(n);
   }
-  const auto header = std::span<const uint8_t>(bytes).first(kHeaderSize);
-  if (!checks(header) || !std::equal(header.begin(), header.end() - 8, header_bytes(params_).begin())) return false;
+  // Format 2 names the temporary files' tag; the rest must be this transfer's, byte for byte.
+  JournalParams found = params_;
+  found.parts_tag.clear();
+  size_t header_size = kHeaderSize;
+  if (wire::ByteReader r(std::span<const uint8_t>(bytes).subspan(sizeof kMagic, 4)); r.u32() == kFormatWithTag) {
+    header_size += kTagBytes;
+    if (size < header_size) return false;
+    wire::Digest d;
+    d.size = kTagBytes;
+    std::copy_n(bytes.begin() + static_cast<ptrdiff_t>(kHeaderSize - 8), kTagBytes, d.bytes.begin());
+    found.parts_tag = d.hex();
+  }
+  const auto header = std::span<const uint8_t>(bytes).first(header_size);
+  const auto expected = header_bytes(found);
+  if (expected.size() != header_size || !checks(header) || !std::equal(header.begin(), header.end() - 8, expected.begin()))
+    return false;
+  params_.parts_tag = found.parts_tag;
+  header_size_ = header_size;
 
   const uint8_t want = digest_size(params_.hash);
-  uint64_t at = kHeaderSize;
+  uint64_t at = header_size_;
   for (; at + kRecordSize <= size; at += kRecordSize) {
     const auto rec = std::span<const uint8_t>(bytes).subspan(at, kRecordSize);
     if (!checks(rec)) break;  // torn: it and everything after it are gone
@@ -193,7 +229,8 @@ int ResumeJournal::write_header() {
   if (::ftruncate(fd_.get(), 0) != 0) return errno;
   const auto h = header_bytes(params_);
   if (const int err = write_all(fd_.get(), h.data(), h.size(), 0); err != 0) return err;
-  end_ = kHeaderSize;
+  header_size_ = h.size();
+  end_ = header_size_;
   return ::fdatasync(fd_.get()) == 0 ? 0 : errno;
 }
 
@@ -217,8 +254,8 @@ int ResumeJournal::append(const std::vector<std::vector<uint8_t>>& records) {
 int ResumeJournal::rewrite(const std::vector<PieceRecord>& held) {
   if (removed_) return 0;
   // Cut first: a crash in between loses claims, it never keeps a stale one.
-  if (::ftruncate(fd_.get(), static_cast<off_t>(kHeaderSize)) != 0) return errno;
-  end_ = kHeaderSize;
+  if (::ftruncate(fd_.get(), static_cast<off_t>(header_size_)) != 0) return errno;
+  end_ = header_size_;
   reserve_room();  // the cut gave the reserved blocks back
   return append_held(held);
 }

@@ -5,7 +5,11 @@
 //
 // Layout (every integer big endian):
 //   header, 72 bytes: "braidres", u32 format 1, u8 hash algorithm, 3 × 0,
-//           u64 chunk size, u64 transfer bytes, 32-byte key, u64 check
+//           u64 chunk size, u64 transfer bytes, 32-byte key, u64 check;
+//           or 80 bytes, format 2: the same with the 8-byte tag of the
+//           temporary files before the check, when they are not named by
+//           the key's tag (an offer answered part by part, protocol 9: its
+//           files were made before its whole offer, and so its key, was known)
 //   records, 64 bytes each, appended: u8 kind (1 held, 2 revoked),
 //           u8 hash size, 6 × 0, u64 offset, u64 length, 32-byte hash,
 //           u64 check
@@ -45,6 +49,11 @@ struct JournalParams {
   wire::HashAlgo hash = wire::HashAlgo::xxh3_128;
   uint64_t chunk_size = 0;
   uint64_t total = 0;
+  /// The tag the transfer's temporary files are named by (ReceiveTree's
+  /// PrepareOptions::tag), 16 hex digits. Empty: open() takes the one the
+  /// journal names (the key's tag if it names none); set: a journal that
+  /// names another starts over, and this one is written.
+  std::string parts_tag = {};
 };
 
 struct JournalError {
@@ -54,7 +63,7 @@ struct JournalError {
 
 class ResumeJournal {
  public:
-  static constexpr size_t kHeaderSize = 72;
+  static constexpr size_t kHeaderSize = 72;  // format 1; format 2 adds the 8-byte parts tag
   static constexpr size_t kRecordSize = 64;
 
   static std::string file_name(const TransferKey& key);
@@ -78,6 +87,8 @@ class ResumeJournal {
 
   /// The ranges the journal claimed when it was opened.
   const HeldRanges& loaded() const { return loaded_; }
+  /// The tag the transfer's temporary files are named by (JournalParams::parts_tag).
+  std::string parts_tag() const { return params_.parts_tag.empty() ? params_.key.tag() : params_.parts_tag; }
   /// Records dropped while reading (a torn tail and anything after it).
   size_t dropped_records() const { return dropped_; }
 
@@ -104,6 +115,7 @@ class ResumeJournal {
   JournalParams params_;
   HeldRanges loaded_;
   uint64_t end_ = 0;  // where the next record goes
+  uint64_t header_size_ = kHeaderSize;
   size_t dropped_ = 0;
   bool removed_ = false;
 };

@@ -12,12 +12,25 @@ ResumeRecorder::ResumeRecorder(std::unique_ptr<ResumeJournal> journal, ReceiveTr
   thread_ = std::thread([this] { run(); });
 }
 
+ResumeRecorder::ResumeRecorder(ReceiveTree& tree, RecorderOptions opts)
+    : tree_(tree), opts_(opts), awaiting_journal_(true) {
+  thread_ = std::thread([this] { run(); });
+}
+
+void ResumeRecorder::attach(std::unique_ptr<ResumeJournal> journal) {
+  std::lock_guard j(journal_mu_);
+  if (!awaiting_journal_) return;
+  awaiting_journal_ = false;
+  journal_ = std::move(journal);
+}
+
 ResumeRecorder::~ResumeRecorder() { stop(); }
 
 void ResumeRecorder::run() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    cv_.wait_for(lock, opts_.interval, [&] { return stopping_ || pending_bytes_ >= opts_.batch_bytes; });
+    cv_.wait_for(lock, opts_.interval,
+                 [&] { return stopping_ || (pending_bytes_ >= opts_.batch_bytes && !awaiting_journal_.load()); });
     if (stopping_) break;
     lock.unlock();
     commit();
@@ -74,7 +87,15 @@ void ResumeRecorder::commit() {
   }
   if (batch.empty()) return;
   {
-    std::lock_guard j(journal_mu_);
+    std::unique_lock j(journal_mu_);
+    if (awaiting_journal_) {
+      // No journal yet: the batch waits for it (unless the transfer ended meanwhile).
+      j.unlock();
+      std::lock_guard lock(mu_);
+      pending_.insert(pending_.begin(), batch.begin(), batch.end());
+      for (const auto& r : batch) pending_bytes_ += r.length;
+      return;
+    }
     if (journal_gone_locked()) return;
   }
   // Every piece in the batch was written before it was reported, so one

@@ -39,6 +39,13 @@ class ResumeRecorder {
   /// `tree` must outlive the recorder. `held`: the ranges the accept announced.
   ResumeRecorder(std::unique_ptr<ResumeJournal> journal, ReceiveTree& tree, HeldRanges held,
                  RecorderOptions opts = {});
+  /// Without a journal yet (an offer answered part by part, protocol 9: its
+  /// key, and so its journal, is known only with its last part): pieces
+  /// verified meanwhile wait, and are committed once attach() gives it.
+  ResumeRecorder(ReceiveTree& tree, RecorderOptions opts = {});
+  /// The journal of a recorder made without one (nothing held in it); the
+  /// pieces waiting are committed at the next commit.
+  void attach(std::unique_ptr<ResumeJournal> journal);
   ~ResumeRecorder();  // stop()
 
   /// Call before writing [offset, offset+length): a held range there loses
@@ -92,6 +99,7 @@ class ResumeRecorder {
   mutable std::mutex journal_mu_;       // journal_, error_ (after mu_ when both)
   std::string error_;
   bool journal_deleted_ = false;        // no journal on disk claims anything any more
+  std::atomic<bool> awaiting_journal_{false};  // made without one: attach() gives it (set under journal_mu_)
   uint64_t committed_bytes_ = 0;        // this run's pieces appended to the journal
   mutable std::mutex mu_;               // what follows
   std::condition_variable cv_;

@@ -1,8 +1,12 @@
 #include "engine/transfer/incoming_transfer.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <random>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -240,7 +244,8 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
     // dropped, so it costs this host bandwidth and CPU only, never disk; no
     // question asked, as a ping is not.
     auto t = std::make_shared<IncomingTransfer>();
-    t->offer = shared;
+    t->set_offer(shared);
+    t->offer_total = offer.total_bytes();
     return PreparedOffer{std::move(t), wire::Accept{id, {}}};
   }
   // Backups (--backup-suffix, --backup-dir): a directory of this target,
@@ -323,16 +328,19 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
     }
   }
   const files::HeldRanges loaded = journal ? journal->loaded() : files::HeldRanges();
+  // An earlier run answered part by part named its temporary files by a
+  // tag of its own, which its journal names.
+  const std::string tag = journal && !loaded.empty() ? journal->parts_tag() : key.tag();
   auto prepared = files::ReceiveTree::prepare(
       ctx.root_fd, shared,
-      files::PrepareOptions{key.tag(), !loaded.empty(), loaded.bytes() + tally.kept_bytes, ctx.links, keep, refresh,
+      files::PrepareOptions{tag, !loaded.empty(), loaded.bytes() + tally.kept_bytes, ctx.links, keep, refresh,
                             backup});
   if (auto* err = std::get_if<files::PrepareError>(&prepared)) {
     if (journal && loaded.empty()) (void)journal->remove();  // nothing to resume: leave nothing behind
     return refuse(err->reason, err->message);
   }
   auto t = std::make_shared<IncomingTransfer>();
-  t->offer = shared;
+  t->set_offer(shared);
   t->tree = std::move(std::get<0>(prepared));
   t->faults = ctx.faults;
   t->root_fd = ctx.root_fd;
@@ -412,6 +420,116 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
   if (!add_reused(held)) return wire::Refuse{id, wire::RefuseReason::busy, "the receiver was interrupted"};
   t->resume = std::make_unique<files::ResumeRecorder>(std::move(journal), *t->tree, std::move(held));
   return PreparedOffer{std::move(t), std::move(accept)};
+}
+
+}  // namespace braid::transfer
+
+namespace braid::transfer {
+
+namespace {
+
+// A resume journal of any transfer in the target (".braid-resume-<tag>").
+bool journal_in(int root_fd) {
+  const int fd = ::openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return true;  // cannot tell: as if there were one
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    return true;
+  }
+  bool found = false;
+  while (const dirent* e = ::readdir(d))
+    if (std::string_view(e->d_name).starts_with(".braid-resume-")) {
+      found = true;
+      break;
+    }
+  ::closedir(d);
+  return found;
+}
+
+// 16 hex digits no other transfer's files are named by.
+std::string fresh_tag() {
+  std::array<uint8_t, 8> r{};
+  std::random_device rd;
+  for (auto& b : r) b = static_cast<uint8_t>(rd());
+  wire::Digest d;
+  d.size = 8;
+  std::copy(r.begin(), r.end(), d.bytes.begin());
+  return d.hex();
+}
+
+}  // namespace
+
+std::string why_not_early(const OfferContext& ctx, const wire::Offer& head, bool asks_someone) {
+  if (asks_someone) return "it waits for someone's yes";
+  if (head.discard) return "a probe";
+  if (head.sync != wire::SyncOptions{}) return "a sync";
+  if (ctx.interrupted && ctx.interrupted->load()) return "interrupted";
+  if (journal_in(ctx.root_fd)) return "an earlier run left a resume journal here";
+  return {};
+}
+
+std::variant<std::shared_ptr<IncomingTransfer>, wire::Refuse> begin_offer_parts(const OfferContext& ctx,
+                                                                                const wire::Offer& head) {
+  auto shared = std::make_shared<wire::Offer>(head);
+  shared->entries.clear();
+  auto tree = files::ReceiveTree::begin_parts(ctx.root_fd, *shared, files::PrepareOptions{fresh_tag(), false, 0, ctx.links});
+  if (auto* err = std::get_if<files::PrepareError>(&tree)) return refuse_offer(ctx, head.transfer_id, err->reason, err->message);
+  auto t = std::make_shared<IncomingTransfer>();
+  t->set_offer(std::move(shared));
+  t->tree = std::move(std::get<0>(tree));
+  t->faults = ctx.faults;
+  t->root_fd = ctx.root_fd;
+  // Pieces verified before the journal opens wait in the recorder for it.
+  t->resume = std::make_unique<files::ResumeRecorder>(*t->tree);
+  return t;
+}
+
+std::optional<wire::Refuse> add_offer_part(const OfferContext& ctx, IncomingTransfer& t, size_t first,
+                                           std::vector<wire::ManifestEntry> entries) {
+  const size_t n = entries.size();
+  if (auto err = t.tree->add_part(first, std::move(entries))) return refuse_offer(ctx, t.id, err->reason, err->message);
+  ctx.log->write("offer_part_prepared", {{"transfer", t.id}, {"first", first}, {"entries", n}, {"bytes", t.tree->total()}});
+  return std::nullopt;
+}
+
+std::variant<wire::Accept, wire::Refuse> finish_offer_parts(const OfferContext& ctx, IncomingTransfer& t,
+                                                            const std::shared_ptr<const wire::Offer>& whole) {
+  const uint32_t id = t.id;
+  if (auto err = t.tree->close_parts(whole)) return refuse_offer(ctx, id, err->reason, err->message);
+  for (const auto& l : t.tree->skipped_links()) {
+    ctx.log->write("link_skipped", {{"transfer", id}, {"path", json_safe(l.path)}, {"target", json_safe(l.target)},
+                                    {"reason", l.reason}});
+    ctx.note("not creating the link '" + security::printable_path(l.path) + "' -> '" +
+             security::printable_path(l.target) + "': " + l.reason + " (--links " + files::link_policy_name(ctx.links) +
+             ")");
+  }
+  // The journal under the whole offer's key, naming the tree's own tag: a
+  // later run of this offer finds both.
+  std::unique_ptr<files::ResumeJournal> journal;
+  if (whole->total_bytes() > 0) {
+    const files::TransferKey key = files::transfer_key(*whole, ctx.peer_key);
+    auto opened = files::ResumeJournal::open(
+        ctx.root_fd,
+        files::JournalParams{key, whole->hash, whole->chunk_size, whole->total_bytes(), t.tree->tag()},
+        kJournalLockWait, ctx.interrupted);
+    if (auto* e = std::get_if<files::JournalError>(&opened)) {
+      if (e->busy) return refuse_offer(ctx, id, wire::RefuseReason::busy, e->message);
+      ctx.log->write("resume_off", {{"transfer", id}, {"reason", json_safe(e->message)}});
+    } else {
+      journal = std::move(std::get<0>(opened));
+      // Another run's claims name other files: none of them counts here.
+      if (!journal->loaded().empty())
+        if (const int err = journal->rewrite({}); err != 0) {
+          ctx.log->write("resume_off", {{"transfer", id}, {"reason", std::string("cannot rewrite the resume journal: ") +
+                                                                          std::strerror(err)}});
+          (void)journal->remove();
+          journal.reset();
+        }
+    }
+  }
+  t.resume->attach(std::move(journal));
+  return wire::Accept{id, {}};
 }
 
 }  // namespace braid::transfer

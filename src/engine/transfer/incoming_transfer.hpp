@@ -42,8 +42,17 @@ class DiskFaults {
 
 struct IncomingTransfer {
   /// Shared with the session machine and the receive tree (one copy of
-  /// the entries on this end).
+  /// the entries on this end). Answered part by part (protocol 9): the
+  /// head alone until the whole offer is in (replaced under the session's
+  /// lock then) — the lanes' threads read only `id`, `chunk_size`, `hash`.
   std::shared_ptr<const wire::Offer> offer;
+  uint32_t id = 0;
+  uint64_t chunk_size = 0;
+  wire::HashAlgo hash = wire::HashAlgo::xxh3_128;
+  void set_offer(std::shared_ptr<const wire::Offer> o) {
+    id = o->transfer_id, chunk_size = o->chunk_size, hash = o->hash;
+    offer = std::move(o);
+  }
   /// Null for a discard offer (`braid probe`): pieces are verified and
   /// acked, nothing is written and no file is made.
   std::unique_ptr<files::ReceiveTree> tree;
@@ -77,7 +86,9 @@ struct IncomingTransfer {
   /// Ended (put in place, failed or abandoned): bytes still arriving are dropped.
   std::atomic<bool> over{false};
 
-  uint64_t total() const { return tree ? tree->layout().total() : offer->total_bytes(); }
+  /// The transfer's bytes (so far, while its offer comes part by part); any thread.
+  uint64_t total() const { return tree ? tree->total() : offer_total; }
+  uint64_t offer_total = 0;  // without a tree (a probe)
   /// Before bytes are written over [offset, offset+length): a range held
   /// from an earlier run there loses its claim durably first. Empty: write;
   /// else why not.
@@ -127,6 +138,27 @@ std::optional<wire::Refuse> screen_offer(const OfferContext& ctx, const wire::Of
 /// the resume journal opened and read back.
 std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferContext& ctx,
                                                                  const std::shared_ptr<const wire::Offer>& offer);
+// ---- protocol 9: an offer answered part by part (session::PrepareOfferPart) ----
+
+/// Why the first part of an offer is not answered early but the whole
+/// offer after its last part, as in protocol 8 (empty: it is answered part
+/// by part): it needs a person's yes, it is a probe, a sync or a dry run,
+/// or an earlier run left a resume journal in the target (its key needs the
+/// whole offer to tell whether it is this transfer's).
+std::string why_not_early(const OfferContext& ctx, const wire::Offer& head, bool asks_someone);
+/// The first part's head: the transfer, its tree empty, its temporary files
+/// named by a tag of its own; its pieces are recorded for resume once its
+/// journal opens (finish_offer_parts).
+std::variant<std::shared_ptr<IncomingTransfer>, wire::Refuse> begin_offer_parts(const OfferContext& ctx,
+                                                                                const wire::Offer& head);
+/// Entries [first, first + entries.size()) checked and made room for; a refusal if not.
+std::optional<wire::Refuse> add_offer_part(const OfferContext& ctx, IncomingTransfer& t, size_t first,
+                                           std::vector<wire::ManifestEntry> entries);
+/// The last part is in: the links decided, the resume journal opened under
+/// the whole offer's key (naming the tree's tag). The closing accept, or a refusal.
+std::variant<wire::Accept, wire::Refuse> finish_offer_parts(const OfferContext& ctx, IncomingTransfer& t,
+                                                            const std::shared_ptr<const wire::Offer>& whole);
+
 /// A refusal, logged and noted.
 wire::Refuse refuse_offer(const OfferContext& ctx, uint32_t id, wire::RefuseReason reason, const std::string& message);
 /// The offer's first `most` top-level names, printable (prompts, the offers list).

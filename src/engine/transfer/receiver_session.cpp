@@ -199,6 +199,7 @@ void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vect
   mc.max_joining = std::max<size_t>(cfg_.max_lanes, mc.max_joining);
   mc.advertised = advertised;
   mc.root_hash = files::root_hash_of_ranges;
+  mc.early_answers = cfg_.early_answers;
   log_.write("lane_open", {{"lane", 0}, {"local", lanes::local_endpoint_of(link->fd()).str()},
                            {"remote", lanes::peer_endpoint_of(link->fd()).str()}});
   Lane* lane0 = add_lane(std::move(link));
@@ -284,9 +285,39 @@ void ReceiverSession::run_job(session::PrepareOffer& a) {
 }
 
 void ReceiverSession::run_job(session::PrepareOfferPart& a) {
-  // This engine prepares an offer whole (ReceiverConfig::early_answers is
-  // off here): the machine asks it once the last part is in, as protocol 8.
-  drive([&](session::Receiver& m) { m.handle_part_declined(a.transfer, now()); });
+  {
+    std::lock_guard lock(mu_);
+    if (ended_) return;  // nobody is waiting for the answer: make nothing for it
+  }
+  const OfferContext ctx = offer_context();
+  std::shared_ptr<IncomingTransfer> t;
+  if (a.first == 0) {
+    // The first part: answered part by part, or whole after the last (as protocol 8).
+    const wire::Offer& head = *a.head;
+    if (const std::string why = why_not_early(ctx, head, cfg_.decide_offer || !cfg_.yes); !why.empty()) {
+      log_.write("offer_whole", {{"transfer", a.transfer}, {"reason", why}});
+      return drive([&](session::Receiver& m) { m.handle_part_declined(a.transfer, now()); });
+    }
+    if (auto refused = screen_offer(ctx, head)) return answer_offer(a.transfer, *refused);
+    auto begun = begin_offer_parts(ctx, head);
+    if (auto* no = std::get_if<wire::Refuse>(&begun)) return answer_offer(a.transfer, *no);
+    t = std::get<0>(begun);
+    std::lock_guard lock(mu_);
+    transfers_[a.transfer] = t;  // its pieces are written from its first accept_part on
+  } else {
+    std::lock_guard lock(mu_);
+    t = transfer_locked(a.transfer);
+  }
+  if (!t || t->over) return;  // refused or abandoned meanwhile
+  if (auto no = add_offer_part(ctx, *t, a.first, std::move(a.entries))) return answer_offer(a.transfer, *no);
+  if (!a.whole) return drive([&](session::Receiver& m) { m.handle_part_prepared(a.transfer, now()); });
+  auto closing = finish_offer_parts(ctx, *t, a.whole);
+  if (auto* no = std::get_if<wire::Refuse>(&closing)) return answer_offer(a.transfer, *no);
+  {
+    std::lock_guard lock(mu_);
+    t->offer = a.whole;  // the reports read its entries (the lanes read only its id, chunk size and hash)
+  }
+  answer_offer(a.transfer, PreparedOffer{t, std::get<wire::Accept>(closing)});
 }
 
 void ReceiverSession::ask_decider(const std::shared_ptr<const wire::Offer>& shared, const OfferContext& ctx) {

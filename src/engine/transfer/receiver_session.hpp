@@ -63,6 +63,10 @@ struct ReceiverConfig {
   std::chrono::milliseconds decision_timeout{120000};
   /// The sender proved the pairing code in this session (it was not pinned before).
   bool paired_now = false;
+  /// Answer an offer part by part when its sender asks (protocol 9,
+  /// session::ReceiverConfig::early_answers); off: every offer whole after
+  /// its last part, as protocol 8 (tests compare the two).
+  bool early_answers = true;
 };
 
 /// How long a session that ended behind its verdict (the goodbye came with

@@ -175,13 +175,13 @@ void ReceiverSession::handle_piece(Lane& lane, const lanes::Incoming& in) {
     if (!t || t->over) return;  // not accepted, or over: drop the bytes
     if (h.piece_offset + h.piece_length > t->total() || h.piece_offset + h.piece_length < h.piece_offset)
       return refuse("a piece beyond the end of the transfer");
-    if (h.piece_length > t->offer->chunk_size) return refuse("a piece larger than a chunk");
-    if (lane.piece_bytes.size() < t->offer->chunk_size) {
+    if (h.piece_length > t->chunk_size) return refuse("a piece larger than a chunk");
+    if (lane.piece_bytes.size() < t->chunk_size) {
       if (!in.landed.empty()) data = std::span<const uint8_t>(moved = std::vector<uint8_t>(data.begin(), data.end()));
-      lane.piece_bytes.resize(t->offer->chunk_size);
+      lane.piece_bytes.resize(t->chunk_size);
     }
-    if (!lane.hasher || lane.hasher->algo() != t->offer->hash)
-      lane.hasher = std::make_unique<files::PieceHasher>(t->offer->hash);
+    if (!lane.hasher || lane.hasher->algo() != t->hash)
+      lane.hasher = std::make_unique<files::PieceHasher>(t->hash);
     lane.hasher->reset();
     lane.receiving = true;
     lane.transfer = h.transfer_id;
@@ -237,7 +237,7 @@ void ReceiverSession::handle_piece(Lane& lane, const lanes::Incoming& in) {
 void ReceiverSession::piece_arrived(uint32_t lane_id, IncomingTransfer& t, uint32_t piece, uint64_t offset,
                                     std::span<const uint8_t> bytes, const wire::Digest& hash, bool hash_ok, bool write,
                                     Duration took) {
-  const uint32_t id = t.offer->transfer_id;
+  const uint32_t id = t.id;
   if (!hash_ok) {
     log_.write("piece_hash_mismatch", {{"lane", lane_id}, {"piece", piece}});
     return drive([&](session::Receiver& m) { m.handle_piece_rejected(lane_id, id, piece, wire::AckStatus::hash_mismatch, now()); });

@@ -137,7 +137,7 @@ size_t ReceiverSession::on_udp_data(UdpLane& u, uint64_t piece, uint64_t offset,
     std::lock_guard lock(u.mu);
     if (u.done.count(piece)) return bytes.size();  // a late duplicate of a finished piece
     auto it = u.pieces.find(piece);
-    if (it == u.pieces.end()) it = u.pieces.emplace(piece, UdpLane::new_piece(t, offset / t->offer->chunk_size)).first;
+    if (it == u.pieces.end()) it = u.pieces.emplace(piece, UdpLane::new_piece(t, offset / t->chunk_size)).first;
     const uint64_t before = it->second.assembly.buffered_bytes();
     it->second.assembly.add(offset, bytes);
     complete = it->second.assembly.complete();
@@ -197,7 +197,7 @@ void ReceiverSession::finish_udp_piece(UdpLane& u, uint64_t key) {
         bool write = true;
         {
           std::lock_guard lock(mu_);
-          write = !machine_->piece_verified(t.offer->transfer_id, piece);  // another lane brought it first
+          write = !machine_->piece_verified(t.id, piece);  // another lane brought it first
         }
         const bool ok = p->assembly.hash_ok();
         if (!ok) {
@@ -211,9 +211,9 @@ void ReceiverSession::finish_udp_piece(UdpLane& u, uint64_t key) {
 
 ReceiverSession::UdpLane::Piece ReceiverSession::UdpLane::new_piece(const std::shared_ptr<IncomingTransfer>& t,
                                                                      uint64_t chunk) {
-  const uint64_t size = t->offer->chunk_size, total = t->total();
+  const uint64_t size = t->chunk_size, total = t->total();
   const uint64_t at = std::min(chunk * size, total);
-  return UdpLane::Piece{UdpPieceAssembly(t->offer->hash, at, std::min(size, total - at)), Clock::now(), t};
+  return UdpLane::Piece{UdpPieceAssembly(t->hash, at, std::min(size, total - at)), Clock::now(), t};
 }
 
 // Pieces a UDP lane was still gathering when its transfer ended (copies the

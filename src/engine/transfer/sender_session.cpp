@@ -694,11 +694,12 @@ TransferOutcome SenderSession::send_walking(const std::vector<std::string>& path
   TransferOutcome out = run_transfer(tree, opts, [&] {
     // Each batch joins `tree` under mu_, where the machine reads it in place.
     walk = files::scan_sources_streamed(paths, scan, kWalkBatch, [&](files::SourceTree&& batch, bool last) {
+      if (opts.walk_faults) opts.walk_faults->before_batch(tree.entries.size(), last);  // only this thread adds to it
       std::lock_guard lock(mu_);
       if (!active_ || active_->outcome) return !(stopped = true);
-      files::append_batch(tree, std::move(batch));
+      // The lanes read pieces of the entries walked so far meanwhile (protocol 9).
+      active_->files->grow(tree, std::move(batch));
       if (last) {
-        active_->source = std::make_shared<SourceReader>(active_->id, tree, opts.hash, active_->compress);
         log_.write("walked", {{"transfer", active_->id}, {"entries", tree.entries.size()}, {"files", tree.file_count},
                               {"bytes", tree.total_bytes},
                               {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count()}});
@@ -725,6 +726,10 @@ std::optional<TransferOutcome> SenderSession::begin_transfer_locked(const files:
   session::TransferSpec spec;
   spec.entries_in_place = &tree.entries;  // no second copy of the offer (tree outlives the transfer)
   spec.streamed = streamed;
+  // The source reads what was walked so far (SourceReader::grow): a receiver
+  // of protocol 9 may answer part by part and take pieces before the last
+  // part (the machine asks only where it may: no sync, dry run or probe).
+  spec.early_pieces = streamed && opts.early_pieces;
   spec.hash = opts.hash;
   spec.chunk_size = opts.chunk_size;
   spec.policy = std::move(policy);
@@ -746,7 +751,10 @@ std::optional<TransferOutcome> SenderSession::begin_transfer_locked(const files:
   Active& t = *active_;
   t.id = *id;
   t.compress = compress;
-  if (!streamed) t.source = std::make_shared<SourceReader>(t.id, tree, opts.hash, compress);  // else once walked
+  // Streamed: it grows with the walk (send_walking), and pieces of what was
+  // walked may be read before the walk ends.
+  t.files = std::make_shared<SourceReader>(t.id, tree, opts.hash, compress);
+  t.source = t.files;
   t.start = now();
   // What each lane carried before this transfer (a lane that opens later starts from zero).
   for (const auto& [lid, l] : lanes_) t.at_start[lid] = l->counters();

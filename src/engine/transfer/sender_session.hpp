@@ -121,6 +121,16 @@ struct ConnectOptions {
   } faults;
 };
 
+/// What the source's disk does to a streamed walk, in process (tests only;
+/// never set by the command line): a walk slower than the network.
+class WalkFaults {
+ public:
+  virtual ~WalkFaults() = default;
+  /// On the walker's thread, before a batch joins the offer: `walked`
+  /// entries joined before it; `last`: it ends the walk.
+  virtual void before_batch(size_t walked, bool last) = 0;
+};
+
 struct TransferOptions {
   std::string policy = "braid";
   wire::HashAlgo hash = wire::HashAlgo::xxh3_128;
@@ -136,6 +146,13 @@ struct TransferOptions {
   /// with done, the receiver closes its lanes right behind its verdict and
   /// close() returns at once (session::TransferSpec::last).
   bool last = false;
+  /// A streamed walk (send_walking) asks a receiver of protocol 9 to answer
+  /// its offer part by part, so pieces flow before the walk ends
+  /// (session::TransferSpec::early_pieces). Off: answered whole, as protocol 8.
+  bool early_pieces = true;
+  /// In-process tests only (never set by the command line): what the
+  /// source's disk does to a streamed walk.
+  std::shared_ptr<WalkFaults> walk_faults;
 };
 
 /// One path as `braid probe` measures it: the lanes that leave through one

@@ -16,6 +16,9 @@ namespace braid::transfer {
 struct SenderActive {
   uint32_t id = 0;
   std::shared_ptr<PieceSource> source;
+  /// The same as `source` when it reads files (not a probe's): a streamed
+  /// walk grows it (SourceReader::grow).
+  std::shared_ptr<SourceReader> files;
   compress::Mode compress = compress::Mode::automatic;  // what the receiver can take (begin_transfer_locked)
   std::optional<session::TransferOutcome> outcome;
   Time start;

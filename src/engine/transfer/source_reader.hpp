@@ -1,5 +1,12 @@
 // The running transfer's files as one byte space (files::FileLayout), read
 // by every lane's writer with pread through a shared cache of open fds.
+//
+// While the tree is still walked (a streamed offer answered part by part,
+// protocol 9) pieces of the entries walked so far are read as later ones
+// join: grow() appends the walk's batch to the tree and lays out its files
+// under an exclusive lock; a read holds the shared lock to find and open
+// each file (and to check one it read to its end), never across a pread,
+// so the walk is not held up by the lanes.
 #pragma once
 
 #include <fcntl.h>
@@ -7,6 +14,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <shared_mutex>
+#include <vector>
 
 #include "engine/files/fd_cache.hpp"
 #include "engine/files/file_layout.hpp"
@@ -17,6 +27,7 @@ namespace braid::transfer {
 
 class SourceReader final : public PieceSource {
  public:
+  /// `tree` outlives the reader; while it grows, only through grow().
   SourceReader(uint32_t id, const files::SourceTree& tree, wire::HashAlgo hash,
                compress::Mode compress = compress::Mode::off)
       : id_(id),
@@ -24,6 +35,7 @@ class SourceReader final : public PieceSource {
         tree_(tree),
         hash_(hash),
         layout_(tree.entries),
+        laid_out_(tree.entries.size()),
         fds_(512, [&tree](size_t entry, std::string& error) {
           int fd = ::open(tree.local_paths[entry].c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
           if (fd < 0) error = "cannot open '" + tree.local_paths[entry] + "': " + std::strerror(errno);
@@ -32,34 +44,54 @@ class SourceReader final : public PieceSource {
   uint32_t transfer_id() const override { return id_; }
   wire::HashAlgo hash() const override { return hash_; }
   compress::Mode compress() const override { return compress_; }
+  /// A streamed walk's batch joins the tree (files::append_batch) and its
+  /// files the byte space; reads in progress are not disturbed.
+  /// `tree` is the reader's own (the caller's, which it reads).
+  void grow(files::SourceTree& tree, files::SourceTree&& batch) {
+    std::unique_lock lock(grow_mu_);
+    files::append_batch(tree, std::move(batch));
+    for (; laid_out_ < tree_.entries.size(); ++laid_out_) layout_.append(tree_.entries[laid_out_], laid_out_);
+  }
   bool read(uint64_t off, uint64_t n, uint8_t* dst, std::string& error) override {
-    return layout_.for_each(off, n, [&](const files::Extent& x) {
+    // File by file, one fd at a time (a piece of tiny files spans thousands):
+    // the lock is let go across each pread and taken again after it; the
+    // layout only grows at its end meanwhile, so the walk through it goes on.
+    std::shared_lock lock(grow_mu_);
+    const bool ok = layout_.for_each(off, n, [&](const files::Extent& x) {
       auto fd = fds_.get(x.entry, error);
       if (!fd) return false;
+      const bool ends_file = x.file_offset + x.length == tree_.entries[x.entry].size;
+      lock.unlock();
       uint8_t* p = dst + (x.transfer_offset - off);
       uint64_t left = x.length, at = x.file_offset;
+      ssize_t got = 1;
       while (left > 0) {
-        ssize_t got = ::pread(fd->get(), p, left, static_cast<off_t>(at));
+        got = ::pread(fd->get(), p, left, static_cast<off_t>(at));
         if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-          error = got == 0 ? "'" + tree_.local_paths[x.entry] + "' shrank while it was being sent"
-                           : std::string("read failed: ") + std::strerror(errno);
-          return false;
-        }
+        if (got <= 0) break;
         p += got;
         at += static_cast<uint64_t>(got);
         left -= static_cast<uint64_t>(got);
       }
+      const int err = errno;
+      lock.lock();
+      if (left > 0) {
+        error = got == 0 ? "'" + tree_.local_paths[x.entry] + "' shrank while it was being sent"
+                         : std::string("read failed: ") + std::strerror(err);
+        return false;
+      }
       // After a file's last bytes are read: if it changed since the scan
       // (grew, shrank, was written to), what was sent is not the file —
       // say so rather than deliver a silently cut or mixed copy.
-      if (x.file_offset + x.length == tree_.entries[x.entry].size)
+      if (ends_file)
         if (auto why = files::check_unchanged(tree_, x.entry, fd->get())) {
           error = *why;
           return false;
         }
       return true;
     });
+    if (!ok && error.empty()) error = "internal error: a piece outside the files walked so far";
+    return ok;
   }
 
  private:
@@ -67,7 +99,9 @@ class SourceReader final : public PieceSource {
   compress::Mode compress_;
   const files::SourceTree& tree_;  // outlives the transfer (the caller's)
   wire::HashAlgo hash_;
+  std::shared_mutex grow_mu_;  // grow(): exclusive; a read's lookups: shared
   files::FileLayout layout_;
+  size_t laid_out_;  // the tree's entries in layout_
   files::FdCache fds_;
 };
 
