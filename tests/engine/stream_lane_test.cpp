@@ -100,7 +100,7 @@ TEST(StreamLane, WhatThePeerSaidBeforeResettingArrivesBeforeTheLaneIsClosed) {
   ASSERT_TRUE(server) << error;
 
   Recorder events;
-  StreamLane::Options opts{session::LaneTraits::tcp(std::nullopt), "local", "remote", true, false, nullptr, {}, {}};
+  StreamLane::Options opts{session::LaneTraits::tcp(std::nullopt), "local", "remote", true, nullptr, {}, {}};
   StreamLane lane(std::move(client), opts, events);
   auto source = std::make_shared<Zeros>();
   for (uint32_t p = 0; p < 64; ++p) {

@@ -774,6 +774,8 @@ def scenario_uplink(run, k):
         return go
 
     for tag, kind, args in UPLINK_VARIANTS:
+        if run.args.variants and tag not in run.args.variants:
+            continue
         guarded(run, errors, f"braid {tag} under ping", lambda: under(tag, braid_load(tag, kind, args)))
         if f"{tag}_mbit" in F:
             F[f"{tag}_lanes"] = D[tag]["braid"].get("lanes_used")
@@ -1318,6 +1320,9 @@ def main():
     ap.add_argument("--ping-interval", type=float, help="bufferbloat: seconds between pings (default 0.05)")
     ap.add_argument("--send-arg", action="append", default=[],
                     help="extra argument for every braid send (repeatable), e.g. --send-arg=--packet-size=1400")
+    ap.add_argument("--variants", type=lambda v: [x for x in v.split(",") if x],
+                    help="uplink: only these of braid's variants (comma-separated: "
+                         + ",".join(v[0] for v in UPLINK_VARIANTS) + "); iperf3 bbr and cubic always run")
     ap.add_argument("--build", help="where braid and netlab-emu are copied from (default $BUILD, else build/)")
     ap.add_argument("--prefix", default=os.environ.get("UDPBENCH_PREFIX", "udpb"),
                     help="netlab namespace prefix (default udpb, or $UDPBENCH_PREFIX)")

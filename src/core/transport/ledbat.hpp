@@ -1,6 +1,7 @@
-// What braid's two scavengers share: the UDP lanes' `background` controller
-// (background_controller.hpp, a window) and the TCP lanes' pacing cap
-// (tcp_pacing_cap.hpp, a rate over the kernel's own controller). Both follow
+// What braid's delay-based controllers share: the UDP lanes' `background`
+// controller (background_controller.hpp, a window) and the TCP lanes'
+// coupled pacing cap (tcp_group_cap.hpp, a rate over the kernel's own
+// controller; a scavenger under --background). They follow
 // LEDBAT (RFC 6817) with the faster reactions of LEDBAT++
 // (draft-irtf-iccrg-ledbat-plus-plus): they steer the queueing delay they
 // see — current RTT minus base RTT — towards a small target.

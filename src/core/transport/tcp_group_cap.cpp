@@ -77,7 +77,7 @@ constexpr double kTrustedSegments = 8;
 // those must count or the rate reads high; an outage's seconds must not.
 constexpr double kSilenceHoldRtts = 2;
 // Room the lanes leave unused: the group acks under this much of the
-// bottleneck's rate with the queue below the target for a loop RTT, while
+// path's peak rate with the queue below the target for a loop RTT, while
 // lanes that have data waiting are paced, or deliver, well below their caps
 // (kLaggingPace). Their kernels' own estimates are what holds them: bbr's
 // 10-round filter forgets the link in a 200 ms PROBE_RTT at a short RTT, and
@@ -85,9 +85,23 @@ constexpr double kSilenceHoldRtts = 2;
 // others leave (a trial stream closed, a lane in PROBE_RTT). On netlab's
 // 100 Mbit/s link the group dipped to 24-58 Mbit/s for half a second at
 // each. A restart (TcpLaneDecision::restart) refills the cap in a few RTTs;
-// a lane is restarted at most once per kRestartSpacing.
+// a lane is restarted at most once per kRestartSpacing (a restart while
+// the kernel's srtt still holds a departed queue starts slowly, and the
+// next one must not wait long).
 constexpr double kRoomUnused = 0.8;
-constexpr Duration kRestartSpacing = Duration::seconds(1);
+constexpr Duration kRestartSpacing = Duration::millis(500);
+// Meanwhile R doubles per RTT up to the peak (the kernels' start-up after a
+// restart; a scavenger whose competitor left took 3.1 s to refill a
+// 100 Mbit/s link at the probing gain). The peak is the bottleneck's
+// largest estimate, forgotten after this long without being seen again
+// (a path that became slower: a wrong peak costs a restart a second).
+constexpr double kRoomGrowthPerRtt = 2.0;
+// A scavenger waits this many loop RTTs of room before it takes it: a
+// competitor's queue empties for an RTT or two after each of its losses
+// (cubic's decrease), and that room is the competitor's (RFC 6817's quiet
+// period; braid's per-lane scavenger before the group cap waited 8 RTTs too).
+constexpr double kScavengerQuietRtts = 8;
+constexpr Duration kPeakMemory = Duration::seconds(30);
 }  // namespace
 
 bool kernel_sends_pairs(std::string_view congestion_control, Rate pacing) {
@@ -98,13 +112,20 @@ bool kernel_sends_pairs(std::string_view congestion_control, Rate pacing) {
 
 TcpGroupCap::TcpGroupCap(const TcpGroupCapConfig& cfg) : cfg_(cfg) {}
 
-void TcpGroupCap::advance_clock(Time now, bool new_acks) {
+Duration TcpGroupCap::ack_gaps(Bytes mss) const {
+  // Three ACKs' spacing at R (a pair of segments per ACK): at a
+  // scavenger's floor an ACK comes once per RTT or less, and a silence of
+  // one loop RTT (30 ms) held its rate and ended its refill half the time.
+  return capped_ && rate_.bytes_per_second() > 0 ? rate_.transfer_time(Bytes(mss.count() * 2)) * 3.0
+                                                 : Duration::zero();
+}
+
+void TcpGroupCap::advance_clock(Time now, bool new_acks, Duration hold) {
   if (last_look_ == Time::never()) {
     if (new_acks) last_acked_ = now;
     return;
   }
   const Duration dt = now - last_look_;
-  const Duration hold = std::max(kFreshMin, std::max(srtt_, kMinLoopRtt) * kSilenceHoldRtts);
   Duration counted = std::min(dt, hold);  // one long gap between looks counts as a silence
   if (!new_acks && last_acked_ != Time::never()) {
     // Silent: the part of this look still within the hold of the last ACK.
@@ -169,8 +190,9 @@ void TcpGroupCap::update_lane(Lane& l, const TcpLaneSample& s, Time now) {
   l.share_rate = Rate::bytes_per_sec(l.share_rate.bytes_per_second() * (1 - alpha) + delta / dt * alpha);
   if (new_acks && t.srtt.ns() > 0) {
     Duration sample = latest_rtt_sample(l.last, t, t.mss);
+    l.latest = sample;
     // Under a cap the kernel paces the lane's segments apart; the ACK of a
-    // lone one waits for the next (tcp_pacing_cap.cpp): never count that wait
+    // lone one waits for the next (kDelayedAckMax): never count that wait
     // as queue. A compensated sample never reads below the lowest RTT the
     // kernel saw on this lane (tcpi_min_rtt: from the segment each ACK was
     // sent for, no ACK wait in it) — not below the lane's own filtered base:
@@ -215,16 +237,23 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
     Lane l = it != lanes_.end() ? std::move(it->second) : Lane{};
     update_lane(l, s, now);
     if (s.tcp.srtt.ns() > 0) srtt = std::min(srtt, s.tcp.srtt);
+    // The loop runs at the path's RTT as the latest samples show it: the
+    // kernel's srtt moves 1/8 per ACK, and at a scavenger's floor (a few
+    // ACKs per RTT) it still held a departed competitor's 300 ms queue for
+    // 1.5 s, every step of the regrowth that long.
+    if (l.latest.ns() > 0) srtt = std::min(srtt, l.latest);
     if (s.tcp.mss.count() > 0) mss = s.tcp.mss;
     kept.emplace(s.lane, std::move(l));
   }
   lanes_ = std::move(kept);
   if (srtt != Duration::infinite()) srtt_ = std::max(srtt, kMinTcpRtt);
   const bool new_acks = acked_total_ > acked_at_last_look_;
-  // Silent: no lane of the group acked for a loop RTT. Nothing new to steer
+  // Silent: no lane of the group acked for the hold (silence_hold). Nothing new to steer
   // by — an outage, a lane being replaced — so the rate holds.
-  const bool silent = !new_acks && last_acked_ != Time::never() && now - last_acked_ > std::max(srtt_, kMinLoopRtt);
-  advance_clock(now, new_acks);
+  const Duration gaps = ack_gaps(mss);
+  const bool silent = !new_acks && last_acked_ != Time::never() &&
+                      now - last_acked_ > std::max(std::max(srtt_, kMinLoopRtt), gaps);
+  advance_clock(now, new_acks, std::max(std::max(kFreshMin, std::max(srtt_, kMinLoopRtt) * kSilenceHoldRtts), gaps));
   acked_at_last_look_ = acked_total_;
   update_rates(clock_, acked_total_);
 
@@ -275,6 +304,46 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
   const double segments = std::max(1.0, recent.bytes_per_second() * rtt.to_seconds() / mss.count());
   const Duration steer_target = target + rtt * std::max(0.0, 1.0 / segments - 1.0 / kTrustedSegments);
 
+  // The path's rate as last seen full (kPeakMemory): the bottleneck's
+  // estimate follows what the kernels deliver, so it cannot say that the
+  // path has room when they hold back (their own estimates being a share,
+  // or a scavenger's floor after a competitor left). A standing queue says
+  // the path is full at what is acked now — for a foreground group; a
+  // scavenger's queue is mostly another flow's, and its peak only ages.
+  if (bottleneck_ >= peak_ || now - peak_at_ > kPeakMemory ||
+      (!cfg_.yields && !silent && queue_ > target && !bottleneck_.is_zero())) {
+    peak_ = bottleneck_;
+    peak_at_ = now;
+  }
+  // Room the lanes leave unused (kRoomUnused): since when. The queue is
+  // judged against the target widened for thin evidence (a foreground
+  // group's lanes at a few segments per round read ACK timing as queue).
+  // Once seen it lasts until the group fills the room or a queue of twice
+  // that target builds (a restart's first burst read 10 ms on netlab and
+  // sent the count back to zero).
+  // A scavenger judges by the plain target: at its floor the widened one
+  // (tens of ms at a segment per round) let a cubic competitor's dips after
+  // its losses read as room, and its lanes restarted while it was there.
+  const bool seen = room_since_ != Time::never();
+  const Duration room_target = cfg_.yields ? target : steer_target;
+  const bool room = capped_ && !silent && !app_limited && !peak_.is_zero() &&
+                    queue_ < room_target * (seen ? 2.0 : 1.0) && recent < peak_ * kRoomUnused;
+  if (!room) room_since_ = Time::never();
+  else if (!seen) room_since_ = now;
+  // RTTs of the empty path for a scavenger's quiet period: the srtt still
+  // holds the departed competitor's queue.
+  const Duration quiet = cfg_.yields ? std::max(base_, kMinLoopRtt) * kScavengerQuietRtts : rtt;
+  const bool room_lasts = room && now - room_since_ >= quiet;
+  // Refilling: from room that lasted until the group fills it (0.8 of the
+  // peak) or a queue of twice the (widened) target builds — a state, as a
+  // slow start is: judged look by look, one look's ACK timing at a
+  // scavenger's floor (5 ms against 3) ended it, and the link came back at
+  // the probing gain (t90 2.6 s on netlab's 100 Mbit/s).
+  if (room_lasts) refilling_ = true;
+  if (refilling_ && (!capped_ || silent || app_limited || recent >= peak_ * kRoomUnused ||
+                     queue_ >= steer_target * 2.0))
+    refilling_ = false;
+
   if (competing_) {
     if (now < retry_at_) return std::vector<TcpLaneDecision>(samples.size());
     // Try again: if the other flow has gone, the queue drains under the cap.
@@ -311,16 +380,27 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
     Rate b = bottleneck_;
     if (queue_ >= steer_target * kBusyQueue) b = std::min(b, acked_since(clock_, clock_ - rtt * kBusyRateRtts));
     Rate next = b * factor;
+    // A scavenger drains from its own rate, compounding per RTT as LEDBAT++
+    // does: from the acked rate over 8 RTTs (an RTT of a competitor's queue
+    // each) it gave a joining cubic flow only 0.84 of its solo rate in its
+    // second second (0.97 before the group cap).
+    if (cfg_.yields && queue_ > steer_target && dt > Duration::zero())
+      next = std::min(next, rate_ * std::pow(factor, std::min(dt.to_seconds() / rtt.to_seconds(), kMaxRttsPerLook)));
     // Below the target R also grows from itself, by the same factor per
     // RTT, up to 1.5 × B: a kernel controller paced by the cap measures the
     // cap as the path's rate and paces a little under it, so a cap that
     // only followed what was acked stalled there (four lanes on a 4 Mbit/s
     // uplink held at 0.5 Mbit/s each with the queue empty). Room above
     // what is acked lets the kernel's own probing find the link.
+    // With room left unused it doubles per RTT up to the peak, as the
+    // restarted kernels' start-up does (kRoomGrowthPerRtt).
     if (queue_ < steer_target && dt > Duration::zero()) {
+      const double per_rtt = refilling_ ? kRoomGrowthPerRtt : factor;
+      const double ceiling = b.bytes_per_second() * kMaxRoom;
       const double grown = rate_.bytes_per_second() *
-                           std::pow(factor, std::min(dt.to_seconds() / rtt.to_seconds(), kMaxRttsPerLook));
-      next = std::max(next, Rate::bytes_per_sec(std::min(grown, b.bytes_per_second() * kMaxRoom)));
+                           std::pow(per_rtt, std::min(dt.to_seconds() / rtt.to_seconds(), kMaxRttsPerLook));
+      next = std::max(next, Rate::bytes_per_sec(std::min(
+                                grown, refilling_ ? std::max(ceiling, peak_.bytes_per_second()) : ceiling)));
     }
     rate_ = std::max(next, floor);
   }
@@ -328,8 +408,8 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
   // A queue that stays although the group drains it belongs to someone else.
   // Not judged in a silence: the queue read last stands unread, and four
   // dark seconds of it once lifted the cap as if another flow held it.
-  if (silent) {
-    above_since_ = Time::never();
+  if (silent || cfg_.yields) {
+    above_since_ = Time::never();  // a scavenger yields: the drain holds it at its floor
   } else if (queue_ > target * kForeignQueueTargets) {
     if (above_since_ == Time::never()) {
       above_since_ = now;
@@ -355,18 +435,11 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
     if (queue_ <= target) retry_after_ = kFirstRetry;
   }
 
-  // Room the lanes leave unused (kRoomUnused): since when.
-  const bool room = !silent && !app_limited && !bottleneck_.is_zero() && queue_ < target &&
-                    recent < bottleneck_ * kRoomUnused;
-  if (!room) room_since_ = Time::never();
-  else if (room_since_ == Time::never()) room_since_ = now;
-  const bool room_lasts = room && now - room_since_ >= rtt;
-
   // Share R: mostly by what each lane delivers, a quarter evenly — all of
   // it evenly while room is left unused: what each delivered then says what
   // its kernel's estimate held, not what the lane could do, and a lane
   // restarted at the small share of a pause found that share and kept it.
-  const double even = room_lasts ? 1.0 : kEvenShare;
+  const double even = refilling_ ? 1.0 : kEvenShare;
   double total = 0;
   for (const auto& [id, l] : lanes_) total += l.share_rate.bytes_per_second();
   const double n = static_cast<double>(std::max<size_t>(lanes_.size(), 1));
@@ -380,7 +453,7 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
     const TcpLaneSample& s = samples[i];
     const bool behind = !s.app_limited && ((!s.pacing.is_zero() && s.pacing < *l.cap * kLaggingPace) ||
                                            l.share_rate < *l.cap * kLaggingPace);
-    if (room_lasts && behind && (l.restarted_at == Time::never() || now - l.restarted_at >= kRestartSpacing)) {
+    if (refilling_ && behind && (l.restarted_at == Time::never() || now - l.restarted_at >= kRestartSpacing)) {
       caps[i].restart = true;
       l.restarted_at = now;
       l.lagging_since = Time::never();

@@ -1,5 +1,11 @@
-// The TCP lanes' default pacing cap: low queueing delay for the group of
-// lanes that share a bottleneck, at (nearly) the rate of one bbr flow.
+// The TCP lanes' pacing cap: low queueing delay for the group of lanes
+// that share a bottleneck, at (nearly) the rate of one bbr flow — and under
+// `--background`, a scavenger's (TcpGroupCapConfig::yields).
+//
+// braid cannot replace the kernel's congestion controller, but it can cap
+// a socket's pacing rate (SO_MAX_PACING_RATE; TCP paces itself under it
+// since Linux 4.13, no fq qdisc needed), from what the kernel reports
+// (struct tcp_info, tcp_sample.hpp).
 //
 // Each TCP lane runs the kernel's own controller (bbr or cubic). Several of
 // them on one bottleneck — streams × address pairs — each keep their own
@@ -7,12 +13,11 @@
 // bbr lanes added 115 ms of delay where one bbr flow adds ~20 (issue 15).
 // This controller couples them: one rate R for the whole group, steered by
 // the group's queueing delay towards a target of a few milliseconds, shared
-// among the lanes by what each delivers. It is the foreground sibling of
-// TcpPacingCap (`--background`, a LEDBAT scavenger that yields to others):
+// among the lanes by what each delivers:
 //
 //  - queueing delay: per lane the kernel's srtt, de-smoothed by the ACKs
 //    since the last look and less the receiver's delayed-ACK wait
-//    (`latest_rtt_sample`, shared with TcpPacingCap), filtered as RFC 6817
+//    (`latest_rtt_sample`), filtered as RFC 6817
 //    does; the group's delay is the mean current delay of the lanes acked
 //    lately, weighted by their rates, less the smallest base of any lane (the kernel's min_rtt
 //    counts: the handshake's RTT) — they cross one queue, and a lane that
@@ -35,7 +40,8 @@
 //    for 1 s (≥ 10 RTTs) without shrinking by a quarter although R is below
 //    B, another flow holds the queue (a cubic download, a backup). A foreground transfer competes
 //    then: the cap is lifted (the kernel's controller runs free) and tried
-//    again after 5 s, 10 s, … up to 40 s while the queue stays;
+//    again after 5 s, 10 s, … up to 40 s while the queue stays. A
+//    background one (TcpGroupCapConfig::yields) stays at its floor;
 //  - lanes share R by their acked rates (3/4) and evenly (1/4), so a lane
 //    that can deliver more shows it at the next look;
 //  - while no lane has anything waiting in its socket the group sends what
@@ -56,13 +62,17 @@
 #include <vector>
 
 #include "core/transport/ledbat.hpp"
-#include "core/transport/tcp_pacing_cap.hpp"
+#include "core/transport/tcp_sample.hpp"
 #include "core/units.hpp"
 
 namespace braid::transport {
 
 struct TcpGroupCapConfig {
   Duration target = Duration::millis(5);  // the queueing delay the group aims for
+  /// A scavenger (`--background`): a queue that is not the group's never
+  /// lifts the cap; the group drains to its floor and stays there while
+  /// the other flow holds the queue, as LEDBAT yields.
+  bool yields = false;
 };
 
 /// One lane's look at its socket, with the lane's id (stable while it lives).
@@ -95,11 +105,11 @@ struct TcpLaneDecision {
   /// it had data waiting: its own estimate fell with an earlier, lower cap
   /// and at a few segments per RTT (delayed ACKs, a window sized from the
   /// unloaded RTT) it does not climb back. Restarting its start-up lets it
-  /// refill the cap in a few RTTs (TcpPacingCap's restart_probe, for one lane).
+  /// refill the cap in a few RTTs.
   /// Also at once (a loop RTT) when the group leaves the path's room unused
   /// and this lane, with data waiting, is well below its cap: another lane
   /// left or paused (bbr's PROBE_RTT) and this kernel's estimate is its old
-  /// share. At most once a second per lane.
+  /// share. At most once per half second per lane.
   bool restart = false;
 };
 
@@ -123,8 +133,9 @@ class TcpGroupCap {
   struct Lane {
     TcpSample last;
     bool started = false;
-    ledbat::DelayFilter delays{2};  // the kernel's srtt is smoothed already (as TcpPacingCap)
+    ledbat::DelayFilter delays{2};  // the kernel's srtt is smoothed already: 2 looks, not 4 per-ACK samples
     Duration min_rtt;              // the kernel's (tcpi_min_rtt), 0: not known
+    Duration latest;               // its latest RTT sample, de-smoothed (latest_rtt_sample), 0: none yet
     Time last_ack = Time::never();
     Rate share_rate;               // its acked rate, smoothed
     std::optional<Rate> cap;       // its cap last round
@@ -136,7 +147,9 @@ class TcpGroupCap {
   /// The group's acked rate since `since`, both on the delivery clock.
   Rate acked_since(Time clock, Time since) const;
   /// Advances the delivery clock over a look at `now` (new_acks: any lane's).
-  void advance_clock(Time now, bool new_acks);
+  void advance_clock(Time now, bool new_acks, Duration hold);
+  /// Three ACKs' spacing at the group's rate: no silence before (tcp_group_cap.cpp).
+  Duration ack_gaps(Bytes mss) const;
 
   TcpGroupCapConfig cfg_;
   std::map<uint64_t, Lane> lanes_;
@@ -151,6 +164,9 @@ class TcpGroupCap {
   bool competing_ = false;
   Time above_since_ = Time::never();  // the queue above 2 × target since
   Time room_since_ = Time::never();   // the lanes leave room unused since (tcp_group_cap.cpp)
+  Rate peak_;                         // the path's rate as last seen full (kPeakMemory)
+  bool refilling_ = false;            // taking room back: R doubles per RTT up to peak_
+  Time peak_at_ = Time::never();
   Duration queue_then_;               // ...and what it was then
   Time retry_at_ = Time::never();
   Duration retry_after_ = Duration::seconds(5);

@@ -95,14 +95,9 @@ class DataLane {
   virtual DataLaneCounters counters() const = 0;
   /// The kind's own part of the lane's report (UDP transport, TCP pacing cap).
   virtual void add_to_report(LaneReport& r) const { (void)r; }
-  /// `--background` pacing, called every few ms by the session (TCP lanes);
-  /// `path_base`: the base RTT shared by the lanes of this lane's bottleneck.
-  virtual void pace(Time now, transport::SharedBaseRtt* path_base) {
-    (void)now;
-    (void)path_base;
-  }
-  /// The default TCP lanes' coupled cap (transport::TcpGroupCap), decided
-  /// for the group of lanes that share this lane's bottleneck; `queue` is
+  /// The TCP lanes' coupled cap (transport::TcpGroupCap; a scavenger's
+  /// under --background), decided for the group of lanes that share this
+  /// lane's bottleneck; `queue` is
   /// the group's queueing delay, for the report. nullopt: uncapped.
   /// `restart`: put the kernel's controller back into its start-up.
   virtual void set_delay_cap(std::optional<Rate> cap, Duration queue, bool restart) {

@@ -25,8 +25,9 @@ struct UdpLaneReport {
   uint64_t cwnd_bytes = 0;
 };
 
-/// A TCP lane's pacing cap under `--background` (TcpPacingCap; sending
-/// end; its state at the last 10 ms look, and restarts over the session).
+/// A TCP lane's pacing cap (its group's TcpGroupCap, or a --rate-limit
+/// split's share; sending end; its state at the last 10 ms look, and
+/// restarts over the session).
 struct TcpPacingReport {
   std::optional<double> cap_bytes_per_sec;  // SO_MAX_PACING_RATE; nullopt: no cap (the kernel's own rate)
   double queuing_delay_ms = 0;              // the cap's queueing-delay estimate
@@ -41,7 +42,7 @@ struct LaneReport {
   uint32_t lane_id = 0;
   std::string kind = "tcp";  // "tcp" or "udp"
   std::optional<UdpLaneReport> udp;
-  std::optional<TcpPacingReport> tcp_pacing;  // TCP lanes under --background
+  std::optional<TcpPacingReport> tcp_pacing;  // TCP lanes under a pacing cap
   std::string name;
   std::string local;
   std::string remote;

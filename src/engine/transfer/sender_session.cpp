@@ -243,7 +243,7 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
       s->machine_ = std::make_unique<session::Sender>(cfg);
       s->machine_->start(traits0(), path0, s->now());
     }
-    StreamLane::Options lo{traits0(), local.str(), remote.str(), true, s->background_, nullptr, {},
+    StreamLane::Options lo{traits0(), local.str(), remote.str(), true, nullptr, {},
                            bottleneck_key(plan.interfaces, local.host(), {})};
     s->lanes_[0] = std::make_unique<StreamLane>(std::move(link), lo, static_cast<DataLaneEvents&>(*s));
     s->alive_.insert(0);
@@ -475,7 +475,7 @@ void SenderSession::connect_lane(session::LaneNo id, session::PathSpec path) {
   }
   const std::string bottleneck =
       tcp ? bottleneck_key(plan_.interfaces, lanes::local_endpoint_of(link->fd()).host(), where.interface) : std::string();
-  StreamLane::Options lo{traits, local, remote, tcp, background_ && tcp, owner, where.interface, bottleneck};
+  StreamLane::Options lo{traits, local, remote, tcp, owner, where.interface, bottleneck};
   lanes_[id] = std::make_unique<StreamLane>(std::move(link), lo, static_cast<DataLaneEvents&>(*this));
   alive_.insert(id);
   pending_open_[id] = std::move(fields);
@@ -899,19 +899,7 @@ void SenderSession::tcp_pacing_loop() {
     if (closing_) return;
     // TCP_INFO and setsockopt only: cheap enough to do under the lock, and
     // the lanes cannot be destroyed meanwhile.
-    const Time n = now();
-    if (background_) {
-      // Lanes that leave by one interface share its base RTT (a lane
-      // opened behind its siblings' queue would take it for its base).
-      for (const auto& v : machine_->lanes())
-        if (v.open && v.data)
-          if (DataLane* l = lane_locked(v.id)) {
-            const std::string key = l->bottleneck();
-            l->pace(n, key.empty() ? nullptr : &background_bases_[key]);
-          }
-    } else {
-      cap_delay_groups_locked(n);
-    }
+    cap_delay_groups_locked(now());
   }
 }
 
@@ -929,11 +917,17 @@ void SenderSession::cap_delay_groups_locked(Time n) {
     if (!v.open || !v.data) continue;
     DataLane* l = lane_locked(v.id);
     if (l && v.rate_cap) {
-      if (delay_capped_.erase(v.id)) l->set_delay_cap(std::nullopt, Duration::zero(), false);
+      // Uncapped by the group; its state (the split's cap) still goes to the report at every look.
+      delay_capped_.erase(v.id);
+      l->set_delay_cap(std::nullopt, Duration::zero(), false);
       continue;
     }
+    // Loopback lanes form no group (no queue to keep short; a busy host's
+    // scheduling would read as one) — but a scavenger's still yield, as one.
+    std::string key = l ? l->bottleneck() : std::string();
+    if (key.empty() && background_) key = "loopback";
     lanes::TcpKernelInfo k;
-    if (!l || l->bottleneck().empty() || !l->tcp_info(k) || k.rtt_us == 0) continue;
+    if (!l || key.empty() || !l->tcp_info(k) || k.rtt_us == 0) continue;
     transport::TcpLaneSample s;
     s.lane = v.id;
     s.tcp.now = n;
@@ -946,10 +940,11 @@ void SenderSession::cap_delay_groups_locked(Time n) {
     s.pacing = Rate::bytes_per_sec(static_cast<double>(k.pacing_rate));
     s.app_limited = k.notsent_bytes == 0;
     s.sends_pairs = transport::kernel_sends_pairs(k.congestion_control, s.pacing);
-    groups[l->bottleneck()].push_back({l, s});
+    groups[key].push_back({l, s});
   }
   for (auto& [key, members] : groups) {
-    auto& g = delay_groups_.try_emplace(key, transport::TcpGroupCapConfig{opts_.latency_target}).first->second;
+    const transport::TcpGroupCapConfig cfg{background_ ? kBackgroundTarget : opts_.latency_target, background_};
+    auto& g = delay_groups_.try_emplace(key, cfg).first->second;
     std::vector<transport::TcpLaneSample> samples;
     for (const auto& m : members) samples.push_back(m.sample);
     const auto caps = g.on_samples(n, samples);

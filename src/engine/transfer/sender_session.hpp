@@ -53,9 +53,14 @@ constexpr size_t kMaxStreamsPerPath = 8;
 /// How often `--log` records every lane's state (event "sample").
 constexpr Duration kSampleEvery = Duration::millis(100);
 /// How often a session reads each TCP lane's TCP_INFO and updates its pacing
-/// cap (transport/tcp_group_cap.hpp; tcp_pacing_cap.hpp under --background):
-/// a few times per RTT on most paths, ~100 getsockopt calls per second per lane.
+/// cap (transport/tcp_group_cap.hpp): a few times per RTT on most paths,
+/// ~100 getsockopt calls per second per lane.
 constexpr Duration kTcpPacingEvery = Duration::millis(10);
+/// The queueing delay a --background transfer's TCP lanes aim for together
+/// (a scavenger: TcpGroupCapConfig::yields). Below the default's 5 ms: a
+/// background transfer is the one that must not be felt (issue 15: ≤ 5 ms
+/// added at the median, ≤ 15 at the 95th percentile, on a slow uplink).
+constexpr Duration kBackgroundTarget = Duration::millis(3);
 /// Entries per batch of a streamed walk (send_walking): about a third of an
 /// offer part (wire::kOfferPartBytes, ~10,000 entries of ~100 bytes), so a
 /// part leaves soon after it is full, and the session's lock is taken
@@ -86,13 +91,14 @@ struct ConnectOptions {
   std::vector<std::string> avoid;     // interfaces not used while any other reaches the receiver
   Transport transport = Transport::tcp;
   std::string cc = "delay";           // UDP lanes' congestion controller (--cc, --background);
-                                      // "background" also caps TCP lanes' pacing rate (tcp_pacing_cap.hpp)
+                                      // "background" also makes TCP lanes' coupled cap a scavenger
   std::string tcp_cc;                 // TCP lanes' kernel controller (TCP_CONGESTION); empty: the kernel's default
   /// The queueing delay TCP lanes on one bottleneck aim for together
   /// (transport::TcpGroupCap; --latency-target); zero: no cap, each lane's
-  /// kernel controller runs free. Not under --background (its own cap), nor
-  /// for lanes a --rate-limit / --metered split holds (both would follow the
-  /// same measured rates and talk each other down).
+  /// kernel controller runs free. Not under --background (a scavenger's
+  /// target, kBackgroundTarget), nor for lanes a --rate-limit / --metered
+  /// split holds (both would follow the same measured rates and talk each
+  /// other down).
   Duration latency_target = Duration::millis(5);
   size_t packet_size = udp::kDefaultPacketSize;
   /// Caps the whole transfer: shared over the live data lanes by what each delivers.
@@ -335,8 +341,6 @@ class SenderSession : private DataLaneEvents {
   std::thread pacer_;
   /// The coupled caps of the TCP lanes, one per bottleneck (DataLane::bottleneck); under mu_.
   std::map<std::string, transport::TcpGroupCap> delay_groups_;
-  /// --background's TCP lanes: one base RTT per bottleneck (its lanes' TcpPacingCaps share it).
-  std::map<std::string, transport::SharedBaseRtt> background_bases_;
   void cap_delay_groups_locked(Time n);
   bool closing_ = false;
   // When the thread sleeping on cv_ means to wake anyway, and how many lanes

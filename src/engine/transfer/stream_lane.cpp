@@ -271,10 +271,9 @@ DataLaneCounters StreamLane::counters() const {
 //
 // The kernel runs TCP's congestion control; braid can only cap the socket's
 // pacing rate (SO_MAX_PACING_RATE). The cap is the lower of the lane's
-// --rate-limit share and either, by default, the coupled cap its bottleneck
-// group gets (TcpGroupCap, decided by the session over the group's lanes) or,
-// under --background, its own TcpPacingCap's answer (pure, src/core/transport),
-// fed every few ms with TCP_INFO.
+// --rate-limit share and the coupled cap its bottleneck group gets
+// (TcpGroupCap, decided by the session over the group's lanes every few ms
+// from TCP_INFO; a scavenger's under --background).
 
 namespace {
 std::optional<Rate> lower(std::optional<Rate> a, std::optional<Rate> b) {
@@ -297,15 +296,12 @@ void StreamLane::set_rate(std::optional<Rate> rate) {
   if (!opts_.tcp) return;
   std::lock_guard lock(pace_mu_);
   rate_cap_ = rate;
-  // At once, even under --background (pace() lowers it further from its
-  // next look): unpaced, a loopback lane moves megabytes in those 10 ms.
-  std::optional<Rate> want = lower(rate, delay_cap_);
-  if (opts_.background && on_socket_set_) want = lower(want, on_socket_);
-  apply_cap_locked(want);
+  // At once: unpaced, a loopback lane moves megabytes before the next look.
+  apply_cap_locked(lower(rate, delay_cap_));
 }
 
 void StreamLane::set_delay_cap(std::optional<Rate> cap, Duration queue, bool restart) {
-  if (!opts_.tcp || opts_.background) return;
+  if (!opts_.tcp) return;
   if (restart) lanes::restart_congestion_control(link_->fd());
   lanes::TcpKernelInfo k;
   const bool have = lanes::tcp_kernel_info(link_->fd(), k);
@@ -329,32 +325,6 @@ void StreamLane::record_pacing_locked(Duration queue, const lanes::TcpKernelInfo
   p.delivery_rate = k->delivery_rate;
   p.retrans = k->total_retrans;
   p.cwnd = k->snd_cwnd;
-}
-
-void StreamLane::pace(Time now, transport::SharedBaseRtt* path_base) {
-  if (!opts_.tcp || !opts_.background) return;
-  const int fd = link_->fd();
-  lanes::TcpKernelInfo k;
-  if (!lanes::tcp_kernel_info(fd, k) || k.rtt_us == 0) return;
-  std::lock_guard lock(pace_mu_);
-  if (!pacing_) {
-    transport::TcpPacingCapConfig cfg;
-    cfg.shared_base = path_base;
-    pacing_ = std::make_unique<transport::TcpPacingCap>(cfg);
-  }
-  transport::TcpSample s;
-  s.now = now;
-  s.srtt = Duration::micros(k.rtt_us);
-  s.bytes_acked = k.bytes_acked;
-  s.retransmits = k.total_retrans;
-  s.segs_in = k.segs_in;
-  if (k.snd_mss) s.mss = Bytes(k.snd_mss);
-  const transport::TcpPacingDecision d = pacing_->on_sample(s);
-  std::optional<Rate> want = d.cap;
-  if (rate_cap_ && (!want || *want > *rate_cap_)) want = rate_cap_;
-  if (d.restart_probe) lanes::restart_congestion_control(fd);
-  apply_cap_locked(want);
-  record_pacing_locked(pacing_->queuing_delay(), &k, d.restart_probe);
 }
 
 void StreamLane::add_to_report(LaneReport& r) const {

@@ -17,7 +17,6 @@
 #include <optional>
 #include <thread>
 
-#include "core/transport/tcp_pacing_cap.hpp"
 #include "engine/compress/frame_codec.hpp"
 #include "engine/files/piece_hasher.hpp"
 #include "engine/lanes/lane_link.hpp"
@@ -34,10 +33,8 @@ class StreamLane final : public DataLane {
   struct Options {
     session::LaneTraits traits;
     std::string local, remote;
-    /// The stream is a TCP socket: TCP_INFO, pacing caps and `--background`.
+    /// The stream is a TCP socket: TCP_INFO and pacing caps.
     bool tcp = true;
-    /// `--background` on TCP: cap the socket's pacing rate from TCP_INFO.
-    bool background = false;
     /// What else lives as long as the lane (the child process of an exec:
     /// or pty: lane, ended when the lane is).
     std::shared_ptr<void> owner;
@@ -62,7 +59,6 @@ class StreamLane final : public DataLane {
   void close(const std::string& reason) override;
   DataLaneCounters counters() const override;
   void add_to_report(LaneReport& r) const override;
-  void pace(Time now, transport::SharedBaseRtt* path_base) override;
   void set_delay_cap(std::optional<Rate> cap, Duration queue, bool restart) override;
   std::string bottleneck() const override { return opts_.tcp ? opts_.bottleneck : std::string(); }
   nlohmann::json sample() const override;
@@ -119,15 +115,14 @@ class StreamLane final : public DataLane {
   std::atomic<bool> closed_reported_{false};
   std::atomic<bool> heard_{false};
 
-  // Rate caps: --rate-limit's share (set_rate) and, under --background, the
-  // pacing cap's answer; the socket gets the lower.
+  // Rate caps: --rate-limit's share (set_rate) and the group's cap
+  // (set_delay_cap); the socket gets the lower.
   mutable std::mutex pace_mu_;
   mutable std::string congestion_control_;  // the socket's, read once (tcp_info)
   std::optional<Rate> rate_cap_;
   std::optional<Rate> delay_cap_;  // the coupled default cap (set_delay_cap)
   /// Puts `want` on the socket (SO_MAX_PACING_RATE) unless it is there already.
   void apply_cap_locked(std::optional<Rate> want);
-  std::unique_ptr<transport::TcpPacingCap> pacing_;
   std::optional<Rate> on_socket_;
   bool on_socket_set_ = false;
   struct PacingState {

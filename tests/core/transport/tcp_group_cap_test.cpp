@@ -33,6 +33,7 @@ struct GroupRun {
   // A greedy competitor that keeps the queue near `other_queue_ms` between these times.
   double other_from_s = -1, other_to_s = -1, other_queue_ms = 300;
   double target_ms = 5;
+  bool yields = false;  // a scavenger's cap (--background)
   int trace_every = 5000;
   // Each ACK reaches the sender up to this much late (uniform, deterministic):
   // an emulator's or a busy host's scheduling, which at a few segments per
@@ -120,6 +121,7 @@ struct GroupRun {
   void run() {
     TcpGroupCapConfig cfg;
     cfg.target = Duration::seconds_f(target_ms / 1000);
+    cfg.yields = yields;
     TcpGroupCap group(cfg);
     const double C = link_mbit * 1e6 / 8, dt = 0.0001, R = base_rtt_ms / 1000;
     std::vector<LaneState> L(lanes);
@@ -394,6 +396,30 @@ TEST(TcpGroupCap, AQueueThatIsNotOursLiftsTheCapAndItComesBackWhenTheQueueGoes) 
   EXPECT_LE(r.competing_t.back(), 12 + 11);
   // ...and the queue is the group's small one again at the end.
   EXPECT_LE(r.queue_percentile(50, 26), 10);
+}
+
+TEST(TcpGroupCap, AScavengerYieldsToAQueueThatIsNotOursAndTakesTheLinkBackAfter) {
+  // --background: the same competitor as above; the group drains to its
+  // floor and stays there (never lifts its cap), then refills the link.
+  GroupRun r;
+  r.lanes = 2;
+  r.link_mbit = 10;
+  r.other_from_s = 5;
+  r.other_to_s = 12;
+  r.end_s = 20;
+  r.yields = true;
+  r.target_ms = 3;
+  r.trace_every = 2500;
+  r.run();
+  const double during = r.delivered_between(6, 12), after = r.delivered_between(14, 20);
+  const double back = r.delivered_between(13, 14);  // its queue drained by 12.4 s
+  std::printf("scavenger: %.2f Mbit/s while the other flow holds the queue, %.2f in 13-14 s, %.2f after\n", during,
+              back, after);
+  EXPECT_GE(back, 0.85 * r.link_mbit) << "the link taken back within 2 s";
+  EXPECT_FALSE(r.ever_competing);
+  EXPECT_LE(during, 0.1 * r.link_mbit);
+  EXPECT_GE(after, 0.85 * r.link_mbit);
+  EXPECT_LE(r.queue_percentile(50, 14), 5);
 }
 
 TEST(TcpGroupCap, AShortLanPathIsFilledToo) {

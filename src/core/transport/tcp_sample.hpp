@@ -1,0 +1,49 @@
+// What braid reads from a TCP lane's kernel state (struct tcp_info) to cap
+// its pacing rate (tcp_group_cap.hpp), and how it turns the kernel's
+// smoothed RTT into a delay sample.
+//
+// At a few segments per RTT the kernel's srtt is a poor delay signal: it
+// moves 1/8 per ACK, and the receiver holds the ACK of a lone segment until
+// the next one arrives. So a delay sample is the srtt de-smoothed by the
+// number of ACKs since the last look (latest_rtt_sample), less the ACK wait
+// the cap allows for (≤ kDelayedAckMax).
+#pragma once
+
+#include <cstdint>
+
+#include "core/units.hpp"
+
+namespace braid::transport {
+
+/// One look at a TCP socket's kernel state (struct tcp_info).
+struct TcpSample {
+  Time now;
+  Duration srtt;             // tcpi_rtt: the kernel's smoothed RTT
+  uint64_t bytes_acked = 0;  // tcpi_bytes_acked: cumulative
+  uint64_t retransmits = 0;  // tcpi_total_retrans: cumulative segments
+  // tcpi_segs_in: segments received, cumulative, wrapping at 2^32 — on a
+  // sending lane nearly all are ACKs, each one srtt update. 0: not known
+  // (latest_rtt_sample then assumes one ACK per segment acked).
+  uint32_t segs_in = 0;
+  Bytes mss{1448};           // tcpi_snd_mss
+};
+
+/// The smallest RTT a sample may show (loopback is faster than a tick).
+inline constexpr Duration kMinTcpRtt = Duration::micros(100);
+/// The longest a receiver holds the ACK of a lone segment: Linux's delayed-
+/// ACK timer (40 ms at first, TCP_DELACK_MIN) fires on the kernel tick after
+/// it, 40-44 ms at HZ=250 (Debian's and netlab's kernels). A sender paced
+/// down to a few segments per RTT sends them one by one (bbr below
+/// 1.2 Mbit/s), so each RTT sample carries up to one inter-segment gap of
+/// ACK delay: at 2 MSS per RTT the srtt doubles and reads as a queue of one
+/// base RTT (netlab: 20 ms of phantom queue that held a scavenger at its
+/// floor long after its competitor had left). With 40 the samples at the
+/// floor still read 0-4 ms of queue.
+inline constexpr Duration kDelayedAckMax = Duration::millis(44);
+
+/// The RTT sample behind the kernel's smoothed srtt at `cur`: the srtt
+/// de-smoothed by the ACKs since `prev` (RFC 6298 moves it 1/8 per ACK).
+/// `cur`'s srtt when nothing new was acked.
+Duration latest_rtt_sample(const TcpSample& prev, const TcpSample& cur, Bytes mss);
+
+}  // namespace braid::transport
