@@ -10,6 +10,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
+#include <mutex>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -23,6 +25,7 @@
 #include "engine/transfer/exit_codes.hpp"
 #include "engine/transfer/receiver.hpp"
 #include "engine/transfer/sender_session.hpp"
+#include "engine/transfer/source_reader.hpp"
 #include "test_dirs.hpp"
 
 namespace braid::transfer {
@@ -942,6 +945,83 @@ TEST_F(SessionFixture, AnInterruptedStreamedTransferAnsweredPartByPartResumes) {
   EXPECT_TRUE(same_tree(src, dst / "tree"));
   for (const auto& e : fs::directory_iterator(dst))
     EXPECT_FALSE(e.path().filename().string().starts_with(".braid-resume-")) << e.path();
+}
+
+// The lanes' first read of the source is held (a slow disk) until the test
+// lets it go; every read notes whether the send call had returned by then.
+class HeldRead : public ReadFaults {
+ public:
+  void before_read(uint64_t, uint64_t) override {
+    std::unique_lock lock(mu_);
+    reads_after_return_ += returned_;
+    if (held_) return;  // only the first is held
+    held_ = true;
+    cv_.notify_all();
+    cv_.wait_for(lock, std::chrono::seconds(10), [&] { return released_ || returned_; });
+    reads_after_return_ += returned_;  // it goes on into the tree
+  }
+  bool wait_held() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return held_; });
+  }
+  void release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  void send_returned() {
+    std::lock_guard lock(mu_);
+    returned_ = true;
+    cv_.notify_all();
+  }
+  bool returned() {
+    std::lock_guard lock(mu_);
+    return returned_;
+  }
+  int reads_after_return() {
+    std::lock_guard lock(mu_);
+    return reads_after_return_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool held_ = false, released_ = false, returned_ = false;
+  int reads_after_return_ = 0;
+};
+
+// A transfer interrupted while a lane is inside a read of the source: send()
+// returns only once that read is over, and no lane reads the tree after it
+// (the caller frees it at once). Before SourceReader::retire, send() came
+// back with the read still going, into a tree about to be freed (a segfault
+// in a full-suite run).
+TEST_F(SessionFixture, NoLaneReadsTheSourceAfterSendReturns) {
+  testing::write_random_file(tmp / "src/a.bin", 4 << 20, 9);
+  RunningReceiver r(dst, recv_cfg, "held-read");
+  auto s = connect_ok(r.address(), send_cfg, "held-read", log);
+  ASSERT_TRUE(s);
+  auto held = std::make_shared<HeldRead>();
+  TransferOptions opts;
+  opts.chunk_size = 256 << 10;
+  opts.read_faults = held;
+  TransferOutcome out;
+  std::thread sender([&] {
+    auto tree = std::make_unique<files::SourceTree>(scan({tmp / "src/a.bin"}));
+    out = s->send(*tree, opts);
+    held->send_returned();
+    tree.reset();  // as any caller may, the moment send() returns
+  });
+  EXPECT_TRUE(held->wait_held());
+  s->interrupt("stopped by the test");
+  // The transfer has ended; send() must still wait for the read in flight.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(held->returned()) << "send() returned while a lane was inside a read of its tree";
+  held->release();
+  sender.join();
+  EXPECT_NE(out.exit_code, 0);
+  EXPECT_NE(out.message.find("stopped by the test"), std::string::npos) << out.message;
+  EXPECT_EQ(held->reads_after_return(), 0);
+  s->close();
 }
 
 }  // namespace

@@ -641,7 +641,11 @@ void SenderSession::on_transport_rate(LaneNo lane, Rate rate) {
 }
 
 void SenderSession::on_read_failed(LaneNo, const std::string& reason) {
+  // A stale piece of a transfer that ended (its reader retired, run_transfer)
+  // says nothing about the one running now, if any.
+  if (reason == SourceReader::kRetired) return;
   std::lock_guard lock(mu_);
+  if (!machine_) return;
   machine_->handle_read_failed(reason, now());
   drain_locked();
 }
@@ -753,7 +757,7 @@ std::optional<TransferOutcome> SenderSession::begin_transfer_locked(const files:
   t.compress = compress;
   // Streamed: it grows with the walk (send_walking), and pieces of what was
   // walked may be read before the walk ends.
-  t.files = std::make_shared<SourceReader>(t.id, tree, opts.hash, compress);
+  t.files = std::make_shared<SourceReader>(t.id, tree, opts.hash, compress, opts.read_faults);
   t.source = t.files;
   t.start = now();
   // What each lane carried before this transfer (a lane that opens later starts from zero).
@@ -765,6 +769,18 @@ std::optional<TransferOutcome> SenderSession::begin_transfer_locked(const files:
 
 TransferOutcome SenderSession::run_transfer(const files::SourceTree& tree, const TransferOptions& opts,
                                             const std::function<void()>& walk) {
+  // The lanes may be inside a read of `tree` when the transfer ends (a
+  // refusal, a cancel, a failure, or the end itself): on every way out, the
+  // reader is retired (new reads fail, the ones in flight are waited for)
+  // before the caller may free the tree. Declared before the lock, it runs
+  // once mu_ is let go: a lane finishing its read may want mu_ next.
+  std::shared_ptr<SourceReader> reader;
+  struct Retire {
+    std::shared_ptr<SourceReader>& r;
+    ~Retire() {
+      if (r) r->retire();
+    }
+  } retire_reader{reader};
   std::unique_lock lock(mu_);
   // Offered in TLS's last flight already (ConnectOptions::first_tree, a
   // tree walked before connecting): run it.
@@ -772,6 +788,7 @@ TransferOutcome SenderSession::run_transfer(const files::SourceTree& tree, const
   if (!early)
     if (auto failed = begin_transfer_locked(tree, opts, static_cast<bool>(walk))) return std::move(*failed);
   Active& t = *active_;
+  reader = t.files;
   if (opts.display && opts.display->mode() != LiveDisplay::Mode::off) t.display = opts.display;
   drain_locked();
   std::thread walker;

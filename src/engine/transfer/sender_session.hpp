@@ -136,6 +136,7 @@ class WalkFaults {
   /// entries joined before it; `last`: it ends the walk.
   virtual void before_batch(size_t walked, bool last) = 0;
 };
+class ReadFaults;  // source_reader.hpp: what the source's disk does to the lanes' reads
 
 struct TransferOptions {
   std::string policy = "braid";
@@ -159,6 +160,9 @@ struct TransferOptions {
   /// In-process tests only (never set by the command line): what the
   /// source's disk does to a streamed walk.
   std::shared_ptr<WalkFaults> walk_faults;
+  /// In-process tests only (never set by the command line): what the
+  /// source's disk does to the lanes' reads (a read held while the transfer ends).
+  std::shared_ptr<ReadFaults> read_faults;
 };
 
 /// One path as `braid probe` measures it: the lanes that leave through one
@@ -204,6 +208,9 @@ class SenderSession : private DataLaneEvents {
   ~SenderSession() override;
 
   /// Sends every entry of `tree` as one transfer; blocks until it ends.
+  /// Neither this nor send_walking() returns, whatever the outcome, while a
+  /// lane is inside a read of `tree`, and no lane reads it afterwards
+  /// (SourceReader::retire): the caller may free it at once.
   TransferOutcome send(const files::SourceTree& tree, const TransferOptions& opts);
   /// Walks `paths` on a thread of its own while the transfer runs: each
   /// part of the offer goes as soon as the walk has filled it, not after the

@@ -7,14 +7,26 @@
 // under an exclusive lock; a read holds the shared lock to find and open
 // each file (and to check one it read to its end), never across a pread,
 // so the walk is not held up by the lanes.
+//
+// Its life ends with the transfer's send call, not with its last owner: the
+// lanes hold it (shared_ptr) in work they may still be carrying out after
+// send()/send_walking() returned, but the tree it reads is the caller's, free
+// to go then. retire() closes that gap — new reads fail cleanly, the ones in
+// flight are waited for, the fds are closed — and the session calls it on
+// every way out of a transfer (run_transfer). Owning the tree instead would
+// keep the caller's whole walk (and 512 fds) alive for as long as a lane
+// holds a stale piece, and a streamed walk's tree is the caller's by contract.
 #pragma once
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <string_view>
 #include <shared_mutex>
 #include <vector>
 
@@ -25,12 +37,24 @@
 
 namespace braid::transfer {
 
+/// What the source's disk does to the lanes' reads, in process (tests only;
+/// never set by the command line): a read that takes long.
+class ReadFaults {
+ public:
+  virtual ~ReadFaults() = default;
+  /// On a lane's thread, inside a read of `n` bytes at transfer offset
+  /// `offset` (counted in flight: retire() waits for it), before any file is touched.
+  virtual void before_read(uint64_t offset, uint64_t n) = 0;
+};
+
 class SourceReader final : public PieceSource {
  public:
-  /// `tree` outlives the reader; while it grows, only through grow().
+  /// While it grows, only through grow().
+  /// `tree` outlives the reader's reads: until retire() has returned.
   SourceReader(uint32_t id, const files::SourceTree& tree, wire::HashAlgo hash,
-               compress::Mode compress = compress::Mode::off)
+               compress::Mode compress = compress::Mode::off, std::shared_ptr<ReadFaults> faults = nullptr)
       : id_(id),
+        faults_(std::move(faults)),
         compress_(compress),
         tree_(tree),
         hash_(hash),
@@ -52,7 +76,49 @@ class SourceReader final : public PieceSource {
     files::append_batch(tree, std::move(batch));
     for (; laid_out_ < tree_.entries.size(); ++laid_out_) layout_.append(tree_.entries[laid_out_], laid_out_);
   }
+  /// What a read after retire() fails with: the session knows it for a
+  /// stale piece of a transfer that ended, not a fault of the one running.
+  static constexpr std::string_view kRetired = "the transfer has ended: its files are no longer read";
+
+  /// The transfer's send call is returning: reads from now on fail with
+  /// kRetired; waits for the reads in flight (each at most one piece's
+  /// preads), then closes the fds. Afterwards the tree is never touched
+  /// again. Idempotent; never called from a lane's thread (it would wait
+  /// for itself).
+  void retire() {
+    std::unique_lock lock(life_mu_);
+    retired_ = true;
+    life_cv_.wait(lock, [&] { return reading_ == 0; });
+    lock.unlock();
+    fds_.clear();  // an fd a stale piece still held went with its read
+  }
+  bool retired() const {
+    std::lock_guard lock(life_mu_);
+    return retired_;
+  }
+
   bool read(uint64_t off, uint64_t n, uint8_t* dst, std::string& error) override {
+    {
+      std::lock_guard lock(life_mu_);
+      if (retired_) {
+        error = kRetired;
+        return false;
+      }
+      ++reading_;
+    }
+    struct InFlight {
+      SourceReader& r;
+      ~InFlight() {
+        std::lock_guard lock(r.life_mu_);
+        if (--r.reading_ == 0) r.life_cv_.notify_all();
+      }
+    } in_flight{*this};
+    if (faults_) faults_->before_read(off, n);
+    return read_in_flight(off, n, dst, error);
+  }
+
+ private:
+  bool read_in_flight(uint64_t off, uint64_t n, uint8_t* dst, std::string& error) {
     // File by file, one fd at a time (a piece of tiny files spans thousands):
     // the lock is let go across each pread and taken again after it; the
     // layout only grows at its end meanwhile, so the walk through it goes on.
@@ -94,10 +160,14 @@ class SourceReader final : public PieceSource {
     return ok;
   }
 
- private:
   uint32_t id_;
+  std::shared_ptr<ReadFaults> faults_;
   compress::Mode compress_;
-  const files::SourceTree& tree_;  // outlives the transfer (the caller's)
+  const files::SourceTree& tree_;  // the caller's: read only until retire() returns
+  mutable std::mutex life_mu_;
+  std::condition_variable life_cv_;
+  bool retired_ = false;  // under life_mu_
+  size_t reading_ = 0;    // reads in flight, under life_mu_
   wire::HashAlgo hash_;
   std::shared_mutex grow_mu_;  // grow(): exclusive; a read's lookups: shared
   files::FileLayout layout_;
