@@ -506,13 +506,15 @@ class Bench:
                                                       "abandoned", "open_at_end", "close_reason")}
                              for l in rep.get("lanes", [])]}
             out.update(smp.result(self.names))
+            if self.args.keep_logs:
+                out["logs"] = self.keep_logs(workdir, "logs")
             return out
         finally:
             self.lab.stop(recv)
             rlog.close()
 
-    def keep_logs(self, workdir):
-        keep = os.path.join(self.args.out, "failed", f"{self.sc['name']}-{time.strftime('%Y%m%d-%H%M%S')}")
+    def keep_logs(self, workdir, under="failed"):
+        keep = os.path.join(self.args.out, under, f"{self.sc['name']}-{time.strftime('%Y%m%d-%H%M%S')}")
         os.makedirs(keep, exist_ok=True)
         for f in ("send.log", "recv.log", "recv.out", "send.json", "recv.json"):
             if os.path.exists(os.path.join(workdir, f)):
@@ -879,6 +881,9 @@ def main():
     ap.add_argument("--contrast", action="append", default=[], type=parse_contrast, metavar="NAME=ARGS",
                     help="also run braid over all links with these extra send arguments, in the same run "
                          "(e.g. 'cap-off=--latency-target 0'); repeatable")
+    ap.add_argument("--keep-logs", action="store_true",
+                    help="keep every braid run's logs (send.log with its per-lane samples, recv.log, the --json "
+                         "reports) in OUT/logs/SCENARIO-TIME, named in the run's figure as 'logs'")
     ap.add_argument("--out", default=os.path.join(REPO, "bench", "out"), help="output directory")
     ap.add_argument("--workdir", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
                     help="where payload and received files go (default /dev/shm: tmpfs)")
