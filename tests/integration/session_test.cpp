@@ -175,6 +175,9 @@ TEST_F(SessionFixture, TheAcceptLoopStopsWatchingConnectionsOnceHandedOn) {
   RunningReceiver r(dst, recv_cfg, "hand-on");
   auto s = connect_ok(r.address(), send_cfg, "hand-on", log, 3);
   ASSERT_TRUE(s);
+  // The lanes must be there (the offer does not wait for them: a 1 MiB
+  // file once went whole on lane 0 of a loaded host, and nothing was checked).
+  s->wait_for_lanes(std::chrono::milliseconds(3000));
   auto out = s->send(scan({tmp / "src/a.bin"}), TransferOptions{});
   EXPECT_EQ(out.exit_code, 0) << out.message;
   EXPECT_GE(out.report.lanes.size(), 2u);
