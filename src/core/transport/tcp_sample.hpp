@@ -25,6 +25,10 @@ struct TcpSample {
   // sending lane nearly all are ACKs, each one srtt update. 0: not known
   // (latest_rtt_sample then assumes one ACK per segment acked).
   uint32_t segs_in = 0;
+  // tcpi_delivered: segments delivered, cumulative, wrapping at 2^32 —
+  // SACKed ones included, which bytes_acked counts only when the hole
+  // before them is filled. 0: not known (bytes_acked / mss stands in).
+  uint32_t delivered = 0;
   Bytes mss{1448};           // tcpi_snd_mss
 };
 

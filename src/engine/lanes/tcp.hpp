@@ -72,6 +72,7 @@ struct TcpKernelInfo {
   uint64_t delivery_rate = 0;   // bytes/s: the latest delivery-rate sample
   uint32_t segs_in = 0;         // segments received, cumulative (wraps); 0 before Linux 4.2
   uint32_t segs_out = 0;        // segments sent, retransmissions included, cumulative (wraps)
+  uint32_t delivered = 0;       // segments delivered, SACKed ones included, cumulative (wraps); 0 before Linux 4.18
   uint32_t unacked = 0;         // segments in flight
   uint32_t notsent_bytes = 0;   // written by us, not yet sent by the kernel
   bool delivery_rate_app_limited = false;  // the latest sample was limited by what we gave, not the path

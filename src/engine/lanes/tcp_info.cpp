@@ -26,6 +26,7 @@ bool tcp_kernel_info(int fd, TcpKernelInfo& out) {
   out.delivery_rate = len > offsetof(struct tcp_info, tcpi_delivery_rate) ? info.tcpi_delivery_rate : 0;
   out.segs_in = len > offsetof(struct tcp_info, tcpi_segs_in) ? info.tcpi_segs_in : 0;
   out.segs_out = len > offsetof(struct tcp_info, tcpi_segs_out) ? info.tcpi_segs_out : 0;
+  out.delivered = len > offsetof(struct tcp_info, tcpi_delivered) ? info.tcpi_delivered : 0;
   out.unacked = info.tcpi_unacked;
   out.notsent_bytes = len > offsetof(struct tcp_info, tcpi_notsent_bytes) ? info.tcpi_notsent_bytes : 0;
   out.delivery_rate_app_limited =

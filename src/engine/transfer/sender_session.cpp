@@ -952,6 +952,7 @@ void SenderSession::cap_delay_groups_locked(Time n) {
     s.tcp.bytes_acked = k.bytes_acked;
     s.tcp.retransmits = k.total_retrans;
     s.tcp.segs_in = k.segs_in;
+    s.tcp.delivered = k.delivered;
     if (k.snd_mss) s.tcp.mss = Bytes(k.snd_mss);
     s.min_rtt = Duration::micros(k.min_rtt_us);
     s.pacing = Rate::bytes_per_sec(static_cast<double>(k.pacing_rate));
