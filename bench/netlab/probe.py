@@ -120,7 +120,7 @@ def main():
         print(f"probe bench: {why}", file=sys.stderr)
         return 1
     sc = netbench.load_scenario(args.scenario)
-    bargs = argparse.Namespace(runs=args.runs, size=args.size, transport="tcp", out=args.out)
+    bargs = argparse.Namespace(runs=args.runs, size=args.size, transport="tcp", out=args.out, keep_logs=False)
     b = netbench.Bench(sc, tools, True, "", bargs)
     os.makedirs(args.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="braid-probe-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)

@@ -49,7 +49,8 @@ def main():
     if not braid_ok:
         print(f"bench/netlab/short: braid cannot run: {why}", file=sys.stderr)
         return 1
-    bargs = argparse.Namespace(runs=args.runs, size=None, transport="tcp", out=args.out, workdir=args.workdir, cc=None)
+    bargs = argparse.Namespace(runs=args.runs, size=None, transport="tcp", out=args.out, workdir=args.workdir, cc=None,
+                               keep_logs=False)
     b = nb.Bench(sc, tools, braid_ok, why, bargs)
     rtt = 2 * max(l["delay_s"] for l in sc["links"])
     payload_rate = sum(l["rate_bps"] * nb.Bench.payload_factor(l) for l in sc["links"]) / 8
