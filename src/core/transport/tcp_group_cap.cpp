@@ -224,46 +224,7 @@ void TcpGroupCap::update_lane(Lane& l, const TcpLaneSample& s, Time now) {
   l.last = t;
 }
 
-std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector<TcpLaneSample>& samples) {
-  std::vector<TcpLaneDecision> caps(samples.size());
-  if (last_ != Time::never() && now <= last_) {
-    for (size_t i = 0; i < samples.size(); ++i)
-      if (auto it = lanes_.find(samples[i].lane); it != lanes_.end()) caps[i].cap = it->second.cap;
-    return caps;
-  }
-  last_ = now;
-
-  // Lanes: new ones start, gone ones are forgotten.
-  std::map<uint64_t, Lane> kept;
-  bool app_limited = !samples.empty();
-  for (const auto& s : samples) app_limited = app_limited && s.app_limited;
-  Duration srtt = Duration::infinite();
-  Bytes mss{1448};
-  for (const auto& s : samples) {
-    auto it = lanes_.find(s.lane);
-    Lane l = it != lanes_.end() ? std::move(it->second) : Lane{};
-    update_lane(l, s, now);
-    if (s.tcp.srtt.ns() > 0) srtt = std::min(srtt, s.tcp.srtt);
-    // The loop runs at the path's RTT as the latest samples show it: the
-    // kernel's srtt moves 1/8 per ACK, and at a scavenger's floor (a few
-    // ACKs per RTT) it still held a departed competitor's 300 ms queue for
-    // 1.5 s, every step of the regrowth that long.
-    if (l.latest.ns() > 0) srtt = std::min(srtt, l.latest);
-    if (s.tcp.mss.count() > 0) mss = s.tcp.mss;
-    kept.emplace(s.lane, std::move(l));
-  }
-  lanes_ = std::move(kept);
-  if (srtt != Duration::infinite()) srtt_ = std::max(srtt, kMinTcpRtt);
-  const bool new_acks = acked_total_ > acked_at_last_look_;
-  // Silent: no lane of the group acked for the hold (silence_hold). Nothing new to steer
-  // by — an outage, a lane being replaced — so the rate holds.
-  const Duration gaps = ack_gaps(mss);
-  const bool silent = !new_acks && last_acked_ != Time::never() &&
-                      now - last_acked_ > std::max(std::max(srtt_, kMinLoopRtt), gaps);
-  advance_clock(now, new_acks, std::max(std::max(kFreshMin, std::max(srtt_, kMinLoopRtt) * kSilenceHoldRtts), gaps));
-  acked_at_last_look_ = acked_total_;
-  update_rates(clock_, acked_total_);
-
+void TcpGroupCap::measure_queue(Time now) {
   // The group's queue: the mean current delay of the lanes acked lately,
   // weighted by their rates, less the smallest base (the least of them
   // read several ms low with six lanes, each sample noisy with ACK timing). One queue, so the same excess on every lane:
@@ -293,34 +254,74 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
     queue_ = std::max(*current - *base, Duration::zero());
     have_queue_ = true;
   }
+}
 
-  const Duration rtt = std::max(srtt_, kMinLoopRtt);
-  const Duration dt = last_look_ == Time::never() ? Duration::zero() : now - last_look_;
+TcpGroupCap::Look TcpGroupCap::read_lanes(Time now, const std::vector<TcpLaneSample>& samples) {
+  // Lanes: new ones start, gone ones are forgotten.
+  std::map<uint64_t, Lane> kept;
+  Look look;
+  look.now = now;
+  look.app_limited = !samples.empty();
+  for (const auto& s : samples) look.app_limited = look.app_limited && s.app_limited;
+  Duration srtt = Duration::infinite();
+  Bytes mss{1448};
+  for (const auto& s : samples) {
+    auto it = lanes_.find(s.lane);
+    Lane l = it != lanes_.end() ? std::move(it->second) : Lane{};
+    update_lane(l, s, now);
+    if (s.tcp.srtt.ns() > 0) srtt = std::min(srtt, s.tcp.srtt);
+    // The loop runs at the path's RTT as the latest samples show it: the
+    // kernel's srtt moves 1/8 per ACK, and at a scavenger's floor (a few
+    // ACKs per RTT) it still held a departed competitor's 300 ms queue for
+    // 1.5 s, every step of the regrowth that long.
+    if (l.latest.ns() > 0) srtt = std::min(srtt, l.latest);
+    if (s.tcp.mss.count() > 0) mss = s.tcp.mss;
+    kept.emplace(s.lane, std::move(l));
+  }
+  lanes_ = std::move(kept);
+  if (srtt != Duration::infinite()) srtt_ = std::max(srtt, kMinTcpRtt);
+  const bool new_acks = acked_total_ > acked_at_last_look_;
+  // Silent: no lane of the group acked for the hold (silence_hold). Nothing new to steer
+  // by — an outage, a lane being replaced — so the rate holds.
+  const Duration gaps = ack_gaps(mss);
+  look.silent = !new_acks && last_acked_ != Time::never() &&
+                now - last_acked_ > std::max(std::max(srtt_, kMinLoopRtt), gaps);
+  advance_clock(now, new_acks, std::max(std::max(kFreshMin, std::max(srtt_, kMinLoopRtt) * kSilenceHoldRtts), gaps));
+  acked_at_last_look_ = acked_total_;
+  update_rates(clock_, acked_total_);
+
+  measure_queue(now);
+
+  look.rtt = std::max(srtt_, kMinLoopRtt);
+  look.dt = last_look_ == Time::never() ? Duration::zero() : now - last_look_;
   last_look_ = now;
   // The group's floor is RFC 6817's two segments per RTT — for the group,
   // not per lane: six lanes on a 2 Mbit/s uplink at two segments per RTT
   // each add up to the link, and the cap could not drain its own queue.
   // A lane below its share of the floor idles (a segment every few RTTs).
-  const Rate floor = Rate::over(Bytes(ledbat::kMinPackets * mss.count()), rtt);
-  const Rate recent = acked_since(clock_, clock_ - rtt * kRateRtts);
-  const Duration target = cfg_.target;
+  look.floor = Rate::over(Bytes(ledbat::kMinPackets * mss.count()), look.rtt);
+  look.recent = acked_since(clock_, clock_ - look.rtt * kRateRtts);
   // The target the rate is steered by, widened while the evidence is thin
   // (kTrustedSegments): by the gap between segments, rtt / segments, less
   // what it is at the trusted count. The start and the foreign-queue test
   // keep the plain target: they look at queues well above it.
-  const double segments = std::max(1.0, recent.bytes_per_second() * rtt.to_seconds() / mss.count());
-  const Duration steer_target = target + rtt * std::max(0.0, 1.0 / segments - 1.0 / kTrustedSegments);
+  const double segments = std::max(1.0, look.recent.bytes_per_second() * look.rtt.to_seconds() / mss.count());
+  look.steer_target = cfg_.target + look.rtt * std::max(0.0, 1.0 / segments - 1.0 / kTrustedSegments);
+  return look;
+}
 
+void TcpGroupCap::update_room(const Look& look) {
+  const Duration target = cfg_.target;
   // The path's rate as last seen full (kPeakMemory): the bottleneck's
   // estimate follows what the kernels deliver, so it cannot say that the
   // path has room when they hold back (their own estimates being a share,
   // or a scavenger's floor after a competitor left). A standing queue says
   // the path is full at what is acked now — for a foreground group; a
   // scavenger's queue is mostly another flow's, and its peak only ages.
-  if (bottleneck_ >= peak_ || now - peak_at_ > kPeakMemory ||
-      (!cfg_.yields && !silent && queue_ > target && !bottleneck_.is_zero())) {
+  if (bottleneck_ >= peak_ || look.now - peak_at_ > kPeakMemory ||
+      (!cfg_.yields && !look.silent && queue_ > target && !bottleneck_.is_zero())) {
     peak_ = bottleneck_;
-    peak_at_ = now;
+    peak_at_ = look.now;
   }
   // Room the lanes leave unused (kRoomUnused): since when. The queue is
   // judged against the target widened for thin evidence (a foreground
@@ -332,38 +333,41 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
   // (tens of ms at a segment per round) let a cubic competitor's dips after
   // its losses read as room, and its lanes restarted while it was there.
   const bool seen = room_since_ != Time::never();
-  const Duration room_target = cfg_.yields ? target : steer_target;
-  const bool room = capped_ && !silent && !app_limited && !peak_.is_zero() &&
-                    queue_ < room_target * (seen ? 2.0 : 1.0) && recent < peak_ * kRoomUnused;
+  const Duration room_target = cfg_.yields ? target : look.steer_target;
+  const bool room = capped_ && !look.silent && !look.app_limited && !peak_.is_zero() &&
+                    queue_ < room_target * (seen ? 2.0 : 1.0) && look.recent < peak_ * kRoomUnused;
   if (!room) room_since_ = Time::never();
-  else if (!seen) room_since_ = now;
+  else if (!seen) room_since_ = look.now;
   // RTTs of the empty path for a scavenger's quiet period: the srtt still
   // holds the departed competitor's queue.
-  const Duration quiet = cfg_.yields ? std::max(base_, kMinLoopRtt) * kScavengerQuietRtts : rtt;
-  const bool room_lasts = room && now - room_since_ >= quiet;
+  const Duration quiet = cfg_.yields ? std::max(base_, kMinLoopRtt) * kScavengerQuietRtts : look.rtt;
+  const bool room_lasts = room && look.now - room_since_ >= quiet;
   // Refilling: from room that lasted until the group fills it (0.8 of the
   // peak) or a queue of twice the (widened) target builds — a state, as a
   // slow start is: judged look by look, one look's ACK timing at a
   // scavenger's floor (5 ms against 3) ended it, and the link came back at
   // the probing gain (t90 2.6 s on netlab's 100 Mbit/s).
   if (room_lasts) refilling_ = true;
-  if (refilling_ && (!capped_ || silent || app_limited || recent >= peak_ * kRoomUnused ||
-                     queue_ >= steer_target * 2.0))
+  if (refilling_ && (!capped_ || look.silent || look.app_limited || look.recent >= peak_ * kRoomUnused ||
+                     queue_ >= look.steer_target * 2.0))
     refilling_ = false;
+}
 
+bool TcpGroupCap::steer(const Look& look) {
+  const Duration target = cfg_.target;
   if (competing_) {
-    if (now < retry_at_) return std::vector<TcpLaneDecision>(samples.size());
+    if (look.now < retry_at_) return false;
     // Try again: if the other flow has gone, the queue drains under the cap.
     competing_ = false;
     capped_ = true;
-    rate_ = std::max(recent, floor);
+    rate_ = std::max(look.recent, look.floor);
     above_since_ = Time::never();
   } else if (!capped_) {
     if (!have_queue_ || queue_ < target * ledbat::kSlowStartExit)
-      return std::vector<TcpLaneDecision>(samples.size());
+      return false;
     capped_ = true;
-    rate_ = std::max(recent, floor);
-  } else if (app_limited || silent) {
+    rate_ = std::max(look.recent, look.floor);
+  } else if (look.app_limited || look.silent) {
     // Nothing waits in any lane's socket (or nothing is acked at all):
     // what was acked says what the source gave (or that the path is dark
     // for now), not what the path takes. Keep the rate (a lane the
@@ -375,24 +379,28 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
     // per RTT of excess as the drain, or at a few segments per RTT, where
     // the delay samples carry milliseconds of ACK timing, the group crept
     // up by 1-2 % per look and held a 4 Mbit/s link at half.
+    const Duration steer_target = look.steer_target;
     const double factor =
-        queue_ > steer_target ? std::max(kMaxDrain, 1.0 - kGain * (queue_ - steer_target).to_seconds() / rtt.to_seconds())
-                        : std::min(kMaxProbe, 1.0 + (kMaxProbe - 1.0) * (steer_target - queue_).to_seconds() /
-                                                        steer_target.to_seconds());
+        queue_ > steer_target
+            ? std::max(kMaxDrain, 1.0 - kGain * (queue_ - steer_target).to_seconds() / look.rtt.to_seconds())
+            : std::min(kMaxProbe,
+                       1.0 + (kMaxProbe - 1.0) * (steer_target - queue_).to_seconds() / steer_target.to_seconds());
+    // Of the RTTs since the last look, at most kMaxRttsPerLook count.
+    const double rtts = std::min(look.dt.to_seconds() / look.rtt.to_seconds(), kMaxRttsPerLook);
     // With a queue standing the link is busy, and the acked rate over
     // several RTTs is its rate without the max filter's bias (bursts of
     // compressed ACKs read 5 % high, which held the queue that many RTTs
     // of k above the target); without one, the filter's larger rate lets
     // the group find a link that got faster.
     Rate b = bottleneck_;
-    if (queue_ >= steer_target * kBusyQueue) b = std::min(b, acked_since(clock_, clock_ - rtt * kBusyRateRtts));
+    if (queue_ >= steer_target * kBusyQueue) b = std::min(b, acked_since(clock_, clock_ - look.rtt * kBusyRateRtts));
     Rate next = b * factor;
     // A scavenger drains from its own rate, compounding per RTT as LEDBAT++
     // does: from the acked rate over 8 RTTs (an RTT of a competitor's queue
     // each) it gave a joining cubic flow only 0.84 of its solo rate in its
     // second second (0.97 before the group cap).
-    if (cfg_.yields && queue_ > steer_target && dt > Duration::zero())
-      next = std::min(next, rate_ * std::pow(factor, std::min(dt.to_seconds() / rtt.to_seconds(), kMaxRttsPerLook)));
+    if (cfg_.yields && queue_ > steer_target && look.dt > Duration::zero())
+      next = std::min(next, rate_ * std::pow(factor, rtts));
     // Below the target R also grows from itself, by the same factor per
     // RTT, up to 1.5 × B: a kernel controller paced by the cap measures the
     // cap as the path's rate and paces a little under it, so a cap that
@@ -401,47 +409,54 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
     // what is acked lets the kernel's own probing find the link.
     // With room left unused it doubles per RTT up to the peak, as the
     // restarted kernels' start-up does (kRoomGrowthPerRtt).
-    if (queue_ < steer_target && dt > Duration::zero()) {
+    if (queue_ < steer_target && look.dt > Duration::zero()) {
       const double per_rtt = refilling_ ? kRoomGrowthPerRtt : factor;
       const double ceiling = b.bytes_per_second() * kMaxRoom;
-      const double grown = rate_.bytes_per_second() *
-                           std::pow(per_rtt, std::min(dt.to_seconds() / rtt.to_seconds(), kMaxRttsPerLook));
+      const double grown = rate_.bytes_per_second() * std::pow(per_rtt, rtts);
       next = std::max(next, Rate::bytes_per_sec(std::min(
                                 grown, refilling_ ? std::max(ceiling, peak_.bytes_per_second()) : ceiling)));
     }
-    rate_ = std::max(next, floor);
+    rate_ = std::max(next, look.floor);
   }
+  return true;
+}
 
+bool TcpGroupCap::lift_for_foreign_queue(const Look& look) {
+  const Duration target = cfg_.target;
   // A queue that stays although the group drains it belongs to someone else.
   // Not judged in a silence: the queue read last stands unread, and four
   // dark seconds of it once lifted the cap as if another flow held it.
-  if (silent || cfg_.yields) {
+  if (look.silent || cfg_.yields) {
     above_since_ = Time::never();  // a scavenger yields: the drain holds it at its floor
   } else if (queue_ > target * kForeignQueueTargets) {
     if (above_since_ == Time::never()) {
-      above_since_ = now;
+      above_since_ = look.now;
       queue_then_ = queue_;
     }
     // RTTs of the empty path: the srtt holds the very queue being judged.
     const Duration wait = std::max(kForeignQueueTime, base_ * kForeignQueueRtts);
-    if (now - above_since_ >= wait && queue_ < queue_then_ * kOwnQueueShrinks) {
+    if (look.now - above_since_ >= wait && queue_ < queue_then_ * kOwnQueueShrinks) {
       // Shrinking: ours. Judge the next stretch from here.
-      above_since_ = now;
+      above_since_ = look.now;
       queue_then_ = queue_;
-    } else if (now - above_since_ >= wait) {
+    } else if (look.now - above_since_ >= wait) {
       competing_ = true;
       capped_ = false;
-      retry_at_ = now + retry_after_;
+      retry_at_ = look.now + retry_after_;
       retry_after_ = std::min(retry_after_ * 2.0, kLastRetry);
       above_since_ = Time::never();
       for (auto& [id, l] : lanes_) l.cap.reset();
-      return std::vector<TcpLaneDecision>(samples.size());
+      return true;
     }
   } else {
     above_since_ = Time::never();
     if (queue_ <= target) retry_after_ = kFirstRetry;
   }
+  return false;
+}
 
+void TcpGroupCap::share(const Look& look, const std::vector<TcpLaneSample>& samples,
+                        std::vector<TcpLaneDecision>& caps) {
   // Share R: mostly by what each lane delivers, a quarter evenly — all of
   // it evenly while room is left unused: what each delivered then says what
   // its kernel's estimate held, not what the lane could do, and a lane
@@ -450,7 +465,7 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
   double total = 0;
   for (const auto& [id, l] : lanes_) total += l.share_rate.bytes_per_second();
   const double n = static_cast<double>(std::max<size_t>(lanes_.size(), 1));
-  const Rate lane_floor = floor * (1.0 / n);
+  const Rate lane_floor = look.floor * (1.0 / n);
   // The even part goes to the lanes with data waiting: at a transfer's end
   // the scheduler leaves some lanes dry, and their even shares were wasted
   // — the rest of the group was held at what it acked, and R at 1.5 times
@@ -469,23 +484,41 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
     const TcpLaneSample& s = samples[i];
     const bool behind = !s.app_limited && ((!s.pacing.is_zero() && s.pacing < *l.cap * kLaggingPace) ||
                                            l.share_rate < *l.cap * kLaggingPace);
-    if (refilling_ && behind && (l.restarted_at == Time::never() || now - l.restarted_at >= kRestartSpacing)) {
+    const bool may_restart = l.restarted_at == Time::never() || look.now - l.restarted_at >= kRestartSpacing;
+    if (refilling_ && behind && may_restart) {
       caps[i].restart = true;
-      l.restarted_at = now;
+      l.restarted_at = look.now;
       l.lagging_since = Time::never();
       continue;
     }
-    if (!silent && !s.app_limited && !s.pacing.is_zero() && s.pacing < *l.cap * kLaggingPace) {
-      if (l.lagging_since == Time::never()) l.lagging_since = now;
-      if (now - l.lagging_since >= std::max(kLaggingTime, base_ * kLaggingRtts)) {
+    if (!look.silent && !s.app_limited && !s.pacing.is_zero() && s.pacing < *l.cap * kLaggingPace) {
+      if (l.lagging_since == Time::never()) l.lagging_since = look.now;
+      if (look.now - l.lagging_since >= std::max(kLaggingTime, base_ * kLaggingRtts)) {
         caps[i].restart = true;
-        l.restarted_at = now;
+        l.restarted_at = look.now;
         l.lagging_since = Time::never();
       }
     } else {
       l.lagging_since = Time::never();
     }
   }
+}
+
+std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector<TcpLaneSample>& samples) {
+  std::vector<TcpLaneDecision> caps(samples.size());
+  if (last_ != Time::never() && now <= last_) {
+    for (size_t i = 0; i < samples.size(); ++i)
+      if (auto it = lanes_.find(samples[i].lane); it != lanes_.end()) caps[i].cap = it->second.cap;
+    return caps;
+  }
+  last_ = now;
+
+  const Look look = read_lanes(now, samples);
+  update_room(look);
+  // Uncapped this round (the kernels start, or another flow holds the
+  // queue): no decisions beyond the defaults.
+  if (!steer(look) || lift_for_foreign_queue(look)) return caps;
+  share(look, samples, caps);
   return caps;
 }
 

@@ -142,6 +142,30 @@ class TcpGroupCap {
     Time lagging_since = Time::never();  // paced well below its cap with data waiting, since
     Time restarted_at = Time::never();   // its kernel controller last started over
   };
+  /// What one round of samples says, for the steps of on_samples.
+  struct Look {
+    Time now;
+    Duration rtt;           // the loop's round: the path's RTT, at least kMinLoopRtt
+    Duration dt;            // since the last look (0 at the first)
+    Rate floor;             // the group's floor: two segments per rtt
+    Rate recent;            // the group's acked rate over the last kRateRtts rtts of the delivery clock
+    Duration steer_target;  // the target, widened while the evidence is thin (kTrustedSegments)
+    bool silent = false;    // no lane acked for the hold: nothing new to steer by
+    bool app_limited = false;  // no lane has data waiting in its socket
+  };
+  // The steps of a round, in order (tcp_group_cap.cpp says why each does what it does).
+  /// The lanes' samples in: lanes kept or forgotten, the delivery clock, the rates, the queue.
+  Look read_lanes(Time now, const std::vector<TcpLaneSample>& samples);
+  /// The group's queueing delay (queue_) and base (base_) from its lanes' delays.
+  void measure_queue(Time now);
+  /// The path's peak, and room the lanes leave unused: refilling or not.
+  void update_room(const Look& look);
+  /// R for this round; false while the group is uncapped (the kernels' start, another flow's queue).
+  bool steer(const Look& look);
+  /// True when a queue that is not the group's lifts the cap.
+  bool lift_for_foreign_queue(const Look& look);
+  /// R shared among the lanes, and which kernels restart.
+  void share(const Look& look, const std::vector<TcpLaneSample>& samples, std::vector<TcpLaneDecision>& caps);
   void update_lane(Lane& l, const TcpLaneSample& s, Time now);
   void update_rates(Time clock, uint64_t acked_now);
   /// The group's acked rate since `since`, both on the delivery clock.
