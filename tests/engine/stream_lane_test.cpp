@@ -60,7 +60,7 @@ class Recorder : public DataLaneEvents {
   void on_piece_written(LaneNo, uint32_t, core::PieceId) override {}
   void on_piece_delivered(LaneNo, uint32_t, core::PieceId) override {}
   void on_transport_rate(LaneNo, Rate) override {}
-  void on_read_failed(LaneNo, const std::string&) override {}
+  void on_read_failed(LaneNo, uint32_t, const std::string&) override {}
   void on_closed(LaneNo, const std::string& reason, bool) override {
     add("closed:" + reason);
     std::lock_guard lock(mu_);

@@ -57,7 +57,8 @@ class DataLaneEvents {
   virtual void on_piece_delivered(LaneNo lane, uint32_t transfer, core::PieceId piece) = 0;
   /// The lane's transport measured this delivery rate (file bytes).
   virtual void on_transport_rate(LaneNo lane, Rate rate) = 0;
-  virtual void on_read_failed(LaneNo lane, const std::string& reason) = 0;
+  /// A piece of `transfer` could not be read from its source.
+  virtual void on_read_failed(LaneNo lane, uint32_t transfer, const std::string& reason) = 0;
   /// The lane is gone; the last event. `heard_peer`: anything authentic
   /// ever came back on it.
   virtual void on_closed(LaneNo lane, const std::string& reason, bool heard_peer) = 0;

@@ -640,12 +640,11 @@ void SenderSession::on_transport_rate(LaneNo lane, Rate rate) {
   if (machine_) machine_->handle_transport_rate(lane, rate, now());
 }
 
-void SenderSession::on_read_failed(LaneNo, const std::string& reason) {
+void SenderSession::on_read_failed(LaneNo, uint32_t transfer, const std::string& reason) {
+  std::lock_guard lock(mu_);
   // A stale piece of a transfer that ended (its reader retired, run_transfer)
   // says nothing about the one running now, if any.
-  if (reason == SourceReader::kRetired) return;
-  std::lock_guard lock(mu_);
-  if (!machine_) return;
+  if (!machine_ || !active_ || active_->id != transfer) return;
   machine_->handle_read_failed(reason, now());
   drain_locked();
 }

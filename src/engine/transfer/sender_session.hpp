@@ -300,7 +300,7 @@ class SenderSession : private DataLaneEvents {
   void on_piece_written(LaneNo lane, uint32_t transfer, core::PieceId piece) override;
   void on_piece_delivered(LaneNo lane, uint32_t transfer, core::PieceId piece) override;
   void on_transport_rate(LaneNo lane, Rate rate) override;
-  void on_read_failed(LaneNo lane, const std::string& reason) override;
+  void on_read_failed(LaneNo lane, uint32_t transfer, const std::string& reason) override;
   void on_closed(LaneNo lane, const std::string& reason, bool heard_peer) override;
 
   EventLog& log_;

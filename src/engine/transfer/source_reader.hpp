@@ -76,8 +76,8 @@ class SourceReader final : public PieceSource {
     files::append_batch(tree, std::move(batch));
     for (; laid_out_ < tree_.entries.size(); ++laid_out_) layout_.append(tree_.entries[laid_out_], laid_out_);
   }
-  /// What a read after retire() fails with: the session knows it for a
-  /// stale piece of a transfer that ended, not a fault of the one running.
+  /// What a read after retire() fails with (the session ignores a read
+  /// failure of a transfer that is not the one running, by its id).
   static constexpr std::string_view kRetired = "the transfer has ended: its files are no longer read";
 
   /// The transfer's send call is returning: reads from now on fail with

@@ -156,7 +156,7 @@ void StreamLane::writer_loop() {
     }
     if (end == PieceEnd::read_failed) {
       lock.unlock();
-      events_.on_read_failed(id(), error);
+      events_.on_read_failed(id(), w.source->transfer_id(), error);
       lock.lock();
     }
   }

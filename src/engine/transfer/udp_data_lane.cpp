@@ -63,7 +63,7 @@ void UdpDataLane::feeder_loop() {
     std::shared_ptr<uint8_t[]> buf(new uint8_t[std::max<uint64_t>(1, len)]);
     std::string error;
     if (!w.source->read(w.a.offset.count(), len, buf.get(), error)) {
-      events_.on_read_failed(id_, error);
+      events_.on_read_failed(id_, w.source->transfer_id(), error);
       continue;
     }
     files::PieceHasher hasher(w.source->hash());
