@@ -523,17 +523,24 @@ TEST(TcpGroupCap, LanesThatSendPairsAreNotReadLowByALoneSegmentsAckWait) {
   EXPECT_GE(untold.queue_percentile(50), told.queue_percentile(50) + 1.5) << "the model must show the error";
 }
 
+// netlab's outage4 link, which also showed bbr's PROBE_RTT: 100 Mbit/s, a
+// 20 ms RTT, a 40 ms buffer; two lanes unless told otherwise.
+GroupRun hundred_megabit_link(int lanes = 2) {
+  GroupRun r;
+  r.link_mbit = 100;
+  r.base_rtt_ms = 20;
+  r.queue_limit_ms = 40;
+  r.lanes = lanes;
+  return r;
+}
+
 TEST(TcpGroupCap, APathBackFromAnOutageIsFilledAsFastAsTheKernelsFillItAlone) {
-  // outage4's link: 100 Mbit/s, 20 ms RTT, dark for 4 s. The cap's rate
+  // Dark for 4 s. The cap's rate
   // estimate must outlive the dark time: aged by wall time it came back as
   // nothing, and the group climbed for a second (netlab: 3, 9, 28, 82 Mbit/s
   // in 250 ms steps where the kernels alone were at 67 in the first).
   auto outage = [](bool coupled) {
-    GroupRun r;
-    r.link_mbit = 100;
-    r.base_rtt_ms = 20;
-    r.queue_limit_ms = 40;
-    r.lanes = 2;
+    GroupRun r = hundred_megabit_link();
     r.end_s = 10;
     r.outage_from_s = 3;
     r.outage_to_s = 7;
@@ -558,11 +565,7 @@ TEST(TcpGroupCap, APathBackFromAnOutageIsFilledAsFastAsTheKernelsFillItAlone) {
 // pauses: each bbr knows only its share, and the one in PROBE_RTT forgets
 // the link. netlab, one 100 Mbit/s link: 24-58 Mbit/s for half a second.
 GroupRun room_run(int lanes, std::vector<double> probe_rtt_at) {
-  GroupRun r;
-  r.link_mbit = 100;
-  r.base_rtt_ms = 20;
-  r.queue_limit_ms = 40;
-  r.lanes = lanes;
+  GroupRun r = hundred_megabit_link(lanes);
   r.end_s = 8;
   r.probe_rtt_at_s = std::move(probe_rtt_at);
   r.trace_every = 500;
