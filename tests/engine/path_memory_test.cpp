@@ -68,5 +68,46 @@ TEST(PathMemory, SavedPrivatelyAndLoadedBack) {
   std::filesystem::remove_all(dir);
 }
 
+// The protocol each peer spoke, for an offer in TLS's last flight
+// (SenderSession::connect): kept with no age limit, written again only
+// when it changed or once a day, and a damaged entry is no knowledge.
+TEST(PathMemory, APeersProtocolIsRememberedAndSavedOnlyWhenItIsNews) {
+  PathMemory m;
+  EXPECT_FALSE(m.protocol("p").has_value());
+  EXPECT_TRUE(m.remember_protocol("p", {8, true}, 1000));
+  EXPECT_FALSE(m.remember_protocol("p", {8, true}, 1000 + 60));
+  EXPECT_TRUE(m.remember_protocol("p", {7, false}, 1000 + 120));
+  EXPECT_TRUE(m.remember_protocol("p", {7, false}, 1000 + 120 + PathMemory::kMaxAgeSeconds));
+  const auto again = PathMemory::parse(m.to_text());
+  ASSERT_TRUE(again.protocol("p").has_value());
+  EXPECT_EQ(*again.protocol("p"), (wire::PeerProtocol{7, false}));
+  EXPECT_FALSE(again.protocol("other").has_value());
+  // Path figures and protocols live side by side.
+  m.remember("p", "k", kFigures, 1000);
+  EXPECT_TRUE(PathMemory::parse(m.to_text()).hint("p", "k", 1000).has_value());
+  EXPECT_TRUE(PathMemory::parse(m.to_text()).protocol("p").has_value());
+  // An earlier binary's file (no protocols) still gives its figures.
+  const auto old = PathMemory::parse(R"({"version":1,"peers":{"p":{"k":{"rate_bytes_per_sec":1e6,"rtt_us":100,"at":1000}}}})");
+  EXPECT_TRUE(old.hint("p", "k", 1000).has_value());
+  EXPECT_FALSE(old.protocol("p").has_value());
+  for (const char* bad : {R"({"version":1,"peers":{},"protocols":{"p":{"version":0,"said":true,"at":1}}})",
+                          R"({"version":1,"peers":{},"protocols":{"p":{"version":99999,"said":true,"at":1}}})",
+                          R"({"version":1,"peers":{},"protocols":{"p":{"version":-8,"said":true,"at":1}}})",
+                          R"({"version":1,"peers":{},"protocols":{"p":{"version":8,"said":"yes","at":1}}})",
+                          R"({"version":1,"peers":{},"protocols":{"p":{"version":8,"said":true}}})",
+                          R"({"version":1,"peers":{},"protocols":{"p":8}})", R"({"version":1,"peers":{},"protocols":[]})"})
+    EXPECT_FALSE(PathMemory::parse(bad).protocol("p").has_value()) << bad;
+}
+
+TEST(PathMemory, ItRemembersTheProtocolsOfABoundedNumberOfPeersDroppingTheLeastRecentlyMet) {
+  PathMemory m;
+  for (size_t i = 0; i < PathMemory::kMaxPeers + 2; ++i)
+    m.remember_protocol("peer" + std::to_string(i), {9, true}, static_cast<int64_t>(1000 + i));
+  EXPECT_FALSE(m.protocol("peer0").has_value());
+  EXPECT_FALSE(m.protocol("peer1").has_value());
+  EXPECT_TRUE(m.protocol("peer2").has_value());
+  EXPECT_TRUE(m.protocol("peer" + std::to_string(PathMemory::kMaxPeers + 1)).has_value());
+}
+
 }  // namespace
 }  // namespace braid::transfer

@@ -48,8 +48,10 @@ bool ipv6_loopback_usable() {
 class RunningReceiver {
  public:
   RunningReceiver(const fs::path& dir, const fs::path& config, const std::string& code, bool two_families = false,
-                  size_t max_lanes = 64, std::shared_ptr<DiskFaults> disk = nullptr) {
+                  size_t max_lanes = 64, std::shared_ptr<DiskFaults> disk = nullptr,
+                  uint32_t protocol = wire::kProtocolVersion) {
     ReceiveOptions o;
+    o.protocol = protocol;
     o.disk_faults = std::move(disk);
     o.max_lanes = max_lanes;
     o.dir = dir.string();
@@ -732,6 +734,95 @@ TEST_F(SessionFixture, AKnownReceiverGetsTheOfferWithTheHandshakeAndClosesWithIt
   }
   EXPECT_EQ(r.stop(), 0);
   EXPECT_TRUE(nothing_outside());
+}
+
+// The early offer goes only to a receiver whose protocol the sender
+// remembers (path-figures.json): without that memory it waits for the
+// addresses; with a wrong one (braid went back to protocol 7 there) the
+// offer that protocol 7 cannot take ends in one line, and the memory is
+// mended, so the next run's early offer is right and its lanes join.
+TEST_F(SessionFixture, AnEarlyOfferGoesOnTheProtocolRememberedAndAWrongMemoryEndsInOneLine) {
+  testing::write_random_file(tmp / "src/a.bin", 2 << 20, 31);
+  // Protocol 0: it says nothing in its addresses, as protocol 7 and older did.
+  RunningReceiver r(dst, recv_cfg, "old-peer", false, 64, nullptr, 0);
+  const fs::path memory = send_cfg / "path-figures.json";
+  struct Run {
+    TransferOutcome out;
+    std::string log;
+  };
+  int n = 0;
+  auto run = [&](std::optional<std::string> code, const TransferOptions& opts) {
+    const fs::path log_file = tmp / ("run" + std::to_string(++n) + ".log");
+    EventLog slog;
+    std::string error;
+    EXPECT_TRUE(slog.open(log_file.string(), error)) << error;
+    const auto tree = scan({tmp / "src/a.bin"});
+    ConnectOptions co;
+    co.remote = r.address();
+    co.code = std::move(code);
+    co.config_dir = send_cfg;
+    co.lanes = {"127.0.0.1=" + r.address(), "127.0.0.1=" + r.address()};
+    co.first_tree = &tree;
+    co.first_options = &opts;
+    auto c = SenderSession::connect(co, slog);
+    if (!std::holds_alternative<std::unique_ptr<SenderSession>>(c)) {
+      ADD_FAILURE() << std::get<Failure>(c).message;
+      return Run{};
+    }
+    auto s = std::move(std::get<0>(c));
+    Run out{s->send(tree, opts), {}};
+    s->close();
+    out.log = testing::read_file(log_file);
+    return out;
+  };
+  const auto has = [](const Run& x, const std::string& what) { return x.log.find(what) != std::string::npos; };
+  TransferOptions plain;
+  plain.last = true;
+  // First contact (a code): no early offer; the protocol is remembered.
+  Run first = run("old-peer", plain);
+  ASSERT_EQ(first.out.exit_code, 0) << first.out.message;
+  EXPECT_FALSE(has(first, "\"offered_early\""));
+  std::string text = testing::read_file(memory);
+  ASSERT_NE(text.find("\"said\": false"), std::string::npos) << text;
+  // Pinned, memory lost: it waits for the addresses, and learns again.
+  fs::remove(memory);
+  Run forgot = run(std::nullopt, plain);
+  ASSERT_EQ(forgot.out.exit_code, 0) << forgot.out.message;
+  EXPECT_FALSE(has(forgot, "\"offered_early\""));
+  EXPECT_TRUE(has(forgot, "offer_after_addresses"));
+  // A wrong memory: protocol 9. A backup needs 8: the offer went early and
+  // ends in the line start_transfer says to a receiver known to be older.
+  text = testing::read_file(memory);
+  const auto at = text.find("\"said\": false");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, std::strlen("\"said\": false"), "\"said\": true");
+  const auto v = text.find("\"version\": 7");
+  ASSERT_NE(v, std::string::npos) << text;
+  text.replace(v, std::strlen("\"version\": 7"), "\"version\": " + std::to_string(wire::kProtocolVersion));
+  std::ofstream(memory) << text;
+  TransferOptions backup = plain;
+  backup.sync.sync = true;
+  backup.sync.backup_suffix = "~";
+  Run wrong = run(std::nullopt, backup);
+  EXPECT_TRUE(has(wrong, "\"offered_early\""));
+  EXPECT_TRUE(has(wrong, "peer_protocol_changed"));
+  EXPECT_EQ(wrong.out.exit_code, kExitRefused);
+  EXPECT_NE(wrong.out.message.find("protocol 7 or older, and --backup-suffix needs protocol 8"), std::string::npos)
+      << wrong.out.message;
+  // Mended: the next early offer is right, and both lanes join protocol 7.
+  testing::write_random_file(tmp / "src/a.bin", 2 << 20, 32);
+  Run mended = run(std::nullopt, plain);
+  ASSERT_EQ(mended.out.exit_code, 0) << mended.out.message;
+  EXPECT_TRUE(has(mended, "\"offered_early\""));
+  EXPECT_FALSE(has(mended, "peer_protocol_changed"));
+  EXPECT_EQ(testing::read_file(dst / "a.bin"), testing::read_file(tmp / "src/a.bin"));
+  size_t joined = 0;
+  for (size_t p = mended.log.find("\"lane_open\""); p != std::string::npos; p = mended.log.find("\"lane_open\"", p + 1))
+    ++joined;
+  EXPECT_EQ(joined, 3u) << mended.log;  // lane 0 and the two --lane lanes
+  // (The receiver's exit says the wrong run's transfer was abandoned: this
+  // one takes the offer an older braid would have ignored.)
+  r.stop();
 }
 
 // ---- protocol 9: a streamed offer answered part by part -----------------------

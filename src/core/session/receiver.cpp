@@ -119,7 +119,7 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
     // A sender of protocol 7 speaks a part of ours (it never sends what 8
     // added): its lanes join too. Older ones are told by their offer.
     if (!join || join->lane_id != on || join->version < wire::kLastSilentProtocol ||
-        join->version > wire::kProtocolVersion) {
+        join->version > std::max(cfg_.protocol, wire::kLastSilentProtocol)) {
       push(RecvNote{"lane_refused", on, "no valid lane_join"});
       lane->open = false;
       lane->close_reason = "join refused";

@@ -53,7 +53,8 @@ struct ReceiverConfig {
   /// (SenderConfig::message_lane_grace). Zero: it ends at once.
   Duration message_lane_grace = Duration::seconds(10);
   /// The protocol this receiver says in its addresses (wire::Addresses::protocol;
-  /// tests fake an older one).
+  /// tests fake an older one), and the newest its lanes' joins may say: an
+  /// older braid refuses a join newer than itself.
   uint32_t protocol = wire::kProtocolVersion;
   /// The engine prepares an offer part by part (PrepareOfferPart): a sender
   /// that asks (protocol 9, wire::Offer::early_answers) gets each part

@@ -205,6 +205,16 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   return transfer_->id;
 }
 
+void Sender::handle_peer_protocol(const wire::PeerProtocol& peer, Time now) {
+  (void)now;
+  cfg_.peer = peer;
+  if (!transfer_running() || transfer_->streaming) return;  // a streamed offer starts after the addresses
+  const wire::ProtocolNeed need =
+      wire::offer_needs(transfer_->offer, transfer_->entries(), transfer_->offer_cuts.size() > 2);
+  if (const std::string why = wire::too_old(need, cfg_.peer); !why.empty())
+    end_transfer(make_outcome(TransferOutcome::End::unsupported, why));
+}
+
 void Sender::add_entries(std::vector<wire::ManifestEntry> batch, bool last, Time now) {
   if (!transfer_ || transfer_->ended || !transfer_->streaming) return;
   Transfer& t = *transfer_;

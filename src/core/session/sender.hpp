@@ -308,6 +308,13 @@ class Sender {
   void cancel_transfer(const std::string& reason, Time now);
 
   // ---- events ---------------------------------------------------------------
+  /// What the receiver speaks, read from its addresses after the machine
+  /// started on a remembered version (an offer made in TLS's last flight,
+  /// before the addresses came). Lanes join with the version heard from
+  /// now on; an offer already sent that needs more than the receiver speaks
+  /// ends the transfer as start_transfer would have (End::unsupported), in
+  /// one line, instead of leaving it to wait for an answer that never comes.
+  void handle_peer_protocol(const wire::PeerProtocol& peer, Time now);
   void handle_lane_connected(LaneNo lane, const LaneTraits& traits, Time now);
   /// The lane is gone (connect or write failed, EOF, reset, keepalive, the
   /// lane's transport gave up). `heard_peer`: whether anything authentic

@@ -24,6 +24,18 @@ PathMemory PathMemory::parse(const std::string& text) {
   if (!doc.is_object() || !doc.contains("version") || doc["version"] != 1 || !doc.contains("peers") ||
       !doc["peers"].is_object())
     return m;
+  if (doc.contains("protocols") && doc["protocols"].is_object())
+    for (const auto& [peer, p] : doc["protocols"].items()) {
+      if (m.protocols_.size() >= kMaxPeers || !p.is_object()) continue;
+      const auto version = p.value("version", nlohmann::json());
+      const auto said = p.value("said", nlohmann::json());
+      const auto at = p.value("at", nlohmann::json());
+      // A version braid never had (0, or newer than this binary's) is no knowledge.
+      if (!version.is_number_unsigned() || !said.is_boolean() || !at.is_number_integer()) continue;
+      const auto v = version.get<uint64_t>();
+      if (v == 0 || v > wire::kProtocolVersion) continue;
+      m.protocols_[peer] = {{static_cast<uint32_t>(v), said.get<bool>()}, at.get<int64_t>()};
+    }
   for (const auto& [peer, paths] : doc["peers"].items()) {
     if (!paths.is_object() || m.peers_.size() >= kMaxPeers) continue;
     for (const auto& [path, f] : paths.items()) {
@@ -71,6 +83,26 @@ void PathMemory::remember(const std::string& peer, const std::string& path, tran
     }));
 }
 
+std::optional<wire::PeerProtocol> PathMemory::protocol(const std::string& peer) const {
+  const auto p = protocols_.find(peer);
+  if (p == protocols_.end()) return std::nullopt;
+  return p->second.protocol;
+}
+
+bool PathMemory::remember_protocol(const std::string& peer, const wire::PeerProtocol& spoken, int64_t now_unix) {
+  auto [it, fresh] = protocols_.try_emplace(peer, Spoken{spoken, now_unix});
+  if (!fresh) {
+    // Written again once a day at most, so that the least recently met go first.
+    if (it->second.protocol == spoken && now_unix >= it->second.at && now_unix - it->second.at < kMaxAgeSeconds)
+      return false;
+    it->second = {spoken, now_unix};
+  }
+  while (protocols_.size() > kMaxPeers)
+    protocols_.erase(std::min_element(protocols_.begin(), protocols_.end(),
+                                      [](const auto& a, const auto& b) { return a.second.at < b.second.at; }));
+  return true;
+}
+
 std::string PathMemory::to_text() const {
   nlohmann::json peers = nlohmann::json::object();
   for (const auto& [peer, paths] : peers_) {
@@ -79,7 +111,11 @@ std::string PathMemory::to_text() const {
       ps[path] = {{"rate_bytes_per_sec", f.rate_bytes_per_sec}, {"rtt_us", f.rtt_us}, {"at", f.at}};
     peers[peer] = ps;
   }
-  return nlohmann::json{{"version", 1}, {"peers", peers}}.dump(1) + "\n";
+  nlohmann::json protocols = nlohmann::json::object();
+  for (const auto& [peer, p] : protocols_)
+    protocols[peer] = {{"version", p.protocol.version}, {"said", p.protocol.said}, {"at", p.at}};
+  // Version 1 still: a binary that knows no "protocols" reads the peers and skips them.
+  return nlohmann::json{{"version", 1}, {"peers", peers}, {"protocols", protocols}}.dump(1) + "\n";
 }
 
 std::string PathMemory::save(const std::filesystem::path& dir) const {

@@ -3,6 +3,9 @@
 // packets: issue "Latency"'s fast start. One small JSON file in the config
 // directory (path-figures.json), bounded, read once per session and written
 // after a verified transfer. Losing it costs only a slower start.
+// It also keeps the protocol each peer spoke last time: a sender may make its
+// first offer in TLS's last flight, before the receiver's addresses say what
+// it speaks, only when it knows what to expect.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +15,7 @@
 #include <string>
 
 #include "core/transport/congestion_controller.hpp"
+#include "core/wire/protocol_needs.hpp"
 
 namespace braid::transfer {
 
@@ -33,6 +37,13 @@ class PathMemory {
   std::optional<transport::StartHint> hint(const std::string& peer, const std::string& path, int64_t now_unix) const;
   void remember(const std::string& peer, const std::string& path, transport::StartHint figures, int64_t now_unix);
 
+  /// The protocol `peer` spoke when last met (any age: a peer that changed
+  /// its braid since is found out from its addresses, Sender::handle_peer_protocol).
+  std::optional<wire::PeerProtocol> protocol(const std::string& peer) const;
+  /// Records what `peer` speaks. False when that is what was already known
+  /// and recently (nothing to save); true when it changed or was old news.
+  bool remember_protocol(const std::string& peer, const wire::PeerProtocol& spoken, int64_t now_unix);
+
   std::string to_text() const;
   /// Writes the file (atomically, private). Empty on success, else why not.
   std::string save(const std::filesystem::path& dir) const;
@@ -48,6 +59,11 @@ class PathMemory {
     int64_t at = 0;  // unix seconds
   };
   std::map<std::string, std::map<std::string, Figures>> peers_;
+  struct Spoken {
+    wire::PeerProtocol protocol;
+    int64_t at = 0;  // unix seconds
+  };
+  std::map<std::string, Spoken> protocols_;  // by peer, at most kMaxPeers
 };
 
 }  // namespace braid::transfer

@@ -741,6 +741,7 @@ void Receiver::start_session(security::UniqueFd fd, security::Session session) {
   cfg.max_lanes = opts_.max_lanes;
   cfg.links = opts_.links;
   cfg.disk_faults = opts_.disk_faults;
+  cfg.protocol = opts_.protocol;
   cfg.on_report = opts_.on_report;
   const auto& fp = session.peer().fingerprint.bytes();
   const std::vector<uint8_t> peer_key(fp.begin(), fp.end());

@@ -114,6 +114,9 @@ struct ReceiveOptions {
   /// In-process tests only: what the disk does to each piece's write
   /// (a slow disk, a full one); never set by the command line.
   std::shared_ptr<DiskFaults> disk_faults;
+  /// In-process tests only: the braid protocol this receiver says it speaks
+  /// (session::ReceiverConfig::protocol), to meet a sender as an older one would.
+  uint32_t protocol = wire::kProtocolVersion;
   /// Called with the new live code (display form; "" if none could be made)
   /// when the code is spent or retired, e.g. to announce its number. Runs
   /// on a handshake worker under the code keeper's lock: keep it short.

@@ -200,6 +200,7 @@ void ReceiverSession::run(std::unique_ptr<lanes::LaneLink> link, const std::vect
   mc.advertised = advertised;
   mc.root_hash = files::root_hash_of_ranges;
   mc.early_answers = cfg_.early_answers;
+  mc.protocol = cfg_.protocol;
   log_.write("lane_open", {{"lane", 0}, {"local", lanes::local_endpoint_of(link->fd()).str()},
                            {"remote", lanes::peer_endpoint_of(link->fd()).str()}});
   Lane* lane0 = add_lane(std::move(link));

@@ -67,6 +67,8 @@ struct ReceiverConfig {
   /// session::ReceiverConfig::early_answers); off: every offer whole after
   /// its last part, as protocol 8 (tests compare the two).
   bool early_answers = true;
+  /// In-process tests only: the protocol this receiver says it speaks.
+  uint32_t protocol = wire::kProtocolVersion;
 };
 
 /// How long a session that ended behind its verdict (the goodbye came with

@@ -44,7 +44,9 @@ TransferOutcome SenderSession::outcome_locked(const files::SourceTree& tree, con
     return out;
   }
   if (o.end == session::TransferOutcome::End::unsupported) {
-    // Told before anything was sent: the receiver could not have read the offer.
+    // The receiver cannot read the offer: told before it was sent, or (an
+    // offer in TLS's last flight to a receiver that turned out older) as
+    // soon as its addresses said so.
     log_.write("status", {{"status", "unsupported"}, {"message", json_safe(o.message)}});
     out = {kExitRefused, o.message, {}};
     return out;

@@ -158,6 +158,16 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
     // The first offer in TLS's last flight (security::SessionOptions::early_frames):
     // lane 0's frames start right behind our HELLO, and the machine starts here.
     so.early_frames = [&](const security::Session& tls) -> security::Status {
+      // Only to a receiver whose protocol is known from an earlier session:
+      // the offer's checks, its compression and the lanes' joins follow it
+      // (a receiver met before this binary remembered protocols answers
+      // the offer a round trip later, once, as an unknown one always does).
+      const auto spoken = s->path_memory_.protocol(tls.peer().fingerprint.to_string());
+      if (!spoken) {
+        log.write("offer_after_addresses", {{"reason", "the receiver's protocol is not known yet"}});
+        return {};
+      }
+      cfg.peer = s->peer_protocol_ = *spoken;
       s->session_id_ = tls.session_id();
       s->secret_ = tls.lane_secret();
       std::string e;
@@ -176,6 +186,7 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
       return {};
     };
   }
+  s->path_memory_ = PathMemory::load(s->host_->dir);
   auto session = security::Session::establish(fd0, *s->host_->tls, *s->host_->identity, known.value(), so);
   if (!session) {
     log.write("status", {{"status", "refused"}, {"reason", session.error().message}});
@@ -195,7 +206,6 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   s->peer_ = session.value().peer();
   s->session_id_ = session.value().session_id();
   s->secret_ = session.value().lane_secret();
-  s->path_memory_ = PathMemory::load(s->host_->dir);
   log.write("status", {{"status", "authenticated"},
                        {"peer", s->peer_name_},
                        {"fingerprint", s->peer_.fingerprint.to_string()},
@@ -216,11 +226,18 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
     return Failure{kExitFailure, "the receiver did not send its addresses: " + first.reason};
   // What the receiver speaks (protocol 8 says it): the machine's offer
   // checks and its lanes' joins follow it. An offer made in TLS's last
-  // flight went before this was known: only to a pinned receiver, which
-  // braid had met before.
+  // flight went on what it spoke last time; the machine hears the truth now.
+  const wire::PeerProtocol remembered = s->peer_protocol_;
   s->peer_protocol_ = wire::peer_protocol(addrs);
   log.write("peer_protocol", {{"version", s->peer_protocol_.version}, {"said", s->peer_protocol_.said}});
   cfg.peer = s->peer_protocol_;
+  if (s->machine_ && remembered != s->peer_protocol_) {
+    log.write("peer_protocol_changed", {{"remembered", remembered.text()}, {"now", s->peer_protocol_.text()}});
+    std::lock_guard lock(s->mu_);
+    s->hear_peer_protocol_locked();
+  }
+  if (s->path_memory_.remember_protocol(s->peer_.fingerprint.to_string(), s->peer_protocol_, unix_now()))
+    if (auto e = s->path_memory_.save(s->host_->dir); !e.empty()) log.write("path_figures_unsaved", {{"reason", e}});
 
   LanePlan plan{opts.lanes, opts.streams, udp_default, local, remote, addrs.endpoints, kDefaultPort, {}, {},
                 opts.backup, opts.avoid};
@@ -720,6 +737,21 @@ TransferOutcome SenderSession::send_walking(const std::vector<std::string>& path
   });
   if (!walk.ok() && !stopped) return {kExitFailure, walk.error, {}};
   return out;
+}
+
+void SenderSession::hear_peer_protocol_locked() {
+  machine_->handle_peer_protocol(peer_protocol_, now());
+  // The early transfer chose compression on the remembered protocol. No
+  // piece has been read yet (its accept comes after these addresses), so
+  // its frames can still go raw to a receiver older than compression.
+  if (active_ && active_->compress != compress::Mode::off && peer_protocol_.version < 7) {
+    if (active_->compress == compress::Mode::always)
+      machine_->cancel_transfer(wire::too_old({7, "--compress always"}, peer_protocol_), now());
+    active_->compress = compress::Mode::off;
+    active_->files->stop_compressing();
+    log_.write("compress_off", {{"reason", "the receiver speaks braid protocol " + peer_protocol_.text()}});
+  }
+  drain_locked();
 }
 
 std::optional<TransferOutcome> SenderSession::begin_transfer_locked(const files::SourceTree& tree,

@@ -287,6 +287,9 @@ class SenderSession : private DataLaneEvents {
   /// Offers `tree` (start_transfer; `streamed`: its walk goes on, and parts
   /// follow) and sets up active_; a failure if the machine would not. Its
   /// actions are not drained here.
+  /// The receiver's addresses said another protocol than the one an early
+  /// offer went on: the machine, and the early transfer's compression, follow it.
+  void hear_peer_protocol_locked();
   std::optional<TransferOutcome> begin_transfer_locked(const files::SourceTree& tree, const TransferOptions& opts,
                                                        bool streamed = false);
   /// The machine for lane 0 (the bootstrap connection, on `path0`).

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -67,7 +68,10 @@ class SourceReader final : public PieceSource {
         }) {}
   uint32_t transfer_id() const override { return id_; }
   wire::HashAlgo hash() const override { return hash_; }
-  compress::Mode compress() const override { return compress_; }
+  compress::Mode compress() const override { return compress_.load(std::memory_order_relaxed); }
+  /// Pieces go raw from now on: the receiver turned out older than
+  /// compression (SenderSession::hear_peer_protocol_locked).
+  void stop_compressing() { compress_.store(compress::Mode::off, std::memory_order_relaxed); }
   /// A streamed walk's batch joins the tree (files::append_batch) and its
   /// files the byte space; reads in progress are not disturbed.
   /// `tree` is the reader's own (the caller's, which it reads).
@@ -162,7 +166,7 @@ class SourceReader final : public PieceSource {
 
   uint32_t id_;
   std::shared_ptr<ReadFaults> faults_;
-  compress::Mode compress_;
+  std::atomic<compress::Mode> compress_;
   const files::SourceTree& tree_;  // the caller's: read only until retire() returns
   mutable std::mutex life_mu_;
   std::condition_variable life_cv_;

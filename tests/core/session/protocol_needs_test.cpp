@@ -204,5 +204,56 @@ TEST(ProtocolNeedsSession, LanesJoinAnOlderReceiverWithItsVersionAndItTakesThem)
   EXPECT_FALSE(same.r.lane_joined(3));
 }
 
+// An offer made in TLS's last flight goes on the protocol the receiver spoke
+// last time; its addresses may then say an older one (braid was downgraded
+// there). The transfer ends in the one line start_transfer would have said,
+// and lanes join with the version heard.
+TEST(ProtocolNeedsSession, AnEarlyOfferToAReceiverThatTurnsOutOlderEndsInOneLineAndLanesJoinWithItsVersion) {
+  SenderConfig c;
+  c.peer = {wire::kProtocolVersion, true};  // remembered
+  Sender s(c);
+  s.start(LaneTraits::tcp(), {LaneKind::tcp, "boot", "boot"}, t0);
+  TransferSpec spec;
+  spec.entries = {file("a", 1000)};
+  spec.entries[0].owner = wire::OwnerId{0, "root"};
+  ASSERT_TRUE(s.start_transfer(std::move(spec), t0));
+  const auto offered = drain<SendMessage>(s);
+  ASSERT_EQ(offered.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<wire::Offer>(offered[0].msg));
+  s.handle_peer_protocol({6, true}, t0 + Duration::millis(1));
+  std::vector<TransferEnded> ended;
+  while (auto a = s.poll_action())
+    if (auto* e = std::get_if<TransferEnded>(&*a)) ended.push_back(*e);
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].outcome.end, TransferOutcome::End::unsupported);
+  EXPECT_EQ(ended[0].outcome.message,
+            "the receiver speaks braid protocol 6, and -o (owners) needs protocol 7: update braid on the receiver, "
+            "or send without -o");
+  s.add_paths({{LaneKind::tcp, "a", "a"}}, t0 + Duration::millis(2));
+  s.handle_lane_connected(1, LaneTraits::tcp(), t0 + Duration::millis(2));
+  std::optional<wire::LaneJoin> join;
+  for (const auto& m : drain<SendMessage>(s))
+    if (auto* j = std::get_if<wire::LaneJoin>(&m.msg)) join = *j;
+  ASSERT_TRUE(join);
+  EXPECT_EQ(join->version, 6u);
+}
+
+// The receiver turned out newer, or older but able to take the offer: the
+// transfer goes on as offered.
+TEST(ProtocolNeedsSession, AnEarlyOfferTheReceiverCanTakeGoesOnWhateverItTurnsOutToSpeak) {
+  for (const wire::PeerProtocol heard : {wire::PeerProtocol{wire::kProtocolVersion, true}, wire::PeerProtocol{7, false}}) {
+    SenderConfig c;
+    c.peer = {7, false};
+    Sender s(c);
+    s.start(LaneTraits::tcp(), {LaneKind::tcp, "boot", "boot"}, t0);
+    TransferSpec spec;
+    spec.entries = {file("a", 1000)};
+    ASSERT_TRUE(s.start_transfer(std::move(spec), t0));
+    s.handle_peer_protocol(heard, t0 + Duration::millis(1));
+    EXPECT_TRUE(s.transfer_running()) << heard.text();
+    EXPECT_TRUE(drain<TransferEnded>(s).empty()) << heard.text();
+  }
+}
+
 }  // namespace
 }  // namespace braid::session
