@@ -120,10 +120,18 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
     // added): its lanes join too. Older ones are told by their offer.
     if (!join || join->lane_id != on || join->version < wire::kLastSilentProtocol ||
         join->version > std::max(cfg_.protocol, wire::kLastSilentProtocol)) {
-      push(RecvNote{"lane_refused", on, "no valid lane_join"});
+      const std::string why =
+          !join || join->lane_id != on
+              ? std::string("join refused: no valid lane_join")
+              : "join refused: the lane says braid protocol " + std::to_string(join->version) +
+                    " and this receiver speaks " + std::to_string(wire::kLastSilentProtocol) + " to " +
+                    std::to_string(std::max(cfg_.protocol, wire::kLastSilentProtocol));
+      push(RecvNote{"lane_refused", on, why});
+      // Told on the lane itself, as a lane over the limit is: the sender waits there for its welcome.
+      if (join) push(RecvSendMessage{on, wire::LaneClosed{on, why}});
       lane->open = false;
-      lane->close_reason = "join refused";
-      push(RecvCloseLane{on, "join refused"});
+      lane->close_reason = why;
+      push(RecvCloseLane{on, why});
       return;
     }
     if (const std::string over = lane_limit(); !over.empty()) {

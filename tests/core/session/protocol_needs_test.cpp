@@ -204,6 +204,35 @@ TEST(ProtocolNeedsSession, LanesJoinAnOlderReceiverWithItsVersionAndItTakesThem)
   EXPECT_FALSE(same.r.lane_joined(3));
 }
 
+// A join newer than the receiver is refused, and said so on the lane: the
+// sender's lane closes with the two versions, not with a bare EOF.
+TEST(ProtocolNeedsSession, AJoinNewerThanTheReceiverIsRefusedInOneLineOnTheLane) {
+  Pair pair(0);  // says nothing: protocol 7 or older
+  ASSERT_TRUE(pair.r.handle_lane_connected(1, LaneTraits::tcp(), t0));
+  pair.r.handle_message(1, wire::LaneJoin{wire::kProtocolVersion, 1}, t0);
+  EXPECT_FALSE(pair.r.lane_joined(1));
+  std::optional<wire::LaneClosed> said;
+  for (const auto& m : drain<RecvSendMessage>(pair.r))
+    if (auto* c = std::get_if<wire::LaneClosed>(&m.msg); c && m.lane == 1) said = *c;
+  ASSERT_TRUE(said);
+  const std::string line = "join refused: the lane says braid protocol " + std::to_string(wire::kProtocolVersion) +
+                           " and this receiver speaks 7 to 7";
+  EXPECT_EQ(said->reason, line);
+  // The sender's lane, joining with that version, hears it.
+  SenderConfig c;
+  Sender s(c);
+  s.start(LaneTraits::tcp(), {LaneKind::tcp, "boot", "boot"}, t0);
+  s.add_paths({{LaneKind::tcp, "a", "a"}}, t0);
+  s.handle_lane_connected(1, LaneTraits::tcp(), t0);
+  (void)drain<SendMessage>(s);
+  s.handle_message(1, *said, t0 + Duration::millis(1));
+  std::vector<std::string> notes;
+  while (auto a = s.poll_action())
+    if (auto* n = std::get_if<Note>(&*a); n && n->lane == 1) notes.push_back(n->event + ": " + n->detail);
+  EXPECT_NE(std::find(notes.begin(), notes.end(), "lane_failed: refused by the receiver: " + line), notes.end())
+      << ::testing::PrintToString(notes);
+}
+
 // An offer made in TLS's last flight goes on the protocol the receiver spoke
 // last time; its addresses may then say an older one (braid was downgraded
 // there). The transfer ends in the one line start_transfer would have said,
