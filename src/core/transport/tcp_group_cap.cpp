@@ -215,8 +215,7 @@ void TcpGroupCap::update_lane(Lane& l, const TcpLaneSample& s, Time now) {
       const Rate pace = s.pacing.is_zero() ? *l.cap : std::min(*l.cap, s.pacing);
       Duration wait = pace.transfer_time(t.mss);
       if (s.sends_pairs && !bottleneck_.is_zero()) wait = std::min(wait, bottleneck_.transfer_time(t.mss));
-      const Duration lowest = l.min_rtt.ns() > 0 ? std::min(l.min_rtt, l.delays.base()) : l.delays.base();
-      sample = std::max(sample - std::min(kDelayedAckMax, wait), lowest);
+      sample = std::max(sample - std::min(kDelayedAckMax, wait), l.floor());
     }
     l.delays.on_sample(now, sample);
     l.last_ack = now;
@@ -237,8 +236,7 @@ void TcpGroupCap::measure_queue(Time now) {
   for (const auto& [id, l] : lanes_) total_share += l.share_rate.bytes_per_second();
   for (const auto& [id, l] : lanes_) {
     if (!l.delays.has_sample()) continue;
-    const Duration b = l.min_rtt.ns() > 0 ? std::min(l.delays.base(), l.min_rtt) : l.delays.base();
-    base = base ? std::min(*base, b) : b;
+    base = base ? std::min(*base, l.floor()) : l.floor();
     if (l.last_ack != Time::never() && now - l.last_ack <= fresh) {
       // Weighted by what the lane carries: a lane that carries little (one
       // just opened, a trial stream, one the scheduler left dry) sends lone
@@ -353,21 +351,22 @@ void TcpGroupCap::update_room(const Look& look) {
     refilling_ = false;
 }
 
-bool TcpGroupCap::steer(const Look& look) {
-  const Duration target = cfg_.target;
+bool TcpGroupCap::engage(const Look& look) {
   if (competing_) {
     if (look.now < retry_at_) return false;
     // Try again: if the other flow has gone, the queue drains under the cap.
     competing_ = false;
-    capped_ = true;
-    rate_ = std::max(look.recent, look.floor);
     above_since_ = Time::never();
-  } else if (!capped_) {
-    if (!have_queue_ || queue_ < target * ledbat::kSlowStartExit)
-      return false;
-    capped_ = true;
-    rate_ = std::max(look.recent, look.floor);
-  } else if (look.app_limited || look.silent) {
+  } else if (!have_queue_ || queue_ < cfg_.target * ledbat::kSlowStartExit) {
+    return false;  // the kernels' start-up has not built a queue yet
+  }
+  capped_ = true;
+  rate_ = std::max(look.recent, look.floor);
+  return true;
+}
+
+void TcpGroupCap::steer(const Look& look) {
+  if (look.app_limited || look.silent) {
     // Nothing waits in any lane's socket (or nothing is acked at all):
     // what was acked says what the source gave (or that the path is dark
     // for now), not what the path takes. Keep the rate (a lane the
@@ -418,7 +417,6 @@ bool TcpGroupCap::steer(const Look& look) {
     }
     rate_ = std::max(next, look.floor);
   }
-  return true;
 }
 
 bool TcpGroupCap::lift_for_foreign_queue(const Look& look) {
@@ -516,8 +514,14 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
   const Look look = read_lanes(now, samples);
   update_room(look);
   // Uncapped this round (the kernels start, or another flow holds the
-  // queue): no decisions beyond the defaults.
-  if (!steer(look) || lift_for_foreign_queue(look)) return caps;
+  // queue): no decisions beyond the defaults. A cap engaged this round
+  // starts at the recent rate: it is steered from the next.
+  if (!capped_ || competing_) {
+    if (!engage(look)) return caps;
+  } else {
+    steer(look);
+  }
+  if (lift_for_foreign_queue(look)) return caps;
   share(look, samples, caps);
   return caps;
 }

@@ -141,6 +141,11 @@ class TcpGroupCap {
     std::optional<Rate> cap;       // its cap last round
     Time lagging_since = Time::never();  // paced well below its cap with data waiting, since
     Time restarted_at = Time::never();   // its kernel controller last started over
+    /// The least RTT the lane can have: the kernel's min RTT when known,
+    /// else the lane's own filtered base. Every sample is floored at the
+    /// kernel's minimum, so the base is below it only once that windowed
+    /// minimum (5 minutes) rose: a longer path, which the kernel knows first.
+    Duration floor() const { return min_rtt.ns() > 0 ? min_rtt : delays.base(); }
   };
   /// What one round of samples says, for the steps of on_samples.
   struct Look {
@@ -160,8 +165,11 @@ class TcpGroupCap {
   void measure_queue(Time now);
   /// The path's peak, and room the lanes leave unused: refilling or not.
   void update_room(const Look& look);
-  /// R for this round; false while the group is uncapped (the kernels' start, another flow's queue).
-  bool steer(const Look& look);
+  /// Uncapped (the kernels' start, another flow's queue): engages the cap
+  /// at the recent rate once it is due; false while the group stays uncapped.
+  bool engage(const Look& look);
+  /// Capped: R for this round, from the queue against the target.
+  void steer(const Look& look);
   /// True when a queue that is not the group's lifts the cap.
   bool lift_for_foreign_queue(const Look& look);
   /// R shared among the lanes, and which kernels restart.
