@@ -891,6 +891,26 @@ TransferOutcome send_streamed(SenderSession& s, const fs::path& src, const Trans
   return s.send_walking({src.string()}, files::ScanOptions{}, keep.tree, keep.walk, opts);
 }
 
+// One streamed send of `src` to `r`, paired with `code`, its last batch held
+// back until a piece landed in `dst` (at most `wait`): the setup the
+// protocol-9 tests share.
+struct HeldWalk {
+  TransferOutcome out;
+  std::shared_ptr<WaitBeforeLastBatch> walk;
+};
+HeldWalk send_holding_last_batch(RunningReceiver& r, const std::string& code, const fs::path& send_cfg, EventLog& log,
+                                 const fs::path& src, const fs::path& dst, TransferOptions opts,
+                                 std::chrono::milliseconds wait) {
+  HeldWalk run{{}, std::make_shared<WaitBeforeLastBatch>(dst, wait)};
+  auto s = connect_ok(r.address(), send_cfg, code, log);
+  if (!s) return run;
+  opts.walk_faults = run.walk;
+  Streamed walked;
+  run.out = send_streamed(*s, src, opts, walked);
+  s->close();
+  return run;
+}
+
 bool same_tree(const fs::path& a, const fs::path& b) {
   size_t n = 0;
   for (const auto& e : fs::recursive_directory_iterator(a)) {
@@ -914,14 +934,7 @@ TEST_F(SessionFixture, AStreamedOfferIsAnsweredPartByPartAndItsFirstPiecesLandBe
   const fs::path src = tmp / "src/tree";
   make_streamed_tree(src, 3);
   RunningReceiver r(dst, recv_cfg, "early");
-  auto s = connect_ok(r.address(), send_cfg, "early", log);
-  ASSERT_TRUE(s);
-  TransferOptions opts;
-  auto walk = std::make_shared<WaitBeforeLastBatch>(dst, std::chrono::seconds(20));
-  opts.walk_faults = walk;
-  Streamed walked;
-  auto out = send_streamed(*s, src, opts, walked);
-  s->close();
+  const auto [out, walk] = send_holding_last_batch(r, "early", send_cfg, log, src, dst, {}, std::chrono::seconds(20));
   ASSERT_EQ(out.exit_code, 0) << out.message;
   EXPECT_EQ(walk->walked_before_last.load(), 3 * kWalkBatch);  // three full batches went first
   EXPECT_TRUE(walk->landed) << "no piece was written before the walk's last batch";
@@ -936,15 +949,9 @@ TEST_F(SessionFixture, AStreamedOfferAnsweredWholeWritesNothingBeforeTheLastPart
   const fs::path src = tmp / "src/tree";
   make_streamed_tree(src, 3);
   RunningReceiver r(dst, recv_cfg, "whole");
-  auto s = connect_ok(r.address(), send_cfg, "whole", log);
-  ASSERT_TRUE(s);
   TransferOptions opts;
   opts.early_pieces = false;
-  auto walk = std::make_shared<WaitBeforeLastBatch>(dst, std::chrono::milliseconds(500));
-  opts.walk_faults = walk;
-  Streamed walked;
-  auto out = send_streamed(*s, src, opts, walked);
-  s->close();
+  const auto [out, walk] = send_holding_last_batch(r, "whole", send_cfg, log, src, dst, opts, std::chrono::milliseconds(500));
   ASSERT_EQ(out.exit_code, 0) << out.message;
   EXPECT_FALSE(walk->landed);
   EXPECT_EQ(r.stop(), 0);
@@ -961,14 +968,7 @@ TEST_F(SessionFixture, ARefusedLaterPartEndsTheTransferAndNothingStandsUnderAFin
   std::ofstream(src / "zz-clash") << "a file here, a directory there";
   fs::create_directories(dst / "tree/zz-clash");
   RunningReceiver r(dst, recv_cfg, "refused");
-  auto s = connect_ok(r.address(), send_cfg, "refused", log);
-  ASSERT_TRUE(s);
-  TransferOptions opts;
-  auto walk = std::make_shared<WaitBeforeLastBatch>(dst, std::chrono::seconds(20));
-  opts.walk_faults = walk;
-  Streamed walked;
-  auto out = send_streamed(*s, src, opts, walked);
-  s->close();
+  const auto [out, walk] = send_holding_last_batch(r, "refused", send_cfg, log, src, dst, {}, std::chrono::seconds(20));
   EXPECT_TRUE(walk->landed);
   EXPECT_EQ(out.exit_code, kExitRefused) << out.message;
   EXPECT_NE(out.message.find("exists as a directory in the target"), std::string::npos) << out.message;
