@@ -620,6 +620,85 @@ TEST(ResumeJournal, APartsTagIsNamedInTheJournalAndAnotherStartsOver) {
   EXPECT_TRUE(j->loaded().empty());
 }
 
+// The origin (format 3): who sent a transfer and how its offer begins, read
+// without a lock so that a receiver asked to answer a new offer part by part
+// passes over journals that cannot be this transfer's.
+TEST(ResumeJournal, AnOriginIsRecordedReadWithoutALockAndKeptWithItsClaims) {
+  TempDir dir;
+  const wire::Offer o = offer_of(1 << 20);
+  auto p = params_of(o);
+  p.origin = ResumeJournal::origin_of(o, o.entries, identity(7));
+  ASSERT_EQ(p.origin.size(), 16u);
+  const std::string name = ResumeJournal::file_name(p.key);
+  EXPECT_TRUE(ResumeJournal::is_journal_name(name));
+  EXPECT_FALSE(ResumeJournal::is_journal_name(".braid-part-0123"));
+  {
+    auto j = open_journal(dir.fd(), p);
+    EXPECT_EQ(j->append_held({record(0, 65536)}), 0);
+    // Read while the session holds it locked.
+    EXPECT_EQ(ResumeJournal::read_origin(dir.fd(), name), p.origin);
+  }
+  EXPECT_EQ(size_of(dir.path() / name), ResumeJournal::kHeaderSize + 16 + ResumeJournal::kRecordSize);
+  {
+    auto j = open_journal(dir.fd(), p);
+    EXPECT_EQ(j->loaded().bytes(), 65536u);
+    EXPECT_EQ(j->parts_tag(), p.key.tag());
+  }
+  // With a parts tag of its own as well, and opened by a run that knows no origin.
+  p.parts_tag = "0123456789abcdef";
+  {
+    auto j = open_journal(dir.fd(), p);
+    EXPECT_EQ(j->append_held({record(65536, 65536)}), 0);
+  }
+  auto any = p;
+  any.parts_tag.clear();
+  any.origin.clear();
+  {
+    auto j = open_journal(dir.fd(), any);
+    EXPECT_EQ(j->parts_tag(), "0123456789abcdef");
+    EXPECT_EQ(j->loaded().bytes(), 65536u);
+  }
+  EXPECT_EQ(ResumeJournal::read_origin(dir.fd(), name), p.origin);
+  // An older format records none, and a damaged header reads as none: either may be any transfer's.
+  auto old = params_of(offer_of(2 << 20));
+  { auto j = open_journal(dir.fd(), old); }
+  EXPECT_EQ(ResumeJournal::read_origin(dir.fd(), ResumeJournal::file_name(old.key)), std::nullopt);
+  {
+    std::fstream f(dir.path() / name, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(75);
+    f.put('\x5a');
+  }
+  EXPECT_EQ(ResumeJournal::read_origin(dir.fd(), name), std::nullopt);
+  EXPECT_EQ(ResumeJournal::read_origin(dir.fd(), ".braid-resume-missing"), std::nullopt);
+}
+
+TEST(ResumeJournal, TheOriginNamesTheSenderAndHowTheOfferBegins) {
+  const wire::Offer o = offer_of(1 << 20);
+  const std::string mine = ResumeJournal::origin_of(o, o.entries, identity(7));
+  // The same tree's head (its first part) and its whole offer: one origin.
+  wire::Offer whole = o;
+  whole.entries.push_back({EntryKind::file, "later.bin", 100, 0644, 1600000000, 5, ""});
+  whole.transfer_id = 9;
+  EXPECT_EQ(ResumeJournal::origin_of(whole, whole.entries, identity(7)), mine);
+  wire::Offer head = o;  // as PrepareOfferPart carries it: the fields, the entries apart
+  head.entries.clear();
+  EXPECT_EQ(ResumeJournal::origin_of(head, o.entries, identity(7)), mine);
+  // Another sender, another first entry, another chunk size or hash: another origin.
+  EXPECT_NE(ResumeJournal::origin_of(o, o.entries, identity(8)), mine);
+  wire::Offer renamed = o;
+  renamed.entries[0].path = "other.bin";
+  EXPECT_NE(ResumeJournal::origin_of(renamed, renamed.entries, identity(7)), mine);
+  wire::Offer grown = o;
+  grown.entries[0].size += 1;
+  EXPECT_NE(ResumeJournal::origin_of(grown, grown.entries, identity(7)), mine);
+  wire::Offer chunked = o;
+  chunked.chunk_size *= 2;
+  EXPECT_NE(ResumeJournal::origin_of(chunked, chunked.entries, identity(7)), mine);
+  wire::Offer sha = o;
+  sha.hash = wire::HashAlgo::sha256;
+  EXPECT_NE(ResumeJournal::origin_of(sha, sha.entries, identity(7)), mine);
+}
+
 TEST(ResumeRecorder, WithoutAJournalYetPiecesWaitForIt) {
   TempDir dir;
   const wire::Offer o = offer_of(1 << 20);

@@ -1041,6 +1041,42 @@ TEST_F(SessionFixture, AnInterruptedStreamedTransferAnsweredPartByPartResumes) {
     EXPECT_FALSE(e.path().filename().string().starts_with(".braid-resume-")) << e.path();
 }
 
+// A journal left by another tree's interrupted transfer does not hold a
+// new tree's offer back: the journal records its origin (sender, first
+// entry), so the receiver answers the new one part by part, and the old
+// journal stays for its own resume.
+TEST_F(SessionFixture, AJournalOfAnotherTreeDoesNotHoldANewTreesEarlyAnswersBack) {
+  const fs::path first = tmp / "src/tree";
+  make_streamed_tree(first, 3);
+  {
+    RunningReceiver r(dst, recv_cfg, "origin", false, 64, std::make_shared<FullOnceJournaled>(dst, 6 << 20));
+    auto s = connect_ok(r.address(), send_cfg, "origin", log);
+    ASSERT_TRUE(s);
+    Streamed walked;
+    auto out = send_streamed(*s, first, TransferOptions{}, walked);
+    s->close();
+    ASSERT_EQ(out.exit_code, kExitDiskFull) << out.message;
+    (void)r.stop();
+  }
+  std::vector<fs::path> journals;
+  for (const auto& e : fs::directory_iterator(dst))
+    if (e.path().filename().string().starts_with(".braid-resume-")) journals.push_back(e.path());
+  ASSERT_EQ(journals.size(), 1u);
+  const std::string kept = read_all(journals[0]);
+  // Another tree, from the same sender (paired by the first run).
+  const fs::path other = tmp / "src2/other";
+  make_streamed_tree(other, 3);
+  std::ofstream(other / "d000/000000-aaa-first") << "sorts first: another first entry";
+  RunningReceiver r(dst, recv_cfg, "origin");
+  const auto [out, walk] =
+      send_holding_last_batch(r, "origin", send_cfg, log, other, dst, {}, std::chrono::seconds(20));
+  ASSERT_EQ(out.exit_code, 0) << out.message;
+  EXPECT_TRUE(walk->landed) << "the other tree's offer was answered whole";
+  EXPECT_EQ(r.stop(), 0);
+  EXPECT_TRUE(same_tree(other, dst / "other"));
+  EXPECT_EQ(read_all(journals[0]), kept);  // the first tree's journal, untouched
+}
+
 // The lanes' first read of the source is held (a slow disk) until the test
 // lets it go; every read notes whether the send call had returned by then.
 class HeldRead : public ReadFaults {

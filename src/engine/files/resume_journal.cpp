@@ -20,7 +20,9 @@ namespace {
 constexpr char kMagic[8] = {'b', 'r', 'a', 'i', 'd', 'r', 'e', 's'};
 constexpr uint32_t kFormat = 1;
 constexpr uint32_t kFormatWithTag = 2;  // the parts tag before the check (JournalParams::parts_tag)
+constexpr uint32_t kFormatWithOrigin = 3;  // the parts tag and the origin before the check
 constexpr size_t kTagBytes = 8;
+constexpr std::string_view kNamePrefix = ".braid-resume-";
 constexpr uint8_t kHeld = 1;
 constexpr uint8_t kRevoked = 2;
 // Room reserved for records: two per chunk (pieces cut near the end, revocations)
@@ -62,20 +64,44 @@ std::optional<std::array<uint8_t, kTagBytes>> own_tag(const JournalParams& p) {
   return out;
 }
 
+std::optional<std::array<uint8_t, kTagBytes>> tag_bytes(const std::string& hex) {
+  if (hex.size() != 2 * kTagBytes) return std::nullopt;
+  std::array<uint8_t, kTagBytes> out{};
+  for (size_t i = 0; i < kTagBytes; ++i) {
+    unsigned v = 0;
+    if (std::sscanf(hex.c_str() + 2 * i, "%2x", &v) != 1) return std::nullopt;
+    out[i] = static_cast<uint8_t>(v);
+  }
+  return out;
+}
+
+std::string tag_hex(std::span<const uint8_t> bytes) {
+  wire::Digest d;
+  d.size = kTagBytes;
+  std::copy_n(bytes.begin(), kTagBytes, d.bytes.begin());
+  return d.hex();
+}
+
 std::vector<uint8_t> header_bytes(const JournalParams& p) {
   const auto tag = own_tag(p);
+  const auto origin = tag_bytes(p.origin);
   std::vector<uint8_t> out;
-  out.reserve(ResumeJournal::kHeaderSize + kTagBytes);
+  out.reserve(ResumeJournal::kHeaderSize + 2 * kTagBytes);
   wire::ByteWriter w(out);
   w.raw(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(kMagic), sizeof kMagic));
-  w.u32(tag ? kFormatWithTag : kFormat);
+  w.u32(origin ? kFormatWithOrigin : tag ? kFormatWithTag : kFormat);
   w.u8(static_cast<uint8_t>(p.hash));
   w.u8(0);
   w.u16(0);
   w.u64(p.chunk_size);
   w.u64(p.total);
   w.raw(p.key.bytes);
-  if (tag) w.raw(*tag);
+  if (origin) {
+    w.raw(tag ? *tag : *tag_bytes(p.key.tag()));
+    w.raw(*origin);
+  } else if (tag) {
+    w.raw(*tag);
+  }
   seal(out);
   return out;
 }
@@ -117,7 +143,50 @@ int write_all(int fd, const uint8_t* p, size_t n, uint64_t at) {
 
 }  // namespace
 
-std::string ResumeJournal::file_name(const TransferKey& key) { return ".braid-resume-" + key.tag(); }
+std::string ResumeJournal::file_name(const TransferKey& key) { return std::string(kNamePrefix) + key.tag(); }
+
+bool ResumeJournal::is_journal_name(std::string_view name) { return name.starts_with(kNamePrefix); }
+
+std::string ResumeJournal::origin_of(const wire::Offer& head, std::span<const wire::ManifestEntry> entries,
+                                     std::span<const uint8_t> sender_identity) {
+  std::vector<uint8_t> bytes;
+  wire::ByteWriter w(bytes);
+  const std::string_view label = "braid journal origin";
+  w.raw(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(label.data()), label.size()));
+  w.u32(static_cast<uint32_t>(sender_identity.size()));
+  w.raw(sender_identity);
+  w.u8(static_cast<uint8_t>(head.hash));
+  w.u64(head.chunk_size);
+  if (!entries.empty()) {
+    const wire::ManifestEntry& e = entries.front();
+    w.u8(static_cast<uint8_t>(e.kind));
+    w.u32(static_cast<uint32_t>(e.path.size()));
+    w.raw(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(e.path.data()), e.path.size()));
+    w.u64(e.size);
+  }
+  PieceHasher h(wire::HashAlgo::sha256);
+  h.update(bytes);
+  return tag_hex(h.finish().bytes);
+}
+
+std::optional<std::string> ResumeJournal::read_origin(int dir_fd, const std::string& name) {
+  // Read only: the journal may be locked by a session using it, and a
+  // look must never create, cut or hold one.
+  security::UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!fd.valid()) return std::nullopt;
+  std::array<uint8_t, kHeaderSize + 2 * kTagBytes> h{};
+  size_t got = 0;
+  while (got < h.size()) {
+    const ssize_t n = ::pread(fd.get(), h.data() + got, h.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    got += static_cast<size_t>(n);
+  }
+  wire::ByteReader r(std::span<const uint8_t>(h).subspan(sizeof kMagic, 4));
+  if (!std::equal(std::begin(kMagic), std::end(kMagic), h.begin()) || r.u32() != kFormatWithOrigin || !checks(h))
+    return std::nullopt;
+  return tag_hex(std::span<const uint8_t>(h).subspan(kHeaderSize - 8 + kTagBytes, kTagBytes));
+}
 
 ResumeJournal::ResumeJournal(int dir_fd, security::UniqueFd fd, const JournalParams& p)
     : dir_fd_(dir_fd), fd_(std::move(fd)), params_(p) {}
@@ -166,7 +235,8 @@ bool ResumeJournal::read_all() {
   if (::fstat(fd_.get(), &st) != 0 || st.st_size < static_cast<off_t>(kHeaderSize)) return false;
   // Only whole records count; a journal far larger than its transfer could need is not ours to read.
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size > kHeaderSize + kTagBytes + kRecordSize * (2 * (params_.total / std::max<uint64_t>(1, params_.chunk_size)) + (1u << 20)))
+  if (size > kHeaderSize + 2 * kTagBytes +
+                 kRecordSize * (2 * (params_.total / std::max<uint64_t>(1, params_.chunk_size)) + (1u << 20)))
     return false;
   std::vector<uint8_t> bytes(size);
   uint64_t got = 0;
@@ -176,23 +246,26 @@ bool ResumeJournal::read_all() {
     if (n <= 0) return false;
     got += static_cast<uint64_t>(n);
   }
-  // Format 2 names the temporary files' tag; the rest must be this transfer's, byte for byte.
+  // Format 2 names the temporary files' tag, format 3 that and the origin;
+  // the rest must be this transfer's, byte for byte.
   JournalParams found = params_;
   found.parts_tag.clear();
+  found.origin.clear();
   size_t header_size = kHeaderSize;
-  if (wire::ByteReader r(std::span<const uint8_t>(bytes).subspan(sizeof kMagic, 4)); r.u32() == kFormatWithTag) {
-    header_size += kTagBytes;
+  const uint32_t format = wire::ByteReader(std::span<const uint8_t>(bytes).subspan(sizeof kMagic, 4)).u32();
+  if (format == kFormatWithTag || format == kFormatWithOrigin) {
+    header_size += format == kFormatWithOrigin ? 2 * kTagBytes : kTagBytes;
     if (size < header_size) return false;
-    wire::Digest d;
-    d.size = kTagBytes;
-    std::copy_n(bytes.begin() + static_cast<ptrdiff_t>(kHeaderSize - 8), kTagBytes, d.bytes.begin());
-    found.parts_tag = d.hex();
+    const auto tags = std::span<const uint8_t>(bytes).subspan(kHeaderSize - 8);
+    found.parts_tag = tag_hex(tags);
+    if (format == kFormatWithOrigin) found.origin = tag_hex(tags.subspan(kTagBytes));
   }
   const auto header = std::span<const uint8_t>(bytes).first(header_size);
   const auto expected = header_bytes(found);
   if (expected.size() != header_size || !checks(header) || !std::equal(header.begin(), header.end() - 8, expected.begin()))
     return false;
   params_.parts_tag = found.parts_tag;
+  params_.origin = found.origin;
   header_size_ = header_size;
 
   const uint8_t want = digest_size(params_.hash);

@@ -10,6 +10,9 @@
 //           temporary files before the check, when they are not named by
 //           the key's tag (an offer answered part by part, protocol 9: its
 //           files were made before its whole offer, and so its key, was known)
+//           or 88 bytes, format 3: the parts tag (the key's own when the
+//           files are named by it) and the 8-byte origin (JournalParams::origin)
+//           before the check
 //   records, 64 bytes each, appended: u8 kind (1 held, 2 revoked),
 //           u8 hash size, 6 × 0, u64 offset, u64 length, 32-byte hash,
 //           u64 check
@@ -33,6 +36,9 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
 #include <string>
 #include <variant>
 #include <vector>
@@ -54,6 +60,11 @@ struct JournalParams {
   /// journal names (the key's tag if it names none); set: a journal that
   /// names another starts over, and this one is written.
   std::string parts_tag = {};
+  /// Who sent the transfer and how its offer begins (ResumeJournal::origin_of),
+  /// 16 hex digits: a receiver asked to answer a new offer part by part
+  /// (before its whole key is known) looks only for journals of the same
+  /// origin, or of none recorded (formats 1 and 2). Empty: none recorded.
+  std::string origin = {};
 };
 
 struct JournalError {
@@ -67,6 +78,18 @@ class ResumeJournal {
   static constexpr size_t kRecordSize = 64;
 
   static std::string file_name(const TransferKey& key);
+  /// Whether `name` is a journal's file name.
+  static bool is_journal_name(std::string_view name);
+  /// The origin of an offer with the fields of `head` (hash, chunk size)
+  /// whose entries begin with `entries`, from `sender_identity` (its key's
+  /// fingerprint). The same tree sent again by the same sender has the same
+  /// origin; a journal of another origin cannot be this transfer's.
+  static std::string origin_of(const wire::Offer& head, std::span<const wire::ManifestEntry> entries,
+                               std::span<const uint8_t> sender_identity);
+  /// The origin a journal in `dir_fd` records, without opening it for
+  /// writing or locking it; nullopt when it records none (an older format)
+  /// or cannot be read — either way it may be any transfer's.
+  static std::optional<std::string> read_origin(int dir_fd, const std::string& name);
 
   /// Opens (or creates) and locks the journal in `dir_fd` and reads it. A
   /// journal written for other parameters, or with a broken header, starts

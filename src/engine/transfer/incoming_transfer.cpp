@@ -318,8 +318,10 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
   std::unique_ptr<files::ResumeJournal> journal;
   if (offer.total_bytes() > tally.kept_bytes) {  // something will be written: worth a journal
     auto opened = files::ResumeJournal::open(
-        ctx.root_fd, files::JournalParams{key, offer.hash, offer.chunk_size, offer.total_bytes()}, kJournalLockWait,
-        ctx.interrupted);
+        ctx.root_fd,
+        files::JournalParams{key, offer.hash, offer.chunk_size, offer.total_bytes(), {},
+                             files::ResumeJournal::origin_of(offer, offer.entries, ctx.peer_key)},
+        kJournalLockWait, ctx.interrupted);
     if (auto* e = std::get_if<files::JournalError>(&opened)) {
       if (e->busy) return refuse(wire::RefuseReason::busy, e->message);
       log.write("resume_off", {{"transfer", id}, {"reason", json_safe(e->message)}});
@@ -429,7 +431,10 @@ namespace braid::transfer {
 namespace {
 
 // A resume journal of any transfer in the target (".braid-resume-<tag>").
-bool journal_in(int root_fd) {
+// Whether a journal in the target may be an earlier run of the transfer
+// of `origin` (ResumeJournal::origin_of): one that records that origin, or
+// none (written before journals recorded it), or one that cannot be read.
+bool journal_of_origin_in(int root_fd, const std::string& origin) {
   const int fd = ::openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return true;  // cannot tell: as if there were one
   DIR* d = ::fdopendir(fd);
@@ -439,9 +444,12 @@ bool journal_in(int root_fd) {
   }
   bool found = false;
   while (const dirent* e = ::readdir(d))
-    if (std::string_view(e->d_name).starts_with(".braid-resume-")) {
-      found = true;
-      break;
+    if (files::ResumeJournal::is_journal_name(e->d_name)) {
+      const auto recorded = files::ResumeJournal::read_origin(::dirfd(d), e->d_name);
+      if (!recorded || *recorded == origin) {
+        found = true;
+        break;
+      }
     }
   ::closedir(d);
   return found;
@@ -460,12 +468,17 @@ std::string fresh_tag() {
 
 }  // namespace
 
-std::string why_not_early(const OfferContext& ctx, const wire::Offer& head, bool asks_someone) {
+std::string why_not_early(const OfferContext& ctx, const wire::Offer& head, std::span<const wire::ManifestEntry> first,
+                          bool asks_someone) {
   if (asks_someone) return "it waits for someone's yes";
   if (head.discard) return "a probe";
   if (head.sync != wire::SyncOptions{}) return "a sync";
   if (ctx.interrupted && ctx.interrupted->load()) return "interrupted";
-  if (journal_in(ctx.root_fd)) return "an earlier run left a resume journal here";
+  // A journal of another sender or of another tree cannot be this
+  // transfer's: only one that may be makes the receiver wait for the whole
+  // offer, whose key tells.
+  if (journal_of_origin_in(ctx.root_fd, files::ResumeJournal::origin_of(head, first, ctx.peer_key)))
+    return "an earlier run of this transfer may have left a resume journal here";
   return {};
 }
 
@@ -511,7 +524,8 @@ std::variant<wire::Accept, wire::Refuse> finish_offer_parts(const OfferContext& 
     const files::TransferKey key = files::transfer_key(*whole, ctx.peer_key);
     auto opened = files::ResumeJournal::open(
         ctx.root_fd,
-        files::JournalParams{key, whole->hash, whole->chunk_size, whole->total_bytes(), t.tree->tag()},
+        files::JournalParams{key, whole->hash, whole->chunk_size, whole->total_bytes(), t.tree->tag(),
+                             files::ResumeJournal::origin_of(*whole, whole->entries, ctx.peer_key)},
         kJournalLockWait, ctx.interrupted);
     if (auto* e = std::get_if<files::JournalError>(&opened)) {
       if (e->busy) return refuse_offer(ctx, id, wire::RefuseReason::busy, e->message);

@@ -143,9 +143,13 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
 /// Why the first part of an offer is not answered early but the whole
 /// offer after its last part, as in protocol 8 (empty: it is answered part
 /// by part): it needs a person's yes, it is a probe, a sync or a dry run,
-/// or an earlier run left a resume journal in the target (its key needs the
-/// whole offer to tell whether it is this transfer's).
-std::string why_not_early(const OfferContext& ctx, const wire::Offer& head, bool asks_someone);
+/// or an earlier run of the same origin (sender, hash, chunk size, first
+/// entry: files::ResumeJournal::origin_of) left a resume journal in the
+/// target (its key needs the whole offer to tell whether it is this
+/// transfer's). Journals of other senders and trees do not hold it back.
+/// `first`: the first part's entries (the head has none).
+std::string why_not_early(const OfferContext& ctx, const wire::Offer& head, std::span<const wire::ManifestEntry> first,
+                          bool asks_someone);
 /// The first part's head: the transfer, its tree empty, its temporary files
 /// named by a tag of its own; its pieces are recorded for resume once its
 /// journal opens (finish_offer_parts).

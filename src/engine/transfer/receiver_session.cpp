@@ -295,7 +295,7 @@ void ReceiverSession::run_job(session::PrepareOfferPart& a) {
   if (a.first == 0) {
     // The first part: answered part by part, or whole after the last (as protocol 8).
     const wire::Offer& head = *a.head;
-    if (const std::string why = why_not_early(ctx, head, cfg_.decide_offer || !cfg_.yes); !why.empty()) {
+    if (const std::string why = why_not_early(ctx, head, a.entries, cfg_.decide_offer || !cfg_.yes); !why.empty()) {
       log_.write("offer_whole", {{"transfer", a.transfer}, {"reason", why}});
       return drive([&](session::Receiver& m) { m.handle_part_declined(a.transfer, now()); });
     }
