@@ -35,6 +35,11 @@ struct LaneTraits {
   /// The path's round trip as the transport saw it before any piece (the
   /// handshake, TCP_INFO): a slow lane's first probe would otherwise look fast.
   std::optional<Duration> rtt_hint;
+  /// What the path carried the last time (a known peer's figures, which
+  /// the lane's controller starts from): the scheduler plans with it until
+  /// the first ack, instead of holding the lane to one small probe piece
+  /// for a round trip while its controller already sends at that rate.
+  std::optional<Rate> rate_hint = std::nullopt;
 
   static LaneTraits tcp(std::optional<Duration> rtt = std::nullopt) { return {LaneKind::tcp, true, true, false, rtt}; }
   static LaneTraits udp(std::optional<Duration> rtt = std::nullopt) { return {LaneKind::udp, false, false, true, rtt}; }

@@ -950,6 +950,7 @@ void Sender::attach(Lane& l, Time now) {
   cfg.name = "lane" + std::to_string(l.id);
   cfg.in_order = l.traits.in_order;
   cfg.rtt_hint = l.traits.rtt_hint;
+  cfg.rate_hint = l.traits.rate_hint;
   const core::LaneId sid = sched().add_lane(cfg, now);
   l.sched = sid;
   if (transfer_->sched_lanes.size() <= sid) transfer_->sched_lanes.resize(sid + 1);

@@ -549,7 +549,8 @@ void SenderSession::start_udp_lane(session::LaneNo id, const session::PathSpec& 
   pending_open_[id] = {{"lane", id},     {"kind", "udp"},
                        {"local", lane->local()}, {"remote", address},
                        {"packet_size", lane->packet_size()}, {"cc", cfg.cc}};
-  const auto traits = lane->traits();
+  auto traits = lane->traits();
+  if (cfg.start) traits.rate_hint = cfg.start->rate;  // the scheduler plans with what the controller starts from
   lanes_[id] = std::move(lane);
   alive_.insert(id);
   machine_->handle_lane_connected(id, traits, now());

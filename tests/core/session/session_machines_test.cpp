@@ -543,6 +543,43 @@ TEST(SenderMachine, OnlyTheNamedPathsCarryATransferAndACancelKeepsTheLanes) {
   EXPECT_EQ(carried, (std::set<LaneNo>{0, 1, 2}));
 }
 
+// A lane whose controller starts from a known path's figures (a UDP lane
+// of a known peer: LaneTraits::rate_hint) gets work for that rate at once;
+// a lane without figures gets one small piece to measure it, as before.
+TEST(SenderMachine, ALaneWithAKnownPathsRateIsGivenWorkForItAtOnce) {
+  auto bytes_on_lane_1 = [](std::optional<Rate> hint) {
+    SenderConfig cfg = sender_config();
+    cfg.rate_limit.reset();
+    Sender s(cfg);
+    s.start(LaneTraits::tcp(Duration::millis(40)), {LaneKind::tcp, "", "boot"}, t0);
+    s.add_paths({{LaneKind::tcp, "a", "r"}}, t0);
+    LaneTraits traits = LaneTraits::tcp(Duration::millis(40));
+    traits.rate_hint = hint;
+    s.handle_lane_connected(1, traits, t0);
+    s.handle_message(1, wire::LaneWelcome{1}, t0);
+    (void)drain<SendMessage>(s);
+    TransferSpec spec;
+    wire::ManifestEntry e;
+    e.path = "f";
+    e.size = 64 << 20;
+    spec.entries = {e};
+    spec.discard = true;
+    const auto id = s.start_transfer(std::move(spec), t0);
+    EXPECT_TRUE(id.has_value());
+    for (const auto& m : drain<SendMessage>(s))
+      if (std::holds_alternative<wire::Offer>(m.msg)) s.handle_message(m.lane, wire::Accept{*id, {}}, t0 + Duration::millis(1));
+    uint64_t on_lane_1 = 0;
+    for (const auto& p : drain<SendPiece>(s))
+      if (p.lane == 1) on_lane_1 += p.assign.length.count();
+    return on_lane_1;
+  };
+  const uint64_t cold = bytes_on_lane_1(std::nullopt);
+  const uint64_t known = bytes_on_lane_1(Rate::mbit(400));
+  EXPECT_LE(cold, 64u << 10);  // one probe piece
+  // 400 Mbit/s over 40 ms is 2 MB in flight: the lane gets at least that.
+  EXPECT_GE(known, 2'000'000u) << cold;
+}
+
 // ---- protocol 8: fewer round trips at the start and at the end -------------------
 
 // A further lane takes pieces right behind its join (the welcome is not
