@@ -591,11 +591,20 @@ TEST_F(SessionFixture, AUdpLaneThatDiesMidTransferHoldsNothingUp) {
   s->close();
   EXPECT_EQ(out.exit_code, 0) << out.message;
   EXPECT_EQ(read_all(src), read_all(dst / "data.bin"));
-  ASSERT_EQ(out.report.lanes.size(), 2u);
-  EXPECT_FALSE(out.report.lanes[0].open_at_end);
-  EXPECT_NE(out.report.lanes[0].close_reason.find("lane killed"), std::string::npos) << out.report.lanes[0].close_reason;
-  EXPECT_TRUE(out.report.lanes[1].open_at_end);
-  EXPECT_GT(out.report.lanes[1].bytes, 0u);
+  // The killed lane's path may get a lane again (a lane that worked is
+  // opened again, with backoff) when the transfer outlasts the backoff, as
+  // on a loaded host: a third lane in the report then.
+  ASSERT_GE(out.report.lanes.size(), 2u);
+  const auto killed = std::find_if(out.report.lanes.begin(), out.report.lanes.end(),
+                                   [](const LaneReport& l) { return l.lane_id == 1; });
+  ASSERT_NE(killed, out.report.lanes.end());
+  EXPECT_FALSE(killed->open_at_end);
+  EXPECT_NE(killed->close_reason.find("lane killed"), std::string::npos) << killed->close_reason;
+  const auto other = std::find_if(out.report.lanes.begin(), out.report.lanes.end(),
+                                  [](const LaneReport& l) { return l.lane_id == 2; });
+  ASSERT_NE(other, out.report.lanes.end());
+  EXPECT_TRUE(other->open_at_end);
+  EXPECT_GT(other->bytes, 0u);
 }
 
 // A disk that fills up after `room` bytes (every later write fails with
