@@ -737,6 +737,9 @@ TEST_F(SessionFixture, AKnownReceiverGetsTheOfferWithTheHandshakeAndClosesWithIt
     ASSERT_EQ(out.exit_code, 0) << out.message;
     EXPECT_EQ(testing::read_file(dst / name), testing::read_file(tmp / "src" / name));
     EXPECT_EQ(offered_early(log_file), !pairing) << name;
+    // The first run's TCP lanes left their figures: the second's lanes get
+    // work for them at once (LaneTraits::rate_hint), and the log says so.
+    EXPECT_EQ(testing::read_file(log_file).find("known_rate_mbit") != std::string::npos, !pairing) << name;
     // The receiver's lanes closed behind its result: close() waits for nothing
     // (it waited up to 500 ms for them after its bye).
     EXPECT_LT(close_ms, 400) << name;

@@ -127,4 +127,8 @@ std::string PathMemory::udp_path_key(const std::string& local, const std::string
   return "udp " + local + " " + remote_host;
 }
 
+std::string PathMemory::tcp_path_key(const std::string& local, const std::string& remote_host) {
+  return "tcp " + local + " " + remote_host;
+}
+
 }  // namespace braid::transfer

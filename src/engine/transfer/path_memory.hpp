@@ -51,6 +51,10 @@ class PathMemory {
   /// The key of a UDP path: the interface (or local address) it leaves by
   /// and the peer's address, without ports (they change between runs).
   static std::string udp_path_key(const std::string& local, const std::string& remote_host);
+  /// The same for a TCP lane's path. Its figures are the scheduler's only
+  /// (LaneTraits::rate_hint): the kernel starts every connection from its
+  /// own ten segments, but a lane need not idle behind a probe piece then.
+  static std::string tcp_path_key(const std::string& local, const std::string& remote_host);
 
  private:
   struct Figures {

@@ -150,8 +150,15 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   cfg.max_lanes = opts.max_lanes;
   cfg.join_timeout = Duration::millis(std::min(opts.connect_timeout_ms, 3000));
   cfg.root_hash = files::root_hash_of_ranges;
-  const auto traits0 = [&] {
-    return session::LaneTraits::tcp(have_rtt && rtt_us > 0 ? std::optional(Duration::micros(rtt_us)) : std::nullopt);
+  // Lane 0's traits, with what its path carried last time for this peer
+  // (connect_lane says why); `peer`: the receiver's key fingerprint.
+  const auto traits0 = [&](const std::string& peer) {
+    auto t = session::LaneTraits::tcp(have_rtt && rtt_us > 0 ? std::optional(Duration::micros(rtt_us)) : std::nullopt);
+    const std::string key =
+        PathMemory::tcp_path_key(!path0.interface.empty() ? path0.interface : local.host(), remote.host());
+    if (const auto known = s->path_memory_.hint(peer, key, unix_now())) t.rate_hint = known->rate;
+    s->figure_keys_[0] = key;
+    return t;
   };
   s->background_ = opts.cc == "background";
   if (opts.first_tree && opts.first_options) {
@@ -177,7 +184,7 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
       look_at_lane0();
       std::lock_guard lock(s->mu_);
       s->machine_ = std::make_unique<session::Sender>(cfg);
-      s->machine_->start(traits0(), path0, s->now());
+      s->machine_->start(traits0(tls.peer().fingerprint.to_string()), path0, s->now());
       if (!s->begin_transfer_locked(*opts.first_tree, *opts.first_options)) {
         s->offered_early_ = true;
         log.write("status", {{"status", "offered_early"}, {"transfer", s->active_->id}});
@@ -258,9 +265,11 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
     std::lock_guard lock(s->mu_);
     if (!s->machine_) {
       s->machine_ = std::make_unique<session::Sender>(cfg);
-      s->machine_->start(traits0(), path0, s->now());
+      s->machine_->start(traits0(s->peer_.fingerprint.to_string()), path0, s->now());
     }
-    StreamLane::Options lo{traits0(), local.str(), remote.str(), true, nullptr, {},
+    const auto lane0_traits = traits0(s->peer_.fingerprint.to_string());
+    if (lane0_traits.rate_hint) lane0["known_rate_mbit"] = lane0_traits.rate_hint->bits_per_second() / 1e6;
+    StreamLane::Options lo{lane0_traits, local.str(), remote.str(), true, nullptr, {},
                            bottleneck_key(plan.interfaces, local.host(), {})};
     s->lanes_[0] = std::make_unique<StreamLane>(std::move(link), lo, static_cast<DataLaneEvents&>(*s));
     s->alive_.insert(0);
@@ -477,13 +486,23 @@ void SenderSession::connect_lane(session::LaneNo id, session::PathSpec path) {
   uint32_t rtt_us = 0, retrans = 0;
   const bool rtt = tcp && lanes::tcp_path_info(link->fd(), rtt_us, retrans) && rtt_us > 0;
   const auto hint = rtt ? std::optional(Duration::micros(rtt_us)) : std::nullopt;
-  const auto traits = tcp ? session::LaneTraits::tcp(hint) : session::LaneTraits::stream();
+  auto traits = tcp ? session::LaneTraits::tcp(hint) : session::LaneTraits::stream();
+  if (tcp) {
+    // Known peer, known path: the scheduler gives the lane work for what it
+    // carried last time, not one probe piece its kernel's start idles behind.
+    const std::string key = PathMemory::tcp_path_key(
+        !where.interface.empty() ? where.interface : lanes::local_endpoint_of(link->fd()).host(), where.remote.host());
+    if (const auto known = path_memory_.hint(peer_.fingerprint.to_string(), key, unix_now()))
+      traits.rate_hint = known->rate;
+    figure_keys_[id] = key;
+  }
   const std::string local = tcp                        ? lanes::local_endpoint_of(link->fd()).str()
                             : !where.unix_path.empty() ? std::string("unix")
                                                        : std::string(where.pty ? "pty" : "exec");
   const std::string remote = tcp ? where.remote.str() : !where.unix_path.empty() ? "unix:" + where.unix_path : where.command;
   nlohmann::json fields = {{"lane", id}, {"local", local}, {"remote", remote}};
   if (!where.interface.empty()) fields["interface"] = where.interface;
+  if (traits.rate_hint) fields["known_rate_mbit"] = traits.rate_hint->bits_per_second() / 1e6;
   if (!tcp) fields["kind"] = "stream";
   if (tcp && !opts_.tcp_cc.empty()) {
     // Data flows this way, so the sender's controller is the one that counts.
@@ -887,6 +906,14 @@ TransferOutcome SenderSession::run_transfer(const files::SourceTree& tree, const
     for (const auto& [id, l] : lanes_)
       if (auto f = l->path_figures(); f && figure_keys_.count(id)) {
         path_memory_.remember(peer_.fingerprint.to_string(), figure_keys_[id], *f, unix_now());
+        learned = true;
+      }
+    // A TCP lane's figures: its acked rate while it was busy, and its RTT.
+    for (const auto& r : out.report.lanes)
+      if (r.kind == "tcp" && figure_keys_.count(r.lane_id) && r.rate_bytes_per_sec > 0 && r.rtt_ms > 0) {
+        path_memory_.remember(peer_.fingerprint.to_string(), figure_keys_[r.lane_id],
+                              {Rate::bytes_per_sec(r.rate_bytes_per_sec), Duration::seconds_f(r.rtt_ms / 1000)},
+                              unix_now());
         learned = true;
       }
     lock.unlock();
