@@ -90,8 +90,13 @@ TEST(PathMemory, APeersProtocolIsRememberedAndSavedOnlyWhenItIsNews) {
   const auto old = PathMemory::parse(R"({"version":1,"peers":{"p":{"k":{"rate_bytes_per_sec":1e6,"rtt_us":100,"at":1000}}}})");
   EXPECT_TRUE(old.hint("p", "k", 1000).has_value());
   EXPECT_FALSE(old.protocol("p").has_value());
+  // A receiver newer than this binary comes back as it said.
+  PathMemory newer;
+  newer.remember_protocol("p", {wire::kProtocolVersion + 1, true}, 1000);
+  ASSERT_TRUE(PathMemory::parse(newer.to_text()).protocol("p").has_value());
+  EXPECT_EQ(PathMemory::parse(newer.to_text()).protocol("p")->version, wire::kProtocolVersion + 1);
   for (const char* bad : {R"({"version":1,"peers":{},"protocols":{"p":{"version":0,"said":true,"at":1}}})",
-                          R"({"version":1,"peers":{},"protocols":{"p":{"version":99999,"said":true,"at":1}}})",
+                          R"({"version":1,"peers":{},"protocols":{"p":{"version":999999,"said":true,"at":1}}})",
                           R"({"version":1,"peers":{},"protocols":{"p":{"version":-8,"said":true,"at":1}}})",
                           R"({"version":1,"peers":{},"protocols":{"p":{"version":8,"said":"yes","at":1}}})",
                           R"({"version":1,"peers":{},"protocols":{"p":{"version":8,"said":true}}})",

@@ -659,6 +659,17 @@ TEST(ResumeJournal, AnOriginIsRecordedReadWithoutALockAndKeptWithItsClaims) {
     EXPECT_EQ(j->loaded().bytes(), 65536u);
   }
   EXPECT_EQ(ResumeJournal::read_origin(dir.fd(), name), p.origin);
+  // A format-2 journal (no origin) opened for another parts tag starts over
+  // with this run's tag and its origin.
+  auto two = params_of(offer_of(3 << 20));
+  two.parts_tag = "00112233445566aa";
+  { auto j = open_journal(dir.fd(), two); }
+  EXPECT_EQ(ResumeJournal::read_origin(dir.fd(), ResumeJournal::file_name(two.key)), std::nullopt);
+  auto again = two;
+  again.parts_tag = "00112233445566bb";
+  again.origin = "0123456789abcdef";
+  { auto j = open_journal(dir.fd(), again); }
+  EXPECT_EQ(ResumeJournal::read_origin(dir.fd(), ResumeJournal::file_name(two.key)), again.origin);
   // An older format records none, and a damaged header reads as none: either may be any transfer's.
   auto old = params_of(offer_of(2 << 20));
   { auto j = open_journal(dir.fd(), old); }

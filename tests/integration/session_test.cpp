@@ -822,8 +822,29 @@ TEST_F(SessionFixture, AnEarlyOfferGoesOnTheProtocolRememberedAndAWrongMemoryEnd
   EXPECT_NE(wrong.out.message.find("protocol 7 or older, and --backup-suffix needs protocol 8"), std::string::npos)
       << wrong.out.message;
   // Mended: the next early offer is right, and both lanes join protocol 7.
+  // The source's first read waits (10 s at most) until both have joined, so
+  // a short transfer cannot end before their joins are answered.
   testing::write_random_file(tmp / "src/a.bin", 2 << 20, 32);
-  Run mended = run(std::nullopt, plain);
+  struct WaitForJoins : ReadFaults {
+    fs::path log_file;
+    std::atomic<bool> waited{false};
+    void before_read(uint64_t, uint64_t) override {
+      if (waited.exchange(true)) return;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (std::chrono::steady_clock::now() < until) {
+        const std::string text = testing::read_file(log_file);
+        size_t opened = 0;
+        for (size_t p = text.find("\"lane_open\""); p != std::string::npos; p = text.find("\"lane_open\"", p + 1)) ++opened;
+        if (opened >= 3) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
+  };
+  auto wait = std::make_shared<WaitForJoins>();
+  wait->log_file = tmp / ("run" + std::to_string(n + 1) + ".log");
+  TransferOptions held = plain;
+  held.read_faults = wait;
+  Run mended = run(std::nullopt, held);
   ASSERT_EQ(mended.out.exit_code, 0) << mended.out.message;
   EXPECT_TRUE(has(mended, "\"offered_early\""));
   EXPECT_FALSE(has(mended, "peer_protocol_changed"));
@@ -1076,9 +1097,11 @@ TEST_F(SessionFixture, AJournalOfAnotherTreeDoesNotHoldANewTreesEarlyAnswersBack
   ASSERT_EQ(journals.size(), 1u);
   const std::string kept = read_all(journals[0]);
   // Another tree, from the same sender (paired by the first run).
+  // Its first entry is its top directory, another name than the first
+  // tree's: another origin (a tree under the first one's name would still
+  // be answered whole — it may be the same transfer).
   const fs::path other = tmp / "src2/other";
   make_streamed_tree(other, 3);
-  std::ofstream(other / "d000/000000-aaa-first") << "sorts first: another first entry";
   RunningReceiver r(dst, recv_cfg, "origin");
   const auto [out, walk] =
       send_holding_last_batch(r, "origin", send_cfg, log, other, dst, {}, std::chrono::seconds(20));

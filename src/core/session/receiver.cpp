@@ -109,6 +109,15 @@ void Receiver::handle_lane_failed(LaneNo id, const std::string& reason, Time now
   if (Lane* l = find(id)) close_lane(*l, reason, true, now);
 }
 
+void Receiver::refuse_join(Lane& lane, const std::string& why, bool tell) {
+  push(RecvNote{"lane_refused", lane.id, why});
+  // Told on the lane itself (a lane that said a join): the sender waits there for its welcome.
+  if (tell) push(RecvSendMessage{lane.id, wire::LaneClosed{lane.id, why}});
+  lane.open = false;
+  lane.close_reason = why;
+  push(RecvCloseLane{lane.id, why});
+}
+
 void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
   if (ended_) return;
   Lane* lane = find(on);
@@ -126,21 +135,10 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
               : "join refused: the lane says braid protocol " + std::to_string(join->version) +
                     " and this receiver speaks " + std::to_string(wire::kLastSilentProtocol) + " to " +
                     std::to_string(std::max(cfg_.protocol, wire::kLastSilentProtocol));
-      push(RecvNote{"lane_refused", on, why});
-      // Told on the lane itself, as a lane over the limit is: the sender waits there for its welcome.
-      if (join) push(RecvSendMessage{on, wire::LaneClosed{on, why}});
-      lane->open = false;
-      lane->close_reason = why;
-      push(RecvCloseLane{on, why});
-      return;
+      return refuse_join(*lane, why, join != nullptr);
     }
     if (const std::string over = lane_limit(); !over.empty()) {
-      // Told on the lane itself: the sender waits there for its welcome.
-      push(RecvNote{"lane_refused", on, over});
-      push(RecvSendMessage{on, wire::LaneClosed{on, over}});
-      lane->open = false;
-      lane->close_reason = over;
-      push(RecvCloseLane{on, over});
+      refuse_join(*lane, over, true);
       return;
     }
     lane->joined = true;

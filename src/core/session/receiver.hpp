@@ -285,6 +285,9 @@ class Receiver {
   void fail(Transfer& t, wire::ResultStatus status, const std::string& message);
   void end_session(const std::string& reason, bool drain = false);
   void push(ReceiverAction a) { actions_.push_back(std::move(a)); }
+  /// A joining lane is refused: noted, told why on the lane when `tell`
+  /// (it said a join, and its sender waits there for a welcome), closed.
+  void refuse_join(Lane& lane, const std::string& why, bool tell);
 
   ReceiverConfig cfg_;
   std::vector<Lane> lanes_;

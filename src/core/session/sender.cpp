@@ -192,9 +192,7 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   // checking the first while the rest are still on the way.
   transfer_->offer_cuts = wire::offer_cuts(transfer_->entries(), cfg_.offer_part_bytes);
   // A receiver that cannot read the offer would ignore it: say why instead.
-  const wire::ProtocolNeed need =
-      wire::offer_needs(transfer_->offer, transfer_->entries(), transfer_->offer_cuts.size() > 2);
-  if (const std::string why = wire::too_old(need, cfg_.peer); !why.empty()) {
+  if (const std::string why = unreadable_by_peer({}); !why.empty()) {
     end_transfer(make_outcome(TransferOutcome::End::unsupported, why));
     return transfer_->id;
   }
@@ -205,13 +203,19 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   return transfer_->id;
 }
 
-void Sender::handle_peer_protocol(const wire::PeerProtocol& peer, Time now) {
+std::string Sender::unreadable_by_peer(const wire::ProtocolNeed& also) const {
+  wire::ProtocolNeed need = wire::offer_needs(transfer_->offer, transfer_->entries(), transfer_->offer_cuts.size() > 2);
+  if (also.version > need.version) need = also;
+  return wire::too_old(need, cfg_.peer);
+}
+
+void Sender::handle_peer_protocol(const wire::PeerProtocol& peer, Time now, const wire::ProtocolNeed& also) {
   (void)now;
   cfg_.peer = peer;
   if (!transfer_running() || transfer_->streaming) return;  // a streamed offer starts after the addresses
-  const wire::ProtocolNeed need =
-      wire::offer_needs(transfer_->offer, transfer_->entries(), transfer_->offer_cuts.size() > 2);
-  if (const std::string why = wire::too_old(need, cfg_.peer); !why.empty())
+  // The offer went already, and a receiver that cannot read it ignores it
+  // (the engine's session ends with this transfer: nothing is left waiting).
+  if (const std::string why = unreadable_by_peer(also); !why.empty())
     end_transfer(make_outcome(TransferOutcome::End::unsupported, why));
 }
 

@@ -314,7 +314,9 @@ class Sender {
   /// now on; an offer already sent that needs more than the receiver speaks
   /// ends the transfer as start_transfer would have (End::unsupported), in
   /// one line, instead of leaving it to wait for an answer that never comes.
-  void handle_peer_protocol(const wire::PeerProtocol& peer, Time now);
+  /// `also`: what the engine's part of the offer needs beyond what the offer
+  /// shows (compressed frames: protocol 7).
+  void handle_peer_protocol(const wire::PeerProtocol& peer, Time now, const wire::ProtocolNeed& also = {});
   void handle_lane_connected(LaneNo lane, const LaneTraits& traits, Time now);
   /// The lane is gone (connect or write failed, EOF, reset, keepalive, the
   /// lane's transport gave up). `heard_peer`: whether anything authentic
@@ -556,6 +558,9 @@ class Sender {
   /// Sends done (and, for the last transfer, the goodbye behind it).
   void send_done(Time now);
   void send_ordered(const ToReceiver& msg, Time now);
+  /// Why the receiver cannot take the running transfer's offer, in one line
+  /// (empty: it can): the offer's own needs, or `also` if newer.
+  std::string unreadable_by_peer(const wire::ProtocolNeed& also) const;
   void end_transfer(TransferOutcome outcome);
   void check_lanes_left(Time now);
   core::Scheduler& sched() { return *transfer_->sched; }

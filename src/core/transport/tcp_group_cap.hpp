@@ -141,11 +141,11 @@ class TcpGroupCap {
     std::optional<Rate> cap;       // its cap last round
     Time lagging_since = Time::never();  // paced well below its cap with data waiting, since
     Time restarted_at = Time::never();   // its kernel controller last started over
-    /// The least RTT the lane can have: the kernel's min RTT when known,
-    /// else the lane's own filtered base. Every sample is floored at the
-    /// kernel's minimum, so the base is below it only once that windowed
-    /// minimum (5 minutes) rose: a longer path, which the kernel knows first.
-    Duration floor() const { return min_rtt.ns() > 0 ? min_rtt : delays.base(); }
+    /// The least RTT the lane can have: the lower of the kernel's min RTT
+    /// (when known) and the lane's own filtered base — which is below the
+    /// kernel's only from samples taken before it was known, or after its
+    /// windowed minimum (5 minutes) rose.
+    Duration floor() const { return min_rtt.ns() > 0 ? std::min(min_rtt, delays.base()) : delays.base(); }
   };
   /// What one round of samples says, for the steps of on_samples.
   struct Look {

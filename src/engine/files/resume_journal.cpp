@@ -52,18 +52,7 @@ bool checks(std::span<const uint8_t> sealed) {
 
 uint8_t digest_size(wire::HashAlgo a) { return a == wire::HashAlgo::sha256 ? 32 : 16; }
 
-// The parts tag as bytes when it is not the key's own (format 2), else none (format 1).
-std::optional<std::array<uint8_t, kTagBytes>> own_tag(const JournalParams& p) {
-  if (p.parts_tag.empty() || p.parts_tag == p.key.tag() || p.parts_tag.size() != 2 * kTagBytes) return std::nullopt;
-  std::array<uint8_t, kTagBytes> out{};
-  for (size_t i = 0; i < kTagBytes; ++i) {
-    unsigned v = 0;
-    if (std::sscanf(p.parts_tag.c_str() + 2 * i, "%2x", &v) != 1) return std::nullopt;
-    out[i] = static_cast<uint8_t>(v);
-  }
-  return out;
-}
-
+// 16 hex digits as 8 bytes; nullopt for anything else.
 std::optional<std::array<uint8_t, kTagBytes>> tag_bytes(const std::string& hex) {
   if (hex.size() != 2 * kTagBytes) return std::nullopt;
   std::array<uint8_t, kTagBytes> out{};
@@ -73,6 +62,12 @@ std::optional<std::array<uint8_t, kTagBytes>> tag_bytes(const std::string& hex) 
     out[i] = static_cast<uint8_t>(v);
   }
   return out;
+}
+
+// The parts tag as bytes when it is not the key's own (format 2), else none (format 1).
+std::optional<std::array<uint8_t, kTagBytes>> own_tag(const JournalParams& p) {
+  if (p.parts_tag.empty() || p.parts_tag == p.key.tag()) return std::nullopt;
+  return tag_bytes(p.parts_tag);
 }
 
 std::string tag_hex(std::span<const uint8_t> bytes) {
@@ -223,6 +218,7 @@ std::variant<std::unique_ptr<ResumeJournal>, JournalError> ResumeJournal::open(i
   if (!j->read_all() || (!p.parts_tag.empty() && j->parts_tag() != p.parts_tag)) {
     j->loaded_ = HeldRanges();
     j->params_.parts_tag = p.parts_tag;
+    j->params_.origin = p.origin;  // read_all may have taken an older header's (none)
     if (const int err = j->write_header(); err != 0)
       return JournalError{false, "cannot write the resume journal '" + name + "': " + std::strerror(err)};
   }

@@ -9,6 +9,8 @@ namespace braid::transfer {
 
 namespace {
 constexpr const char* kFileName = "path-figures.json";
+// Above any protocol braid will have: a bound on what a damaged file may say.
+constexpr uint64_t kMaxProtocol = 1u << 16;
 
 }  // namespace
 
@@ -30,10 +32,11 @@ PathMemory PathMemory::parse(const std::string& text) {
       const auto version = p.value("version", nlohmann::json());
       const auto said = p.value("said", nlohmann::json());
       const auto at = p.value("at", nlohmann::json());
-      // A version braid never had (0, or newer than this binary's) is no knowledge.
+      // A receiver newer than this binary is kept as it said (joins take the
+      // older of the two); 0 or an absurd number is no knowledge.
       if (!version.is_number_unsigned() || !said.is_boolean() || !at.is_number_integer()) continue;
       const auto v = version.get<uint64_t>();
-      if (v == 0 || v > wire::kProtocolVersion) continue;
+      if (v == 0 || v > kMaxProtocol) continue;
       m.protocols_[peer] = {{static_cast<uint32_t>(v), said.get<bool>()}, at.get<int64_t>()};
     }
   for (const auto& [peer, paths] : doc["peers"].items()) {
@@ -123,12 +126,18 @@ std::string PathMemory::save(const std::filesystem::path& dir) const {
   return {};
 }
 
+namespace {
+std::string path_key(const char* kind, const std::string& local, const std::string& remote_host) {
+  return std::string(kind) + " " + local + " " + remote_host;
+}
+}  // namespace
+
 std::string PathMemory::udp_path_key(const std::string& local, const std::string& remote_host) {
-  return "udp " + local + " " + remote_host;
+  return path_key("udp", local, remote_host);
 }
 
 std::string PathMemory::tcp_path_key(const std::string& local, const std::string& remote_host) {
-  return "tcp " + local + " " + remote_host;
+  return path_key("tcp", local, remote_host);
 }
 
 }  // namespace braid::transfer

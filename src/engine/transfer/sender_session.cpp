@@ -154,10 +154,8 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   // (connect_lane says why); `peer`: the receiver's key fingerprint.
   const auto traits0 = [&](const std::string& peer) {
     auto t = session::LaneTraits::tcp(have_rtt && rtt_us > 0 ? std::optional(Duration::micros(rtt_us)) : std::nullopt);
-    const std::string key =
-        PathMemory::tcp_path_key(!path0.interface.empty() ? path0.interface : local.host(), remote.host());
-    if (const auto known = s->path_memory_.hint(peer, key, unix_now())) t.rate_hint = known->rate;
-    s->figure_keys_[0] = key;
+    t.rate_hint = s->known_tcp_rate_locked(peer, 0, !path0.interface.empty() ? path0.interface : local.host(),
+                                           remote.host());
     return t;
   };
   s->background_ = opts.cc == "background";
@@ -238,11 +236,10 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   s->peer_protocol_ = wire::peer_protocol(addrs);
   log.write("peer_protocol", {{"version", s->peer_protocol_.version}, {"said", s->peer_protocol_.said}});
   cfg.peer = s->peer_protocol_;
-  if (s->machine_ && remembered != s->peer_protocol_) {
+  // Heard by the machine once lane 0 can carry what that sends (below).
+  const bool heard_other = s->machine_ && remembered != s->peer_protocol_;
+  if (heard_other)
     log.write("peer_protocol_changed", {{"remembered", remembered.text()}, {"now", s->peer_protocol_.text()}});
-    std::lock_guard lock(s->mu_);
-    s->hear_peer_protocol_locked();
-  }
   if (s->path_memory_.remember_protocol(s->peer_.fingerprint.to_string(), s->peer_protocol_, unix_now()))
     if (auto e = s->path_memory_.save(s->host_->dir); !e.empty()) log.write("path_figures_unsaved", {{"reason", e}});
 
@@ -263,17 +260,18 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   for (const auto& [spec, why] : skipped) log.write("lane_skipped", {{"spec", spec}, {"reason", why}});
   {
     std::lock_guard lock(s->mu_);
+    const auto lane0_traits = traits0(s->peer_.fingerprint.to_string());
     if (!s->machine_) {
       s->machine_ = std::make_unique<session::Sender>(cfg);
-      s->machine_->start(traits0(s->peer_.fingerprint.to_string()), path0, s->now());
+      s->machine_->start(lane0_traits, path0, s->now());
     }
-    const auto lane0_traits = traits0(s->peer_.fingerprint.to_string());
     if (lane0_traits.rate_hint) lane0["known_rate_mbit"] = lane0_traits.rate_hint->bits_per_second() / 1e6;
     StreamLane::Options lo{lane0_traits, local.str(), remote.str(), true, nullptr, {},
                            bottleneck_key(plan.interfaces, local.host(), {})};
     s->lanes_[0] = std::make_unique<StreamLane>(std::move(link), lo, static_cast<DataLaneEvents&>(*s));
     s->alive_.insert(0);
     log.write("lane_open", lane0);
+    if (heard_other) s->hear_peer_protocol_locked();
     s->plan_ = plan;  // under mu_: a peer's addresses may come as soon as lane 0 reads
     LanePath p0;
     p0.spec = path0;
@@ -487,15 +485,10 @@ void SenderSession::connect_lane(session::LaneNo id, session::PathSpec path) {
   const bool rtt = tcp && lanes::tcp_path_info(link->fd(), rtt_us, retrans) && rtt_us > 0;
   const auto hint = rtt ? std::optional(Duration::micros(rtt_us)) : std::nullopt;
   auto traits = tcp ? session::LaneTraits::tcp(hint) : session::LaneTraits::stream();
-  if (tcp) {
-    // Known peer, known path: the scheduler gives the lane work for what it
-    // carried last time, not one probe piece its kernel's start idles behind.
-    const std::string key = PathMemory::tcp_path_key(
+  if (tcp)
+    traits.rate_hint = known_tcp_rate_locked(
+        peer_.fingerprint.to_string(), id,
         !where.interface.empty() ? where.interface : lanes::local_endpoint_of(link->fd()).host(), where.remote.host());
-    if (const auto known = path_memory_.hint(peer_.fingerprint.to_string(), key, unix_now()))
-      traits.rate_hint = known->rate;
-    figure_keys_[id] = key;
-  }
   const std::string local = tcp                        ? lanes::local_endpoint_of(link->fd()).str()
                             : !where.unix_path.empty() ? std::string("unix")
                                                        : std::string(where.pty ? "pty" : "exec");
@@ -759,17 +752,39 @@ TransferOutcome SenderSession::send_walking(const std::vector<std::string>& path
   return out;
 }
 
+std::optional<Rate> SenderSession::known_tcp_rate_locked(const std::string& peer, session::LaneNo id,
+                                                         const std::string& local, const std::string& remote_host) {
+  const std::string key = PathMemory::tcp_path_key(local, remote_host);
+  figure_keys_[id] = key;  // its figures are kept under this key after a verified transfer
+  const auto known = path_memory_.hint(peer, key, unix_now());
+  return known ? std::optional(known->rate) : std::nullopt;
+}
+
+namespace {
+/// What compression asks of the receiver: `always` needs protocol 7 (compressed
+/// frames); `auto` needs nothing (it sends raw to an older receiver).
+wire::ProtocolNeed compress_need(compress::Mode asked) {
+  return asked == compress::Mode::always ? wire::ProtocolNeed{7, "--compress always"} : wire::ProtocolNeed{};
+}
+}  // namespace
+
+compress::Mode SenderSession::compress_for_peer_locked(compress::Mode asked) {
+  if (asked == compress::Mode::off || peer_protocol_.version >= 7) return asked;
+  log_.write("compress_off", {{"reason", "the receiver speaks braid protocol " + peer_protocol_.text()}});
+  return compress::Mode::off;
+}
+
 void SenderSession::hear_peer_protocol_locked() {
-  machine_->handle_peer_protocol(peer_protocol_, now());
-  // The early transfer chose compression on the remembered protocol. No
-  // piece has been read yet (its accept comes after these addresses), so
-  // its frames can still go raw to a receiver older than compression.
-  if (active_ && active_->compress != compress::Mode::off && peer_protocol_.version < 7) {
-    if (active_->compress == compress::Mode::always)
-      machine_->cancel_transfer(wire::too_old({7, "--compress always"}, peer_protocol_), now());
+  // An early transfer that asked for --compress always ends like an offer
+  // the receiver cannot read (End::unsupported: one line, kExitRefused).
+  machine_->handle_peer_protocol(peer_protocol_, now(), active_ ? compress_need(active_->compress) : wire::ProtocolNeed{});
+  // It chose compression on the remembered protocol. No piece has been read
+  // yet (its accept comes after these addresses), so its frames can still
+  // go raw to a receiver older than compression.
+  if (active_ && active_->compress != compress::Mode::off &&
+      compress_for_peer_locked(active_->compress) == compress::Mode::off) {
     active_->compress = compress::Mode::off;
     active_->files->stop_compressing();
-    log_.write("compress_off", {{"reason", "the receiver speaks braid protocol " + peer_protocol_.text()}});
   }
   drain_locked();
 }
@@ -793,13 +808,9 @@ std::optional<TransferOutcome> SenderSession::begin_transfer_locked(const files:
   spec.last = opts.last;
   // Compressed frames need protocol 7: towards an older receiver --compress
   // auto sends raw, and always is refused in one line.
-  compress::Mode compress = opts.compress;
-  if (compress != compress::Mode::off && peer_protocol_.version < 7) {
-    if (compress == compress::Mode::always)
-      return TransferOutcome{kExitRefused, wire::too_old({7, "--compress always"}, peer_protocol_), {}};
-    compress = compress::Mode::off;
-    log_.write("compress_off", {{"reason", "the receiver speaks braid protocol " + peer_protocol_.text()}});
-  }
+  if (const std::string why = wire::too_old(compress_need(opts.compress), peer_protocol_); !why.empty())
+    return TransferOutcome{kExitRefused, why, {}};
+  const compress::Mode compress = compress_for_peer_locked(opts.compress);
   const auto id = machine_->start_transfer(std::move(spec), now());
   if (!id) return TransferOutcome{kExitLanesLost, "every lane closed before the offer could be sent", {}};
   active_ = std::make_unique<Active>();
@@ -908,11 +919,17 @@ TransferOutcome SenderSession::run_transfer(const files::SourceTree& tree, const
         path_memory_.remember(peer_.fingerprint.to_string(), figure_keys_[id], *f, unix_now());
         learned = true;
       }
-    // A TCP lane's figures: its acked rate while it was busy, and its RTT.
+    // A TCP lane's figures: what it delivered first over its active time
+    // (the scheduler's hint is a rate; the RTT kept is its pieces' smoothed
+    // one). Not under a rate limit, a metered share or --background: those
+    // rates are the user's choice for this run, not the path's.
+    const bool held = opts_.rate_limit || !opts_.metered.empty() || background_;
     for (const auto& r : out.report.lanes)
-      if (r.kind == "tcp" && figure_keys_.count(r.lane_id) && r.rate_bytes_per_sec > 0 && r.rtt_ms > 0) {
+      if (!held && r.kind == "tcp" && figure_keys_.count(r.lane_id) && r.bytes > 0 && r.active_seconds > 0 &&
+          r.rtt_ms > 0) {
         path_memory_.remember(peer_.fingerprint.to_string(), figure_keys_[r.lane_id],
-                              {Rate::bytes_per_sec(r.rate_bytes_per_sec), Duration::seconds_f(r.rtt_ms / 1000)},
+                              {Rate::bytes_per_sec(static_cast<double>(r.bytes) / r.active_seconds),
+                               Duration::seconds_f(r.rtt_ms / 1000)},
                               unix_now());
         learned = true;
       }

@@ -290,6 +290,15 @@ class SenderSession : private DataLaneEvents {
   /// The receiver's addresses said another protocol than the one an early
   /// offer went on: the machine, and the early transfer's compression, follow it.
   void hear_peer_protocol_locked();
+  /// Known peer, known path: what TCP lane `id` on it (leaving by `local`,
+  /// an interface or address) carried last time, for the scheduler — work
+  /// for that rate at once, not one probe piece its kernel's slow start
+  /// idles behind. Files the lane's figures under the path's key.
+  std::optional<Rate> known_tcp_rate_locked(const std::string& peer, session::LaneNo id, const std::string& local,
+                                            const std::string& remote_host);
+  /// Compressed frames need protocol 7: towards an older receiver --compress
+  /// auto (or always, which the caller refuses first) sends raw, and says so.
+  compress::Mode compress_for_peer_locked(compress::Mode asked);
   std::optional<TransferOutcome> begin_transfer_locked(const files::SourceTree& tree, const TransferOptions& opts,
                                                        bool streamed = false);
   /// The machine for lane 0 (the bootstrap connection, on `path0`).
