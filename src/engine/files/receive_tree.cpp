@@ -60,6 +60,15 @@ mode_t process_umask() {
   return static_cast<mode_t>(mask);
 }
 
+/// A directory that cannot be made or opened: the offer's fault when its
+/// path leads through a symlink, outside or through a non-directory; else
+/// the target's.
+wire::RefuseReason refuse_reason_for(security::Errc code) {
+  const bool path_problem = code == security::Errc::path_symlink || code == security::Errc::path_escapes ||
+                            code == security::Errc::path_not_directory || code == security::Errc::path_invalid;
+  return path_problem ? wire::RefuseReason::bad_path : wire::RefuseReason::not_writable;
+}
+
 wire::RefuseReason reason_for_errno(int e) {
   if (is_no_space(e)) return wire::RefuseReason::no_space;
   return wire::RefuseReason::not_writable;
@@ -331,16 +340,7 @@ std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
     if (e.kind == wire::EntryKind::directory) {
-      auto where = RelativePath::parse(disk_path(i));
-      if (!where) return PrepareError{wire::RefuseReason::bad_path, where.error().message};
-      auto d = security::make_dirs_beneath(root_fd_, where.value(), 0700);
-      if (!d) {
-        const auto code = d.error().code;
-        const bool path_problem = code == security::Errc::path_symlink || code == security::Errc::path_escapes ||
-                                  code == security::Errc::path_not_directory || code == security::Errc::path_invalid;
-        return PrepareError{path_problem ? wire::RefuseReason::bad_path : wire::RefuseReason::not_writable,
-                            d.error().message};
-      }
+      if (auto err = make_directory(i)) return err;
       continue;
     }
     if (e.kind == wire::EntryKind::file && !keep_[i]) files.push_back(i);
@@ -354,6 +354,18 @@ std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
       unwritten_.emplace_back(writes ? static_cast<int64_t>(e.size) : -1);
     }
   }
+  return create_files(files, keep_parts);
+}
+
+std::optional<PrepareError> ReceiveTree::make_directory(size_t i) {
+  auto where = RelativePath::parse(disk_path(i));
+  if (!where) return PrepareError{wire::RefuseReason::bad_path, where.error().message};
+  auto d = security::make_dirs_beneath(root_fd_, where.value(), 0700);
+  if (!d) return PrepareError{refuse_reason_for(d.error().code), d.error().message};
+  return std::nullopt;
+}
+
+std::optional<PrepareError> ReceiveTree::create_files(const std::vector<size_t>& files, bool keep_parts) {
   std::mutex mu;
   std::optional<PrepareError> first_error;
   for_each_directory(files, [&](size_t i) {
@@ -371,11 +383,7 @@ std::optional<PrepareError> ReceiveTree::create_file(size_t i, bool keep_parts) 
   std::string error;
   security::Errc code = security::Errc::io_error;
   auto parent = parent_dir(i, /*create=*/true, error, &code);
-  if (!parent) {
-    const bool path_problem = code == security::Errc::path_symlink || code == security::Errc::path_escapes ||
-                              code == security::Errc::path_not_directory || code == security::Errc::path_invalid;
-    return PrepareError{path_problem ? wire::RefuseReason::bad_path : wire::RefuseReason::not_writable, error};
-  }
+  if (!parent) return PrepareError{refuse_reason_for(code), error};
   const int dir = parent->get();
   // The final name must not be a directory or a symlink we would replace
   // blindly (in a staged directory nothing stands but what this offer made).
@@ -1052,30 +1060,10 @@ std::optional<PrepareError> ReceiveTree::add_part(size_t first, std::vector<wire
   }
   // 4. Their directories made, their files' places checked (each file is
   //    made when its first bytes come, as in prepare).
-  for (size_t k = 0; k < es.size(); ++k) {
-    const size_t i = first + k;
-    if (es[k].kind != wire::EntryKind::directory) continue;
-    auto where = RelativePath::parse(disk_path(i));
-    if (!where) return PrepareError{wire::RefuseReason::bad_path, where.error().message};
-    auto d = security::make_dirs_beneath(root_fd_, where.value(), 0700);
-    if (!d) {
-      const auto code = d.error().code;
-      const bool path_problem = code == security::Errc::path_symlink || code == security::Errc::path_escapes ||
-                                code == security::Errc::path_not_directory || code == security::Errc::path_invalid;
-      return PrepareError{path_problem ? wire::RefuseReason::bad_path : wire::RefuseReason::not_writable,
-                          d.error().message};
-    }
-  }
-  std::mutex mu;
-  std::optional<PrepareError> first_error;
-  for_each_directory(files, [&](size_t i) {
-    auto err = create_file(i, false);
-    if (!err) return true;
-    std::lock_guard lock(mu);
-    if (!first_error) first_error = std::move(err);
-    return false;
-  });
-  return first_error;
+  for (size_t k = 0; k < es.size(); ++k)
+    if (es[k].kind == wire::EntryKind::directory)
+      if (auto err = make_directory(first + k)) return err;
+  return create_files(files, /*keep_parts=*/false);
 }
 
 std::optional<PrepareError> ReceiveTree::close_parts(std::shared_ptr<const wire::Offer> whole) {

@@ -222,7 +222,13 @@ class ReceiveTree {
   security::UniqueFd create_temp(int dir, size_t entry, std::string& error);
   /// Gives a temporary file its final mode when that keeps it writable (mode_set_).
   void set_final_mode(int fd, size_t entry);
-  /// A file entry's temporary file (create_all, on any of its threads).
+  /// A directory entry made on disk (or its staged temporary name), with
+  /// whatever is missing above it (prepare, add_part).
+  std::optional<PrepareError> make_directory(size_t entry);
+  /// create_file for each of `files`, directories in parallel for a big
+  /// tree (prepare, add_part); the first failure.
+  std::optional<PrepareError> create_files(const std::vector<size_t>& files, bool keep_parts);
+  /// A file entry's temporary file (create_files, on any of its threads).
   std::optional<PrepareError> create_file(size_t entry, bool keep_parts);
   /// Puts a file entry in place (finalize, on any of its threads); empty or what failed.
   std::string finalize_file(size_t entry, bool synced, int& err);
