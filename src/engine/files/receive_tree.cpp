@@ -256,22 +256,23 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
   std::unique_ptr<ReceiveTree> t(new ReceiveTree(root_fd, std::move(shared), opts.tag));
   // 1. Every path must be a clean relative path, unique, and every parent
   //    that the offer itself names must be a directory of the offer.
-  // Names as views of the tree's own copy of the paths (parse accepts only
-  // the canonical form, so an entry's path is its RelativePath's str()):
-  // no second copy of every path, even for the checks.
-  std::unordered_set<std::string_view> seen;
-  std::unordered_set<std::string_view> dirs;
+  // Names as indices of the tree's own entries (parse accepts only the
+  // canonical form, so an entry's path is its RelativePath's str()): no
+  // second copy of every path, even for the checks. (The offer has at most
+  // kMaxOfferEntries entries: its indices fit in 32 bits.)
+  PathIndex seen;
+  const auto path_of = [&t](uint32_t i) -> std::string_view { return t->entries_[i].path; };
   std::unordered_map<std::string, uint32_t> dir_index;  // a parent's path → its place in dir_names_
-  seen.reserve(t->entries_.size());
-  for (const auto& e : t->entries_) {
+  seen.reserve(t->entries_.size(), path_of);
+  for (size_t i = 0; i < t->entries_.size(); ++i) {
+    const auto& e = t->entries_[i];
     auto p = RelativePath::parse(e.path);
     if (!p)
       return PrepareError{wire::RefuseReason::bad_path,
                           "refused a path from the sender: '" + security::printable_path(e.path) + "': " + p.error().message};
-    if (!seen.insert(e.path).second)
+    if (!seen.insert(static_cast<uint32_t>(i), e.path, path_of))
       return PrepareError{wire::RefuseReason::bad_offer,
                           "the offer names '" + security::printable_path(e.path) + "' twice"};
-    if (e.kind == wire::EntryKind::directory) dirs.insert(e.path);
     auto [at, added] = dir_index.try_emplace(parent_of(p.value()), static_cast<uint32_t>(t->dir_names_.size()));
     if (added) t->dir_names_.push_back(at->first);
     t->dir_of_.push_back(at->second);
@@ -280,7 +281,7 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
     const std::string_view path = e.path;
     for (size_t slash = path.find('/'); slash != std::string_view::npos; slash = path.find('/', slash + 1)) {
       const std::string_view prefix = path.substr(0, slash);
-      if (seen.count(prefix) && !dirs.count(prefix))
+      if (const auto at = seen.find(prefix, path_of); at && t->entries_[*at].kind != wire::EntryKind::directory)
         return PrepareError{wire::RefuseReason::bad_offer, "the offer puts '" + security::printable_path(e.path) +
                                                                "' beneath '" + security::printable_path(prefix) +
                                                                "', which it does not send as a directory"};
@@ -946,12 +947,25 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::begin_part
 std::optional<PrepareError> ReceiveTree::add_part(size_t first, std::vector<wire::ManifestEntry> part) {
   if (!growing_ || first != entries_.size())
     return PrepareError{wire::RefuseReason::bad_offer, "internal error: offer parts out of order"};
+  if (growing_->refused)
+    return PrepareError{wire::RefuseReason::bad_offer, "internal error: an offer part after a refused one"};
+  auto err = join_part(first, std::move(part));
+  // A refused part may have left some of its paths in the index, by
+  // indices that the next part's entries would take.
+  if (err) growing_->refused = true;
+  return err;
+}
+
+std::optional<PrepareError> ReceiveTree::join_part(size_t first, std::vector<wire::ManifestEntry> part) {
   Growing& g = *growing_;
   g.parts.push_back(std::make_unique<std::vector<wire::ManifestEntry>>(std::move(part)));
   const std::vector<wire::ManifestEntry>& es = *g.parts.back();
   auto earlier = [&](size_t i) -> const wire::ManifestEntry& {
     return i < first ? entries_[i] : es[i - first];
   };
+  // The parts' entries number at most kMaxOfferEntries (wire::append_offer_part):
+  // their indices fit in 32 bits.
+  const auto path_of = [&](uint32_t i) -> std::string_view { return earlier(i).path; };
   // 1. The checks prepare makes of a whole offer, against every entry so
   //    far: the ones after these come later and are checked then.
   // What joins the tree's tables, appended in 3 (lanes read them meanwhile).
@@ -970,18 +984,17 @@ std::optional<PrepareError> ReceiveTree::add_part(size_t first, std::vector<wire
     if (!p)
       return PrepareError{wire::RefuseReason::bad_path,
                           "refused a path from the sender: '" + security::printable_path(e.path) + "': " + p.error().message};
-    if (!g.seen.insert(e.path).second)
+    if (!g.seen.insert(static_cast<uint32_t>(i), e.path, path_of))
       return PrepareError{wire::RefuseReason::bad_offer, "the offer names '" + security::printable_path(e.path) + "' twice"};
     const std::string_view path = e.path;
     for (size_t slash = path.find('/'); slash != std::string_view::npos; slash = path.find('/', slash + 1)) {
       const std::string_view prefix = path.substr(0, slash);
-      if (g.seen.count(prefix) && !g.dirs.count(prefix))
+      if (const auto at = g.seen.find(prefix, path_of); at && earlier(*at).kind != wire::EntryKind::directory)
         return PrepareError{wire::RefuseReason::bad_offer, "the offer puts '" + security::printable_path(e.path) +
                                                                "' beneath '" + security::printable_path(prefix) +
                                                                "', which it does not send as a directory"};
     }
-    if (e.kind == wire::EntryKind::directory) g.dirs.insert(e.path);
-    else if (g.dir_index.count(e.path))  // an earlier entry lies beneath it
+    if (e.kind != wire::EntryKind::directory && g.dir_index.count(e.path))  // an earlier entry lies beneath it
       return PrepareError{wire::RefuseReason::bad_offer, "the offer puts entries beneath '" +
                                                              security::printable_path(e.path) +
                                                              "', which it does not send as a directory"};

@@ -53,7 +53,6 @@
 #include <span>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -62,6 +61,7 @@
 #include "engine/files/fd_cache.hpp"
 #include "engine/files/file_layout.hpp"
 #include "engine/files/link_policy.hpp"
+#include "engine/files/path_index.hpp"
 #include "engine/security/safe_path.h"
 #include "core/wire/messages.hpp"
 
@@ -210,6 +210,8 @@ class ReceiveTree {
 
  private:
   ReceiveTree(int root_fd, std::shared_ptr<const wire::Offer> offer, std::string tag);
+  /// add_part's checks and growth, once the part is in order.
+  std::optional<PrepareError> join_part(size_t first, std::vector<wire::ManifestEntry> entries);
   /// --links: which of the offer's symlinks finalize creates (prepare, close_parts).
   void decide_links(LinkPolicy links);
   std::optional<PrepareError> create_all(bool keep_parts);
@@ -283,13 +285,13 @@ class ReceiveTree {
   /// checks of later parts need of the earlier ones, the room counted.
   struct Growing {
     std::vector<std::unique_ptr<std::vector<wire::ManifestEntry>>> parts;
-    std::unordered_set<std::string_view> seen;  // every path so far (views into parts)
-    std::unordered_set<std::string_view> dirs;  // the directories among them
+    PathIndex seen;  // every path so far, by entry (the directories: by their entry's kind)
     std::unordered_map<std::string, uint32_t> dir_index;  // a parent's path → its place in dir_names_
     std::unordered_map<std::string, std::string> staged;  // a staged directory's path → where it is on disk
     uint64_t data = 0;                                  // data bytes of the entries so far
     unsigned long long avail = 0;                       // free in the target at begin_parts
     bool know_avail = false;
+    bool refused = false;  // a part was refused: no other may follow
   };
   std::unique_ptr<Growing> growing_;
   LinkPolicy links_ = LinkPolicy::safe;  // part by part: decided at close_parts
