@@ -592,6 +592,31 @@ TEST(ReceiveTreeParts, EachPartIsCheckedAgainstThePartsBeforeIt) {
   EXPECT_NE(refused({{dir, file}, {link}}).find("no earlier file"), std::string::npos);
 }
 
+TEST(ReceiveTreeParts, APartThatTakesTheDataPastTheFreeSpaceIsRefused) {
+  TempDir dir;
+  PrepareOptions opts{"00000000000000ab", false, 0};
+  opts.free_space = 1000;  // as the disk would say (transfer::DiskFaults::free_bytes)
+  auto t = std::move(std::get<0>(ReceiveTree::begin_parts(dir.fd(), wire::Offer{}, opts)));
+  auto files = [](char name, size_t n, uint64_t size) {
+    std::vector<ManifestEntry> out;
+    for (size_t i = 0; i < n; ++i) out.push_back({EntryKind::file, std::string(1, name) + std::to_string(i), size, 0644, 0, 0, ""});
+    return out;
+  };
+  ASSERT_FALSE(t->add_part(0, files('a', 4, 200)));  // 800 of 1000
+  ASSERT_EQ(t->write(0, std::vector<uint8_t>(800, 0x41)), 0);
+  // Empty files and holes take no room: a sparse file counts its data only.
+  std::vector<ManifestEntry> sparse = files('s', 1, 1 << 20);
+  sparse[0].data = std::vector<wire::DataRange>{{0, 100}};
+  ASSERT_FALSE(t->add_part(4, sparse));
+  const auto err = t->add_part(5, files('b', 2, 60));  // 1020: past it
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->reason, wire::RefuseReason::no_space);
+  EXPECT_EQ(err->message.find('\n'), std::string::npos) << err->message;  // one line
+  EXPECT_NE(err->message.find("not enough space in the target directory"), std::string::npos) << err->message;
+  EXPECT_NE(err->message.find("in the first 7 entries"), std::string::npos) << err->message;
+  EXPECT_EQ(t->total(), 800u + (1 << 20));  // the entries before it stay as they were
+}
+
 TEST(ResumeJournal, APartsTagIsNamedInTheJournalAndAnotherStartsOver) {
   TempDir dir;
   auto p = params_of(offer_of(1 << 20));

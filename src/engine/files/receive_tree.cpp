@@ -69,6 +69,15 @@ wire::RefuseReason refuse_reason_for(security::Errc code) {
   return path_problem ? wire::RefuseReason::bad_path : wire::RefuseReason::not_writable;
 }
 
+/// Free bytes in the target: the caller's figure if it has one, else the
+/// file system's; nullopt if neither can tell.
+std::optional<uint64_t> free_space(int root_fd, const PrepareOptions& opts) {
+  if (opts.free_space) return opts.free_space;
+  struct statvfs vfs {};
+  if (::fstatvfs(root_fd, &vfs) != 0) return std::nullopt;
+  return static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+}
+
 wire::RefuseReason reason_for_errno(int e) {
   if (is_no_space(e)) return wire::RefuseReason::no_space;
   return wire::RefuseReason::not_writable;
@@ -290,9 +299,8 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
   // 2. Which links are created (--links).
   t->decide_links(opts.links);
   // 3. Room for the data.
-  struct statvfs vfs {};
-  if (::fstatvfs(root_fd, &vfs) == 0) {
-    const unsigned long long avail = static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize;
+  if (const auto free = free_space(root_fd, opts)) {
+    const uint64_t avail = *free;
     // Holes of sparse files take no room: only data is written.
     const uint64_t data = offer.data_bytes();
     const uint64_t needed = data - std::min(opts.bytes_present, data);
@@ -936,11 +944,7 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::begin_part
   t->growing_ = std::make_unique<Growing>();
   t->backup_ = opts.backup;
   t->links_ = opts.links;
-  struct statvfs vfs {};
-  if (::fstatvfs(root_fd, &vfs) == 0) {
-    t->growing_->avail = static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize;
-    t->growing_->know_avail = true;
-  }
+  t->growing_->avail = free_space(root_fd, opts);
   return t;
 }
 
@@ -1040,10 +1044,10 @@ std::optional<PrepareError> ReceiveTree::join_part(size_t first, std::vector<wir
   // 2. Room for the data: every part's together, against what was free when
   //    the first came (as a whole offer's against what is free at prepare).
   g.data += data;
-  if (g.know_avail && g.avail < g.data)
+  if (g.avail && *g.avail < g.data)
     return PrepareError{wire::RefuseReason::no_space,
                         "not enough space in the target directory: " + format_size(Bytes(g.data)) + " of data offered in the first " +
-                            std::to_string(first + es.size()) + " entries, " + format_size(Bytes(g.avail)) + " available"};
+                            std::to_string(first + es.size()) + " entries, " + format_size(Bytes(*g.avail)) + " available"};
   // 3. The entries join the tree: lanes may write into them from the return on.
   std::vector<size_t> files;
   {

@@ -90,6 +90,10 @@ struct PrepareOptions {
   std::vector<bool> refresh = {};
   /// What finalize replaces is kept under a backup name first (backup.hpp).
   BackupOptions backup = {};
+  /// Free bytes in the target for the free-space checks, when the caller
+  /// knows better than the file system (a test's disk, through
+  /// transfer::DiskFaults); nullopt: what fstatvfs says.
+  std::optional<uint64_t> free_space = std::nullopt;
 };
 
 /// A symlink of the offer that finalize will not create, and why.
@@ -289,8 +293,7 @@ class ReceiveTree {
     std::unordered_map<std::string, uint32_t> dir_index;  // a parent's path → its place in dir_names_
     std::unordered_map<std::string, std::string> staged;  // a staged directory's path → where it is on disk
     uint64_t data = 0;                                  // data bytes of the entries so far
-    unsigned long long avail = 0;                       // free in the target at begin_parts
-    bool know_avail = false;
+    std::optional<uint64_t> avail;                      // free in the target at begin_parts, if known
     bool refused = false;  // a part was refused: no other may follow
   };
   std::unique_ptr<Growing> growing_;
