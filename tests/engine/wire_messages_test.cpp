@@ -83,6 +83,45 @@ TEST(WireMessages, OfferKeepsNamesByteForByte) {
   EXPECT_EQ(back.total_bytes(), 12345u);
 }
 
+TEST(WireMessages, AnOfferEncodedInPiecesIsTheSameAsInOne) {
+  Offer o;
+  o.transfer_id = 3;
+  o.hash = HashAlgo::sha256;
+  o.chunk_size = 1 << 20;
+  o.sync.backup_dir = "old";
+  o.early_answers = true;
+  o.continued = true;
+  for (int i = 0; i < 5000; ++i) {
+    ManifestEntry e{EntryKind::file, "some/dir/file-" + std::to_string(i), uint64_t(i), 0644, i, 0, ""};
+    if (i % 13 == 0) e.xattrs = wire::XattrList{true, false, {{"user.note", std::string(100, 'x')}}};
+    o.entries.push_back(e);
+  }
+  std::vector<uint8_t> whole;
+  encode(o, whole);
+  std::vector<uint8_t> joined;
+  size_t pieces = 0, largest = 0;
+  encode_streamed(o, [&](std::span<const uint8_t> piece) {
+    ++pieces;
+    largest = std::max(largest, piece.size());
+    joined.insert(joined.end(), piece.begin(), piece.end());
+  });
+  EXPECT_EQ(joined, whole);
+  EXPECT_GT(pieces, 2u);               // handed on as it is made...
+  EXPECT_LT(largest, whole.size() / 2);  // ...never the whole encoding at once
+  // Fields from one offer, entries from elsewhere: as if they were its own.
+  Offer fields = o;
+  fields.entries.clear();
+  joined.clear();
+  encode_streamed(fields, o.entries, [&](std::span<const uint8_t> piece) { joined.insert(joined.end(), piece.begin(), piece.end()); });
+  EXPECT_EQ(joined, whole);
+  // An offer without entries: one piece, the same bytes.
+  whole.clear();
+  joined.clear();
+  encode(fields, whole);
+  encode_streamed(fields, [&](std::span<const uint8_t> piece) { joined.insert(joined.end(), piece.begin(), piece.end()); });
+  EXPECT_EQ(joined, whole);
+}
+
 TEST(WireMessages, OfferRefusesImpossibleEntries) {
   Offer o;
   o.entries.push_back({EntryKind::directory, "d", 5, 0755, 0, 0, ""});  // a directory with a size

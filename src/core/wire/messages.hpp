@@ -35,6 +35,7 @@
 #include <array>
 #include <memory>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -617,6 +618,15 @@ void encode(const UdpPiece& m, std::vector<uint8_t>& out);
 void encode(const LaneAck& m, std::vector<uint8_t>& out);
 void encode(const OfferPart& m, std::vector<uint8_t>& out);
 void encode(const AcceptPart& m, std::vector<uint8_t>& out);
+/// Takes an encoding's bytes piece by piece, in order.
+using ByteSink = std::function<void(std::span<const uint8_t>)>;
+/// encode(m) in pieces: `sink` gets the same bytes encode appends, in order,
+/// some 64 KiB at a time, so a caller that only hashes them (transfer_key)
+/// never holds the whole encoding — a second copy of a big tree's entries.
+void encode_streamed(const Offer& m, const ByteSink& sink);
+/// The same for an offer of `fields`' fields with `entries` (fields.entries
+/// are not read): an offer with a field changed, without a copy of its entries.
+void encode_streamed(const Offer& fields, std::span<const ManifestEntry> entries, const ByteSink& sink);
 /// Writes exactly PieceHeader::kSize bytes (in place, in front of the data).
 void encode_piece_header(const PieceHeader& h, std::span<uint8_t, PieceHeader::kSize> out);
 
