@@ -122,6 +122,42 @@ TEST(WireMessages, AnOfferEncodedInPiecesIsTheSameAsInOne) {
   EXPECT_EQ(joined, whole);
 }
 
+TEST(WireMessages, AnOffersEntriesGrowByAQuarterAsItsPartsAreAppended) {
+  std::vector<int> v;
+  reserve_to_append(v, 10);
+  EXPECT_EQ(v.capacity(), 10u);  // at least what is asked
+  v.resize(10);
+  reserve_to_append(v, 0);
+  EXPECT_EQ(v.capacity(), 10u);  // room enough: unchanged
+  v.resize(1000);
+  v.shrink_to_fit();
+  reserve_to_append(v, 1);
+  EXPECT_EQ(v.capacity(), 1250u);  // a quarter more, not twice
+  reserve_to_append(v, 300);
+  EXPECT_EQ(v.capacity(), 1300u);
+
+  // The receiver's whole offer, put together from its parts, never holds
+  // room for more than a quarter beyond what it held before the last part.
+  Offer o;
+  o.transfer_id = 4;
+  o.continued = true;
+  constexpr uint32_t kParts = 40, kPerPart = 100;
+  for (uint32_t k = 0; k < kParts; ++k) {
+    OfferPart p;
+    p.transfer_id = 4;
+    p.first_entry = k * kPerPart;
+    p.last = k + 1 == kParts;
+    for (uint32_t i = 0; i < kPerPart; ++i)
+      p.entries.push_back({EntryKind::file, "f" + std::to_string(k * kPerPart + i), 1, 0644, 0, 0, ""});
+    const size_t before = o.entries.size();
+    bool complete = false;
+    ASSERT_EQ(append_offer_part(o, p, complete), "");
+    EXPECT_EQ(complete, p.last);
+    EXPECT_LE(o.entries.capacity(), std::max(o.entries.size(), before * 5 / 4)) << "after part " << k;
+  }
+  EXPECT_EQ(o.entries.size(), size_t{kParts} * kPerPart);
+}
+
 TEST(WireMessages, OfferRefusesImpossibleEntries) {
   Offer o;
   o.entries.push_back({EntryKind::directory, "d", 5, 0755, 0, 0, ""});  // a directory with a size

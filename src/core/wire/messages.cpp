@@ -395,6 +395,7 @@ std::string append_offer_part(Offer& offer, const OfferPart& part, bool& complet
         return "an offer part links a file to an entry that is no file";
     }
   }
+  reserve_to_append(offer.entries, part.entries.size());
   offer.entries.insert(offer.entries.end(), part.entries.begin(), part.entries.end());
   if (part.last) {
     offer.continued = false;
