@@ -35,6 +35,42 @@ TEST(FileLayout, RangesSpanFilesAndSkipEmptyOnes) {
   EXPECT_FALSE(layout.for_each(30, 10, [](const Extent&) { return true; }));  // past the end
 }
 
+TEST(FileLayout, EachFilesSizeIsTheGapToTheNextAsTheLayoutGrows) {
+  // Laid out part by part (protocol 9): the last file's size comes from the
+  // total until the next one is appended, then from the next file's start.
+  FileLayout layout;
+  layout.append({EntryKind::directory, "d", 0, 0755, 0, 0, ""}, 0);
+  layout.append({EntryKind::file, "d/a", 7, 0644, 0, 0, ""}, 1);
+  EXPECT_EQ(layout.files(), 1u);
+  auto extents = [&](uint64_t offset, uint64_t length) {
+    std::vector<Extent> out;
+    const bool whole = layout.for_each(offset, length, [&](const Extent& x) {
+      out.push_back(x);
+      return true;
+    });
+    return std::make_pair(whole, out);
+  };
+  EXPECT_FALSE(extents(0, 8).first);  // past the end of the only file
+  layout.append({EntryKind::file, "d/empty", 0, 0644, 0, 0, ""}, 2);
+  layout.append({EntryKind::symlink, "d/l", 0, 0777, 0, 0, "a"}, 3);
+  // The largest index an offer may have keeps its value in 32 bits.
+  const size_t last = wire::kMaxOfferEntries - 1;
+  layout.append({EntryKind::file, "d/b", 3, 0644, 0, 0, ""}, last);
+  EXPECT_EQ(layout.files(), 2u);
+  EXPECT_EQ(layout.total(), 10u);
+  auto [whole, seen] = extents(5, 5);
+  EXPECT_TRUE(whole);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].entry, 1u);
+  EXPECT_EQ(seen[0].file_offset, 5u);
+  EXPECT_EQ(seen[0].length, 2u);  // d/a ends where d/b starts
+  EXPECT_EQ(seen[1].entry, last);
+  EXPECT_EQ(seen[1].file_offset, 0u);
+  EXPECT_EQ(seen[1].transfer_offset, 7u);
+  EXPECT_EQ(seen[1].length, 3u);  // d/b ends at the total
+  EXPECT_FALSE(extents(9, 2).first);
+}
+
 TEST(PieceHasher, BothAlgorithmsAndStreaming) {
   const std::string text = "the quick brown fox";
   std::span<const uint8_t> all(reinterpret_cast<const uint8_t*>(text.data()), text.size());

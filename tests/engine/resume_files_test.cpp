@@ -104,6 +104,43 @@ TEST(TransferKey, NamesTheContentAndTheSender) {
   EXPECT_EQ(k.tag().find_first_not_of("0123456789abcdef"), std::string::npos);
 }
 
+TEST(TransferKey, IsTheHashOfTheOffersEncodingAsBefore) {
+  // The key was SHA-256 over the whole encoding of a copy of the offer
+  // (transfer id 0, early_answers off), then the identity's length and
+  // bytes, then the kept entries; hashed as it is encoded now, it must not
+  // change, or every interrupted transfer would lose its journal.
+  wire::Offer o = offer_of(1000);
+  o.transfer_id = 9;
+  o.hash = wire::HashAlgo::sha256;
+  o.sync.sync = true;
+  o.sync.backup_suffix = "~";
+  o.continued = true;
+  o.early_answers = true;
+  for (int i = 0; i < 3000; ++i) {  // an encoding of several streamed pieces (of 64 KiB)
+    ManifestEntry e{EntryKind::file, "d/" + std::string(20, 'a') + std::to_string(i), uint64_t(i % 7 ? i : 0), 0640, i, 7, ""};
+    if (i % 7 == 0) e.hard_link_to = 0;
+    else if (i % 11 == 0) e.owner = wire::OwnerId{uint32_t(i), "someone"};
+    o.entries.push_back(e);
+  }
+  const std::vector<uint32_t> kept = {3, 70000};
+  wire::Offer copy = o;
+  copy.transfer_id = 0;
+  copy.early_answers = false;
+  std::vector<uint8_t> bytes;
+  wire::encode(copy, bytes);
+  ASSERT_GT(bytes.size(), 2u * 64 * 1024);  // three streamed pieces or more
+  bytes.push_back(32);
+  const std::vector<uint8_t> who = identity(5);
+  bytes.insert(bytes.end(), who.begin(), who.end());
+  for (const uint8_t b : {0, 0, 0, 3, 0, 1, 0x11, 0x70}) bytes.push_back(b);
+  PieceHasher h(wire::HashAlgo::sha256);
+  h.update(bytes);
+  const wire::Digest d = h.finish();
+  TransferKey expected;
+  std::copy(d.bytes.begin(), d.bytes.begin() + 32, expected.bytes.begin());
+  EXPECT_EQ(transfer_key(o, who, kept), expected);
+}
+
 // ---- held ranges -------------------------------------------------------------------
 
 TEST(HeldRanges, LaterRangesWinAndWritesEndWholeClaims) {
@@ -590,6 +627,31 @@ TEST(ReceiveTreeParts, EachPartIsCheckedAgainstThePartsBeforeIt) {
   EXPECT_EQ(refused({{dir, file}, {link}}), "");
   link.hard_link_to = 0;  // a directory
   EXPECT_NE(refused({{dir, file}, {link}}).find("no earlier file"), std::string::npos);
+}
+
+TEST(ReceiveTreeParts, APartThatTakesTheDataPastTheFreeSpaceIsRefused) {
+  TempDir dir;
+  PrepareOptions opts{"00000000000000ab", false, 0};
+  opts.free_space = 1000;  // as the disk would say (transfer::DiskFaults::free_bytes)
+  auto t = std::move(std::get<0>(ReceiveTree::begin_parts(dir.fd(), wire::Offer{}, opts)));
+  auto files = [](char name, size_t n, uint64_t size) {
+    std::vector<ManifestEntry> out;
+    for (size_t i = 0; i < n; ++i) out.push_back({EntryKind::file, std::string(1, name) + std::to_string(i), size, 0644, 0, 0, ""});
+    return out;
+  };
+  ASSERT_FALSE(t->add_part(0, files('a', 4, 200)));  // 800 of 1000
+  ASSERT_EQ(t->write(0, std::vector<uint8_t>(800, 0x41)), 0);
+  // Empty files and holes take no room: a sparse file counts its data only.
+  std::vector<ManifestEntry> sparse = files('s', 1, 1 << 20);
+  sparse[0].data = std::vector<wire::DataRange>{{0, 100}};
+  ASSERT_FALSE(t->add_part(4, sparse));
+  const auto err = t->add_part(5, files('b', 2, 60));  // 1020: past it
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->reason, wire::RefuseReason::no_space);
+  EXPECT_EQ(err->message.find('\n'), std::string::npos) << err->message;  // one line
+  EXPECT_NE(err->message.find("not enough space in the target directory"), std::string::npos) << err->message;
+  EXPECT_NE(err->message.find("in the first 7 entries"), std::string::npos) << err->message;
+  EXPECT_EQ(t->total(), 800u + (1 << 20));  // the entries before it stay as they were
 }
 
 TEST(ResumeJournal, APartsTagIsNamedInTheJournalAndAnotherStartsOver) {

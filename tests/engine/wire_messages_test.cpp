@@ -83,6 +83,81 @@ TEST(WireMessages, OfferKeepsNamesByteForByte) {
   EXPECT_EQ(back.total_bytes(), 12345u);
 }
 
+TEST(WireMessages, AnOfferEncodedInPiecesIsTheSameAsInOne) {
+  Offer o;
+  o.transfer_id = 3;
+  o.hash = HashAlgo::sha256;
+  o.chunk_size = 1 << 20;
+  o.sync.backup_dir = "old";
+  o.early_answers = true;
+  o.continued = true;
+  for (int i = 0; i < 5000; ++i) {
+    ManifestEntry e{EntryKind::file, "some/dir/file-" + std::to_string(i), uint64_t(i), 0644, i, 0, ""};
+    if (i % 13 == 0) e.xattrs = wire::XattrList{true, false, {{"user.note", std::string(100, 'x')}}};
+    o.entries.push_back(e);
+  }
+  std::vector<uint8_t> whole;
+  encode(o, whole);
+  std::vector<uint8_t> joined;
+  size_t pieces = 0, largest = 0;
+  encode_streamed(o, [&](std::span<const uint8_t> piece) {
+    ++pieces;
+    largest = std::max(largest, piece.size());
+    joined.insert(joined.end(), piece.begin(), piece.end());
+  });
+  EXPECT_EQ(joined, whole);
+  EXPECT_GT(pieces, 2u);               // handed on as it is made...
+  EXPECT_LT(largest, whole.size() / 2);  // ...never the whole encoding at once
+  // Fields from one offer, entries from elsewhere: as if they were its own.
+  Offer fields = o;
+  fields.entries.clear();
+  joined.clear();
+  encode_streamed(fields, o.entries, [&](std::span<const uint8_t> piece) { joined.insert(joined.end(), piece.begin(), piece.end()); });
+  EXPECT_EQ(joined, whole);
+  // An offer without entries: one piece, the same bytes.
+  whole.clear();
+  joined.clear();
+  encode(fields, whole);
+  encode_streamed(fields, [&](std::span<const uint8_t> piece) { joined.insert(joined.end(), piece.begin(), piece.end()); });
+  EXPECT_EQ(joined, whole);
+}
+
+TEST(WireMessages, AnOffersEntriesGrowByAQuarterAsItsPartsAreAppended) {
+  std::vector<int> v;
+  reserve_to_append(v, 10);
+  EXPECT_EQ(v.capacity(), 10u);  // at least what is asked
+  v.resize(10);
+  reserve_to_append(v, 0);
+  EXPECT_EQ(v.capacity(), 10u);  // room enough: unchanged
+  v.resize(1000);
+  v.shrink_to_fit();
+  reserve_to_append(v, 1);
+  EXPECT_EQ(v.capacity(), 1250u);  // a quarter more, not twice
+  reserve_to_append(v, 300);
+  EXPECT_EQ(v.capacity(), 1300u);
+
+  // The receiver's whole offer, put together from its parts, never holds
+  // room for more than a quarter beyond what it held before the last part.
+  Offer o;
+  o.transfer_id = 4;
+  o.continued = true;
+  constexpr uint32_t kParts = 40, kPerPart = 100;
+  for (uint32_t k = 0; k < kParts; ++k) {
+    OfferPart p;
+    p.transfer_id = 4;
+    p.first_entry = k * kPerPart;
+    p.last = k + 1 == kParts;
+    for (uint32_t i = 0; i < kPerPart; ++i)
+      p.entries.push_back({EntryKind::file, "f" + std::to_string(k * kPerPart + i), 1, 0644, 0, 0, ""});
+    const size_t before = o.entries.size();
+    bool complete = false;
+    ASSERT_EQ(append_offer_part(o, p, complete), "");
+    EXPECT_EQ(complete, p.last);
+    EXPECT_LE(o.entries.capacity(), std::max(o.entries.size(), before * 5 / 4)) << "after part " << k;
+  }
+  EXPECT_EQ(o.entries.size(), size_t{kParts} * kPerPart);
+}
+
 TEST(WireMessages, OfferRefusesImpossibleEntries) {
   Offer o;
   o.entries.push_back({EntryKind::directory, "d", 5, 0755, 0, 0, ""});  // a directory with a size

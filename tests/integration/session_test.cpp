@@ -1016,6 +1016,47 @@ TEST_F(SessionFixture, ARefusedLaterPartEndsTheTransferAndNothingStandsUnderAFin
   EXPECT_TRUE(nothing_outside());
 }
 
+// A disk that takes every write and says it has `free` bytes free.
+class SmallDisk : public DiskFaults {
+ public:
+  explicit SmallDisk(uint64_t free) : free_(free) {}
+  int before_write(uint64_t, size_t) override { return 0; }
+  std::optional<uint64_t> free_bytes() override { return free_; }
+
+ private:
+  uint64_t free_;
+};
+
+// Protocol 9: a streamed offer whose data outgrows the target's free space
+// is refused at the part that takes it past — after the first parts, which
+// fit, and before the last — with one line that says so, on both ends.
+TEST_F(SessionFixture, AStreamedOfferLargerThanTheFreeSpaceIsRefusedAtThePartThatDoesNotFit) {
+  const fs::path src = tmp / "src/tree";
+  make_streamed_tree(src, 3);  // 3 × kWalkBatch files of 1 KiB, then 8
+  constexpr uint64_t kFree = 6 << 20;  // a batch and a half
+  RunningReceiver r(dst, recv_cfg, "small-disk", false, 64, std::make_shared<SmallDisk>(kFree));
+  auto s = connect_ok(r.address(), send_cfg, "small-disk", log);
+  ASSERT_TRUE(s);
+  Streamed walked;
+  auto out = send_streamed(*s, src, TransferOptions{}, walked);
+  s->close();
+  EXPECT_EQ(out.exit_code, kExitDiskFull) << out.message;
+  EXPECT_EQ(out.message.find('\n'), std::string::npos) << out.message;
+  const std::string said = "not enough space in the target directory: ";
+  ASSERT_NE(out.message.find(said), std::string::npos) << out.message;
+  // "… offered in the first N entries, …": N past the free space's 6144
+  // files (and their directories), short of the whole tree's.
+  const size_t at = out.message.find("in the first ");
+  ASSERT_NE(at, std::string::npos) << out.message;
+  const size_t entries = std::stoul(out.message.substr(at + 13));
+  EXPECT_GT(entries, kFree / 1024);
+  EXPECT_LT(entries, 3 * kWalkBatch + 8);
+  EXPECT_EQ(r.stop(), kExitDiskFull);
+  // Nothing stands under a final name: the tree's directory is staged.
+  for (const auto& e : fs::directory_iterator(dst)) EXPECT_TRUE(e.path().filename().string().starts_with(".braid-")) << e.path();
+  EXPECT_TRUE(nothing_outside());
+}
+
 // The disk fills up after the whole offer was accepted (its journal open):
 // what arrived, early pieces included, stays for a resume; the next run
 // (answered whole: a journal is there) finds the temporary files by the

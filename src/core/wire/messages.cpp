@@ -37,7 +37,10 @@ constexpr uint8_t kDetailGroup = 4;
 constexpr uint8_t kDetailXattrs = 5;
 constexpr uint8_t kDetailKinds = 5;
 
-void put_details(ByteWriter& w, const std::vector<ManifestEntry>& entries) {
+/// `after_entry()` once each entry's details are written (encode_streamed
+/// hands the bytes on there).
+template <class AfterEntry>
+void put_details(ByteWriter& w, std::span<const ManifestEntry> entries, AfterEntry&& after_entry) {
   uint32_t n = 0;
   for (const auto& e : entries)
     n += e.data.has_value() + e.hard_link_to.has_value() + e.owner.has_value() + e.group.has_value() +
@@ -75,6 +78,7 @@ void put_details(ByteWriter& w, const std::vector<ManifestEntry>& entries) {
         w.bytes(a.value);
       }
     }
+    after_entry();
   }
 }
 
@@ -168,7 +172,9 @@ size_t details_wire_bytes(const ManifestEntry& e) {
   return n;
 }
 
-void put_entries(ByteWriter& w, std::span<const ManifestEntry> entries) {
+/// `after_entry()` once each entry is written (as put_details).
+template <class AfterEntry>
+void put_entries(ByteWriter& w, std::span<const ManifestEntry> entries, AfterEntry&& after_entry) {
   w.u32(static_cast<uint32_t>(entries.size()));
   for (const auto& e : entries) {
     w.u8(static_cast<uint8_t>(e.kind));
@@ -178,6 +184,7 @@ void put_entries(ByteWriter& w, std::span<const ManifestEntry> entries) {
     w.i64(e.mtime_sec);
     w.u32(e.mtime_nsec);
     w.bytes(e.link_target);
+    after_entry();
   }
 }
 
@@ -388,6 +395,7 @@ std::string append_offer_part(Offer& offer, const OfferPart& part, bool& complet
         return "an offer part links a file to an entry that is no file";
     }
   }
+  reserve_to_append(offer.entries, part.entries.size());
   offer.entries.insert(offer.entries.end(), part.entries.begin(), part.entries.end());
   if (part.last) {
     offer.continued = false;
@@ -415,14 +423,18 @@ void encode(const Addresses& m, std::vector<uint8_t>& out) {
   if (m.protocol) w.bytes(std::string(kProtocolToken) + std::to_string(m.protocol));
 }
 
-void encode(const Offer& m, std::vector<uint8_t>& out) {
-  ByteWriter w(out);
+namespace {
+
+/// An offer of `m`'s fields and `entries` (m.entries are not read), with
+/// `after_entry()` after each entry and each entry's details.
+template <class AfterEntry>
+void put_offer(ByteWriter& w, const Offer& m, std::span<const ManifestEntry> entries, AfterEntry&& after_entry) {
   w.u32(m.transfer_id);
   w.u8(static_cast<uint8_t>(m.hash));
   w.u64(m.chunk_size);
-  put_entries(w, m.entries);
+  put_entries(w, entries, after_entry);
   w.u8(offer_flags(m));
-  put_details(w, m.entries);
+  put_details(w, entries, after_entry);
   // Protocol 8; nothing when no backup is asked, so such an offer is a
   // protocol-7 one. Protocol 9's options byte follows them (then always there).
   if (m.sync.backup() || m.early_answers) {
@@ -430,6 +442,31 @@ void encode(const Offer& m, std::vector<uint8_t>& out) {
     w.bytes(m.sync.backup_dir);
   }
   if (m.early_answers) w.u8(kOfferEarlyAnswers);
+}
+
+/// encode_streamed hands its bytes on from this many: a few hundred
+/// entries' worth, so the sink's calls are few and the buffer small.
+constexpr size_t kStreamedPieceBytes = 64 * 1024;
+
+}  // namespace
+
+void encode(const Offer& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  put_offer(w, m, m.entries, [] {});
+}
+
+void encode_streamed(const Offer& m, const ByteSink& sink) { encode_streamed(m, m.entries, sink); }
+
+void encode_streamed(const Offer& fields, std::span<const ManifestEntry> entries, const ByteSink& sink) {
+  std::vector<uint8_t> piece;
+  piece.reserve(kStreamedPieceBytes + 2 * kMaxPathBytes + 64);
+  ByteWriter w(piece);
+  put_offer(w, fields, entries, [&] {
+    if (piece.size() < kStreamedPieceBytes) return;
+    sink(piece);
+    piece.clear();
+  });
+  if (!piece.empty()) sink(piece);
 }
 
 void encode(const AcceptPart& m, std::vector<uint8_t>& out) {
@@ -443,8 +480,8 @@ void encode(const OfferPart& m, std::vector<uint8_t>& out) {
   w.u32(m.transfer_id);
   w.u32(m.first_entry);
   w.u8(m.last ? 1 : 0);
-  put_entries(w, m.entries);
-  put_details(w, m.entries);
+  put_entries(w, m.entries, [] {});
+  put_details(w, m.entries, [] {});
 }
 
 void encode(const Accept& m, std::vector<uint8_t>& out) {

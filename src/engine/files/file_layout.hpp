@@ -1,10 +1,17 @@
 // The transfer's byte space: the manifest's regular files laid end to end in
 // manifest order. Maps a transfer range to the file regions it covers (a
 // piece may span several small files).
+//
+// 12 bytes a file (issue 18, memory per manifest entry): each file's start
+// in the byte space and its entry index; its size is the gap to the next
+// file's start (to the total for the last), since files of size 0 take no
+// place in it.
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "core/wire/messages.hpp"
@@ -20,6 +27,11 @@ struct Extent {
 
 class FileLayout {
  public:
+  /// Entry indices are kept in 32 bits: no offer may have more entries
+  /// (the receiver refuses more than kMaxOfferEntries, the sender's walk
+  /// stops there).
+  static_assert(wire::kMaxOfferEntries <= std::numeric_limits<uint32_t>::max());
+
   FileLayout() = default;
   explicit FileLayout(const std::vector<wire::ManifestEntry>& entries) {
     for (size_t i = 0; i < entries.size(); ++i) append(entries[i], i);
@@ -27,15 +39,18 @@ class FileLayout {
 
   /// Entry `index` of the manifest, after every entry before it: a tree
   /// that grows part by part (protocol 9) lays its files out as they come.
+  /// `index` < kMaxOfferEntries.
   void append(const wire::ManifestEntry& e, size_t index) {
     if (e.kind != wire::EntryKind::file || e.size == 0) return;
+    assert(index < wire::kMaxOfferEntries);
     starts_.push_back(total_);
-    sizes_.push_back(e.size);
-    entry_.push_back(index);
+    entry_.push_back(static_cast<uint32_t>(index));
     total_ += e.size;
   }
 
   uint64_t total() const { return total_; }
+  /// Files laid out (entries of size 0 and other kinds take no place).
+  size_t files() const { return starts_.size(); }
 
   /// Calls fn(const Extent&) for each file region of [offset, offset+length),
   /// in order; stops and returns false as soon as fn returns false.
@@ -49,7 +64,7 @@ class FileLayout {
     size_t i = static_cast<size_t>(it - starts_.begin()) - 1;
     while (length > 0 && i < starts_.size()) {
       const uint64_t in_file = offset - starts_[i];
-      const uint64_t n = std::min(length, sizes_[i] - in_file);
+      const uint64_t n = std::min(length, size_of(i) - in_file);
       if (!fn(Extent{entry_[i], in_file, offset, n})) return false;
       offset += n;
       length -= n;
@@ -59,9 +74,11 @@ class FileLayout {
   }
 
  private:
-  std::vector<uint64_t> starts_;
-  std::vector<uint64_t> sizes_;
-  std::vector<size_t> entry_;
+  /// The size of the i-th file laid out.
+  uint64_t size_of(size_t i) const { return (i + 1 < starts_.size() ? starts_[i + 1] : total_) - starts_[i]; }
+
+  std::vector<uint64_t> starts_;  // by file laid out: where it begins in the byte space
+  std::vector<uint32_t> entry_;   // by file laid out: its index in the manifest
   uint64_t total_ = 0;
 };
 

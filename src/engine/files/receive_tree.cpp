@@ -60,6 +60,24 @@ mode_t process_umask() {
   return static_cast<mode_t>(mask);
 }
 
+/// A directory that cannot be made or opened: the offer's fault when its
+/// path leads through a symlink, outside or through a non-directory; else
+/// the target's.
+wire::RefuseReason refuse_reason_for(security::Errc code) {
+  const bool path_problem = code == security::Errc::path_symlink || code == security::Errc::path_escapes ||
+                            code == security::Errc::path_not_directory || code == security::Errc::path_invalid;
+  return path_problem ? wire::RefuseReason::bad_path : wire::RefuseReason::not_writable;
+}
+
+/// Free bytes in the target: the caller's figure if it has one, else the
+/// file system's; nullopt if neither can tell.
+std::optional<uint64_t> free_space(int root_fd, const PrepareOptions& opts) {
+  if (opts.free_space) return opts.free_space;
+  struct statvfs vfs {};
+  if (::fstatvfs(root_fd, &vfs) != 0) return std::nullopt;
+  return static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+}
+
 wire::RefuseReason reason_for_errno(int e) {
   if (is_no_space(e)) return wire::RefuseReason::no_space;
   return wire::RefuseReason::not_writable;
@@ -247,22 +265,23 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
   std::unique_ptr<ReceiveTree> t(new ReceiveTree(root_fd, std::move(shared), opts.tag));
   // 1. Every path must be a clean relative path, unique, and every parent
   //    that the offer itself names must be a directory of the offer.
-  // Names as views of the tree's own copy of the paths (parse accepts only
-  // the canonical form, so an entry's path is its RelativePath's str()):
-  // no second copy of every path, even for the checks.
-  std::unordered_set<std::string_view> seen;
-  std::unordered_set<std::string_view> dirs;
+  // Names as indices of the tree's own entries (parse accepts only the
+  // canonical form, so an entry's path is its RelativePath's str()): no
+  // second copy of every path, even for the checks. (The offer has at most
+  // kMaxOfferEntries entries: its indices fit in 32 bits.)
+  PathIndex seen;
+  const auto path_of = [&t](uint32_t i) -> std::string_view { return t->entries_[i].path; };
   std::unordered_map<std::string, uint32_t> dir_index;  // a parent's path → its place in dir_names_
-  seen.reserve(t->entries_.size());
-  for (const auto& e : t->entries_) {
+  seen.reserve(t->entries_.size(), path_of);
+  for (size_t i = 0; i < t->entries_.size(); ++i) {
+    const auto& e = t->entries_[i];
     auto p = RelativePath::parse(e.path);
     if (!p)
       return PrepareError{wire::RefuseReason::bad_path,
                           "refused a path from the sender: '" + security::printable_path(e.path) + "': " + p.error().message};
-    if (!seen.insert(e.path).second)
+    if (!seen.insert(static_cast<uint32_t>(i), e.path, path_of))
       return PrepareError{wire::RefuseReason::bad_offer,
                           "the offer names '" + security::printable_path(e.path) + "' twice"};
-    if (e.kind == wire::EntryKind::directory) dirs.insert(e.path);
     auto [at, added] = dir_index.try_emplace(parent_of(p.value()), static_cast<uint32_t>(t->dir_names_.size()));
     if (added) t->dir_names_.push_back(at->first);
     t->dir_of_.push_back(at->second);
@@ -271,7 +290,7 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
     const std::string_view path = e.path;
     for (size_t slash = path.find('/'); slash != std::string_view::npos; slash = path.find('/', slash + 1)) {
       const std::string_view prefix = path.substr(0, slash);
-      if (seen.count(prefix) && !dirs.count(prefix))
+      if (const auto at = seen.find(prefix, path_of); at && t->entries_[*at].kind != wire::EntryKind::directory)
         return PrepareError{wire::RefuseReason::bad_offer, "the offer puts '" + security::printable_path(e.path) +
                                                                "' beneath '" + security::printable_path(prefix) +
                                                                "', which it does not send as a directory"};
@@ -280,9 +299,8 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
   // 2. Which links are created (--links).
   t->decide_links(opts.links);
   // 3. Room for the data.
-  struct statvfs vfs {};
-  if (::fstatvfs(root_fd, &vfs) == 0) {
-    const unsigned long long avail = static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize;
+  if (const auto free = free_space(root_fd, opts)) {
+    const uint64_t avail = *free;
     // Holes of sparse files take no room: only data is written.
     const uint64_t data = offer.data_bytes();
     const uint64_t needed = data - std::min(opts.bytes_present, data);
@@ -331,16 +349,7 @@ std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
     if (e.kind == wire::EntryKind::directory) {
-      auto where = RelativePath::parse(disk_path(i));
-      if (!where) return PrepareError{wire::RefuseReason::bad_path, where.error().message};
-      auto d = security::make_dirs_beneath(root_fd_, where.value(), 0700);
-      if (!d) {
-        const auto code = d.error().code;
-        const bool path_problem = code == security::Errc::path_symlink || code == security::Errc::path_escapes ||
-                                  code == security::Errc::path_not_directory || code == security::Errc::path_invalid;
-        return PrepareError{path_problem ? wire::RefuseReason::bad_path : wire::RefuseReason::not_writable,
-                            d.error().message};
-      }
+      if (auto err = make_directory(i)) return err;
       continue;
     }
     if (e.kind == wire::EntryKind::file && !keep_[i]) files.push_back(i);
@@ -354,6 +363,18 @@ std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
       unwritten_.emplace_back(writes ? static_cast<int64_t>(e.size) : -1);
     }
   }
+  return create_files(files, keep_parts);
+}
+
+std::optional<PrepareError> ReceiveTree::make_directory(size_t i) {
+  auto where = RelativePath::parse(disk_path(i));
+  if (!where) return PrepareError{wire::RefuseReason::bad_path, where.error().message};
+  auto d = security::make_dirs_beneath(root_fd_, where.value(), 0700);
+  if (!d) return PrepareError{refuse_reason_for(d.error().code), d.error().message};
+  return std::nullopt;
+}
+
+std::optional<PrepareError> ReceiveTree::create_files(const std::vector<size_t>& files, bool keep_parts) {
   std::mutex mu;
   std::optional<PrepareError> first_error;
   for_each_directory(files, [&](size_t i) {
@@ -371,11 +392,7 @@ std::optional<PrepareError> ReceiveTree::create_file(size_t i, bool keep_parts) 
   std::string error;
   security::Errc code = security::Errc::io_error;
   auto parent = parent_dir(i, /*create=*/true, error, &code);
-  if (!parent) {
-    const bool path_problem = code == security::Errc::path_symlink || code == security::Errc::path_escapes ||
-                              code == security::Errc::path_not_directory || code == security::Errc::path_invalid;
-    return PrepareError{path_problem ? wire::RefuseReason::bad_path : wire::RefuseReason::not_writable, error};
-  }
+  if (!parent) return PrepareError{refuse_reason_for(code), error};
   const int dir = parent->get();
   // The final name must not be a directory or a symlink we would replace
   // blindly (in a staged directory nothing stands but what this offer made).
@@ -927,23 +944,32 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::begin_part
   t->growing_ = std::make_unique<Growing>();
   t->backup_ = opts.backup;
   t->links_ = opts.links;
-  struct statvfs vfs {};
-  if (::fstatvfs(root_fd, &vfs) == 0) {
-    t->growing_->avail = static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize;
-    t->growing_->know_avail = true;
-  }
+  t->growing_->avail = free_space(root_fd, opts);
   return t;
 }
 
 std::optional<PrepareError> ReceiveTree::add_part(size_t first, std::vector<wire::ManifestEntry> part) {
   if (!growing_ || first != entries_.size())
     return PrepareError{wire::RefuseReason::bad_offer, "internal error: offer parts out of order"};
+  if (growing_->refused)
+    return PrepareError{wire::RefuseReason::bad_offer, "internal error: an offer part after a refused one"};
+  auto err = join_part(first, std::move(part));
+  // A refused part may have left some of its paths in the index, by
+  // indices that the next part's entries would take.
+  if (err) growing_->refused = true;
+  return err;
+}
+
+std::optional<PrepareError> ReceiveTree::join_part(size_t first, std::vector<wire::ManifestEntry> part) {
   Growing& g = *growing_;
   g.parts.push_back(std::make_unique<std::vector<wire::ManifestEntry>>(std::move(part)));
   const std::vector<wire::ManifestEntry>& es = *g.parts.back();
   auto earlier = [&](size_t i) -> const wire::ManifestEntry& {
     return i < first ? entries_[i] : es[i - first];
   };
+  // The parts' entries number at most kMaxOfferEntries (wire::append_offer_part):
+  // their indices fit in 32 bits.
+  const auto path_of = [&](uint32_t i) -> std::string_view { return earlier(i).path; };
   // 1. The checks prepare makes of a whole offer, against every entry so
   //    far: the ones after these come later and are checked then.
   // What joins the tree's tables, appended in 3 (lanes read them meanwhile).
@@ -962,18 +988,17 @@ std::optional<PrepareError> ReceiveTree::add_part(size_t first, std::vector<wire
     if (!p)
       return PrepareError{wire::RefuseReason::bad_path,
                           "refused a path from the sender: '" + security::printable_path(e.path) + "': " + p.error().message};
-    if (!g.seen.insert(e.path).second)
+    if (!g.seen.insert(static_cast<uint32_t>(i), e.path, path_of))
       return PrepareError{wire::RefuseReason::bad_offer, "the offer names '" + security::printable_path(e.path) + "' twice"};
     const std::string_view path = e.path;
     for (size_t slash = path.find('/'); slash != std::string_view::npos; slash = path.find('/', slash + 1)) {
       const std::string_view prefix = path.substr(0, slash);
-      if (g.seen.count(prefix) && !g.dirs.count(prefix))
+      if (const auto at = g.seen.find(prefix, path_of); at && earlier(*at).kind != wire::EntryKind::directory)
         return PrepareError{wire::RefuseReason::bad_offer, "the offer puts '" + security::printable_path(e.path) +
                                                                "' beneath '" + security::printable_path(prefix) +
                                                                "', which it does not send as a directory"};
     }
-    if (e.kind == wire::EntryKind::directory) g.dirs.insert(e.path);
-    else if (g.dir_index.count(e.path))  // an earlier entry lies beneath it
+    if (e.kind != wire::EntryKind::directory && g.dir_index.count(e.path))  // an earlier entry lies beneath it
       return PrepareError{wire::RefuseReason::bad_offer, "the offer puts entries beneath '" +
                                                              security::printable_path(e.path) +
                                                              "', which it does not send as a directory"};
@@ -1019,10 +1044,10 @@ std::optional<PrepareError> ReceiveTree::add_part(size_t first, std::vector<wire
   // 2. Room for the data: every part's together, against what was free when
   //    the first came (as a whole offer's against what is free at prepare).
   g.data += data;
-  if (g.know_avail && g.avail < g.data)
+  if (g.avail && *g.avail < g.data)
     return PrepareError{wire::RefuseReason::no_space,
                         "not enough space in the target directory: " + format_size(Bytes(g.data)) + " of data offered in the first " +
-                            std::to_string(first + es.size()) + " entries, " + format_size(Bytes(g.avail)) + " available"};
+                            std::to_string(first + es.size()) + " entries, " + format_size(Bytes(*g.avail)) + " available"};
   // 3. The entries join the tree: lanes may write into them from the return on.
   std::vector<size_t> files;
   {
@@ -1052,30 +1077,10 @@ std::optional<PrepareError> ReceiveTree::add_part(size_t first, std::vector<wire
   }
   // 4. Their directories made, their files' places checked (each file is
   //    made when its first bytes come, as in prepare).
-  for (size_t k = 0; k < es.size(); ++k) {
-    const size_t i = first + k;
-    if (es[k].kind != wire::EntryKind::directory) continue;
-    auto where = RelativePath::parse(disk_path(i));
-    if (!where) return PrepareError{wire::RefuseReason::bad_path, where.error().message};
-    auto d = security::make_dirs_beneath(root_fd_, where.value(), 0700);
-    if (!d) {
-      const auto code = d.error().code;
-      const bool path_problem = code == security::Errc::path_symlink || code == security::Errc::path_escapes ||
-                                code == security::Errc::path_not_directory || code == security::Errc::path_invalid;
-      return PrepareError{path_problem ? wire::RefuseReason::bad_path : wire::RefuseReason::not_writable,
-                          d.error().message};
-    }
-  }
-  std::mutex mu;
-  std::optional<PrepareError> first_error;
-  for_each_directory(files, [&](size_t i) {
-    auto err = create_file(i, false);
-    if (!err) return true;
-    std::lock_guard lock(mu);
-    if (!first_error) first_error = std::move(err);
-    return false;
-  });
-  return first_error;
+  for (size_t k = 0; k < es.size(); ++k)
+    if (es[k].kind == wire::EntryKind::directory)
+      if (auto err = make_directory(first + k)) return err;
+  return create_files(files, /*keep_parts=*/false);
 }
 
 std::optional<PrepareError> ReceiveTree::close_parts(std::shared_ptr<const wire::Offer> whole) {

@@ -53,7 +53,6 @@
 #include <span>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -62,6 +61,7 @@
 #include "engine/files/fd_cache.hpp"
 #include "engine/files/file_layout.hpp"
 #include "engine/files/link_policy.hpp"
+#include "engine/files/path_index.hpp"
 #include "engine/security/safe_path.h"
 #include "core/wire/messages.hpp"
 
@@ -90,6 +90,10 @@ struct PrepareOptions {
   std::vector<bool> refresh = {};
   /// What finalize replaces is kept under a backup name first (backup.hpp).
   BackupOptions backup = {};
+  /// Free bytes in the target for the free-space checks, when the caller
+  /// knows better than the file system (a test's disk, through
+  /// transfer::DiskFaults); nullopt: what fstatvfs says.
+  std::optional<uint64_t> free_space = std::nullopt;
 };
 
 /// A symlink of the offer that finalize will not create, and why.
@@ -210,6 +214,8 @@ class ReceiveTree {
 
  private:
   ReceiveTree(int root_fd, std::shared_ptr<const wire::Offer> offer, std::string tag);
+  /// add_part's checks and growth, once the part is in order.
+  std::optional<PrepareError> join_part(size_t first, std::vector<wire::ManifestEntry> entries);
   /// --links: which of the offer's symlinks finalize creates (prepare, close_parts).
   void decide_links(LinkPolicy links);
   std::optional<PrepareError> create_all(bool keep_parts);
@@ -222,7 +228,13 @@ class ReceiveTree {
   security::UniqueFd create_temp(int dir, size_t entry, std::string& error);
   /// Gives a temporary file its final mode when that keeps it writable (mode_set_).
   void set_final_mode(int fd, size_t entry);
-  /// A file entry's temporary file (create_all, on any of its threads).
+  /// A directory entry made on disk (or its staged temporary name), with
+  /// whatever is missing above it (prepare, add_part).
+  std::optional<PrepareError> make_directory(size_t entry);
+  /// create_file for each of `files`, directories in parallel for a big
+  /// tree (prepare, add_part); the first failure.
+  std::optional<PrepareError> create_files(const std::vector<size_t>& files, bool keep_parts);
+  /// A file entry's temporary file (create_files, on any of its threads).
   std::optional<PrepareError> create_file(size_t entry, bool keep_parts);
   /// Puts a file entry in place (finalize, on any of its threads); empty or what failed.
   std::string finalize_file(size_t entry, bool synced, int& err);
@@ -277,13 +289,12 @@ class ReceiveTree {
   /// checks of later parts need of the earlier ones, the room counted.
   struct Growing {
     std::vector<std::unique_ptr<std::vector<wire::ManifestEntry>>> parts;
-    std::unordered_set<std::string_view> seen;  // every path so far (views into parts)
-    std::unordered_set<std::string_view> dirs;  // the directories among them
+    PathIndex seen;  // every path so far, by entry (the directories: by their entry's kind)
     std::unordered_map<std::string, uint32_t> dir_index;  // a parent's path → its place in dir_names_
     std::unordered_map<std::string, std::string> staged;  // a staged directory's path → where it is on disk
     uint64_t data = 0;                                  // data bytes of the entries so far
-    unsigned long long avail = 0;                       // free in the target at begin_parts
-    bool know_avail = false;
+    std::optional<uint64_t> avail;                      // free in the target at begin_parts, if known
+    bool refused = false;  // a part was refused: no other may follow
   };
   std::unique_ptr<Growing> growing_;
   LinkPolicy links_ = LinkPolicy::safe;  // part by part: decided at close_parts

@@ -254,6 +254,10 @@ class Walker {
 
   /// false: the streamed walk was stopped.
   bool push(wire::ManifestEntry e, const std::string& local, const struct stat& st) {
+    // Both ends name entries by 32-bit indices (files::FileLayout), and a
+    // receiver refuses an offer of more.
+    if (walked() >= wire::kMaxOfferEntries)
+      return fail("more than " + std::to_string(wire::kMaxOfferEntries) + " entries to send: send the tree in several parts");
     out_.entries.push_back(std::move(e));
     out_.local_paths.push_back(local);
     out_.stamps.push_back(stamp_of(st));

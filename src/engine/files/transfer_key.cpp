@@ -13,16 +13,23 @@ std::string TransferKey::tag() const {
 
 TransferKey transfer_key(const wire::Offer& offer, std::span<const uint8_t> sender_identity,
                          std::span<const uint32_t> kept) {
-  wire::Offer copy = offer;
-  copy.transfer_id = 0;  // the same files offered in another session find the same key
+  // The offer's fields without its entries, which are encoded in place:
+  // neither a copy of them nor their whole encoding is held (a big tree's
+  // entries take hundreds of MB; issue 18).
+  wire::Offer fields;
+  fields.hash = offer.hash;
+  fields.chunk_size = offer.chunk_size;
+  fields.discard = offer.discard;
+  fields.sync = offer.sync;
+  fields.continued = offer.continued;
+  fields.version = offer.version;
+  fields.transfer_id = 0;  // the same files offered in another session find the same key
   // How the offer is answered (part by part, protocol 9, or whole) is no
   // part of what it offers: a run that asks and one that does not find the
   // same journal.
-  copy.early_answers = false;
-  std::vector<uint8_t> bytes;
-  wire::encode(copy, bytes);
+  fields.early_answers = false;
   PieceHasher h(wire::HashAlgo::sha256);
-  h.update(bytes);
+  wire::encode_streamed(fields, offer.entries, [&h](std::span<const uint8_t> piece) { h.update(piece); });
   // Length-prefixed, so no offer's bytes can imitate another identity.
   const uint8_t n = static_cast<uint8_t>(std::min<size_t>(sender_identity.size(), 255));
   h.update(std::span<const uint8_t>(&n, 1));

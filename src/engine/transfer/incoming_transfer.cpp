@@ -80,6 +80,9 @@ bool hash_reusable(IncomingTransfer& t, const std::vector<wire::FileDecision>& f
   return true;
 }
 
+/// The target's free bytes as a test's disk says (DiskFaults); nullopt: the file system's.
+std::optional<uint64_t> free_bytes(const OfferContext& ctx) { return ctx.faults ? ctx.faults->free_bytes() : std::nullopt; }
+
 }  // namespace
 
 std::string IncomingTransfer::may_write(uint64_t offset, uint64_t length) {
@@ -336,7 +339,7 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
   auto prepared = files::ReceiveTree::prepare(
       ctx.root_fd, shared,
       files::PrepareOptions{tag, !loaded.empty(), loaded.bytes() + tally.kept_bytes, ctx.links, keep, refresh,
-                            backup});
+                            backup, free_bytes(ctx)});
   if (auto* err = std::get_if<files::PrepareError>(&prepared)) {
     if (journal && loaded.empty()) (void)journal->remove();  // nothing to resume: leave nothing behind
     return refuse(err->reason, err->message);
@@ -486,7 +489,7 @@ std::variant<std::shared_ptr<IncomingTransfer>, wire::Refuse> begin_offer_parts(
                                                                                 const wire::Offer& head) {
   auto shared = std::make_shared<wire::Offer>(head);
   shared->entries.clear();
-  auto tree = files::ReceiveTree::begin_parts(ctx.root_fd, *shared, files::PrepareOptions{fresh_tag(), false, 0, ctx.links});
+  auto tree = files::ReceiveTree::begin_parts(ctx.root_fd, *shared, files::PrepareOptions{fresh_tag(), false, 0, ctx.links, {}, {}, {}, free_bytes(ctx)});
   if (auto* err = std::get_if<files::PrepareError>(&tree)) return refuse_offer(ctx, head.transfer_id, err->reason, err->message);
   auto t = std::make_shared<IncomingTransfer>();
   t->set_offer(std::move(shared));

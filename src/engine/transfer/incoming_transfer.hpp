@@ -38,6 +38,9 @@ class DiskFaults {
   /// Before `n` bytes are written at transfer offset `offset`: 0 to write
   /// them, or the errno the write fails with.
   virtual int before_write(uint64_t offset, size_t n) = 0;
+  /// The target's free bytes as the offer's free-space checks see them;
+  /// nullopt: what its file system says.
+  virtual std::optional<uint64_t> free_bytes() { return std::nullopt; }
 };
 
 struct IncomingTransfer {
