@@ -904,6 +904,9 @@ TransferOutcome SenderSession::run_transfer(const files::SourceTree& tree, const
       last_draw = std::chrono::steady_clock::now();
     }
   }
+  // The last deciles, if no ack was left to log them: a streamed offer
+  // answered part by part can have every piece acked before its closing accept.
+  log_progress_locked();
   TransferOutcome out = outcome_locked(tree, opts);
   active_.reset();
   if (walker.joinable()) {  // it stops at its next batch (the transfer ended first: refused, lanes lost)
