@@ -29,8 +29,11 @@ UdpDataLane::~UdpDataLane() {
     cv_.notify_all();
   }
   if (feeder_.joinable()) feeder_.join();
-  if (udp_) udp_->close("session closed");
-  udp_.reset();  // joins the I/O thread: its last event (on_closed) runs now
+  // The I/O thread's events (an ack's rate report, on_closed) read udp_:
+  // end the thread while udp_ still points at the lane. unique_ptr::reset
+  // clears the pointer before the lane's destructor would join the thread.
+  if (udp_) udp_->stop("session closed");
+  udp_.reset();
 }
 
 session::LaneTraits UdpDataLane::traits() const {

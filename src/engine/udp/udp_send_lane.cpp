@@ -61,8 +61,10 @@ UdpSendLane::UdpSendLane(UdpSendEvents& events, std::unique_ptr<LaneIo> io,
   work_.reserve(64);
 }
 
-UdpSendLane::~UdpSendLane() {
-  close("lane destroyed");
+UdpSendLane::~UdpSendLane() { stop(); }
+
+void UdpSendLane::stop(const std::string& reason) {
+  close(reason);
   if (thread_.joinable()) thread_.join();
 }
 

@@ -62,6 +62,11 @@ class UdpSendLane {
   void set_rate_limit(std::optional<Rate> rate);
   /// Ends the lane; on_closed(reason) follows on the I/O thread. Idempotent.
   void close(const std::string& reason = "closed by the engine");
+  /// Closes the lane and waits for its I/O thread to end: on_closed has run
+  /// when this returns. The owner calls it before it lets go of the lane, so
+  /// events that reach the lane through the owner's pointer (counters in an
+  /// ack) find it whole. Idempotent; never from inside an event.
+  void stop(const std::string& reason = "lane destroyed");
 
   bool closed() const { return stopped_.load(); }
   /// Whether any authentic datagram ever came back from the peer (any thread).
