@@ -122,6 +122,32 @@ TEST(WireMessages, AnOfferEncodedInPiecesIsTheSameAsInOne) {
   EXPECT_EQ(joined, whole);
 }
 
+// offer_fields keeps every field the wire carries (a field added to Offer
+// and forgotten there would change transfer keys and receivers' offers).
+TEST(WireMessages, AnOffersFieldsAreTheOfferWithoutItsEntries) {
+  Offer o;
+  o.transfer_id = 9;
+  o.hash = HashAlgo::sha256;
+  o.chunk_size = 4 << 20;
+  o.discard = true;
+  o.sync.sync = o.sync.checksum = o.sync.update = o.sync.ignore_existing = o.sync.delete_extraneous = true;
+  o.sync.dry_run = true;
+  o.sync.backup_suffix = "~";
+  o.sync.backup_dir = "old";
+  o.continued = true;
+  o.early_answers = true;
+  o.entries.push_back(ManifestEntry{EntryKind::file, "a", 5, 0644, 1, 0, ""});
+  const Offer fields = offer_fields(o);
+  EXPECT_TRUE(fields.entries.empty());
+  Offer again = fields;
+  again.entries = o.entries;
+  std::vector<uint8_t> a, b;
+  encode(o, a);
+  encode(again, b);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(fields.version, o.version);
+}
+
 TEST(WireMessages, AnOffersEntriesGrowByAQuarterAsItsPartsAreAppended) {
   std::vector<int> v;
   reserve_to_append(v, 10);

@@ -294,6 +294,19 @@ std::string Digest::hex() const {
   return s;
 }
 
+Offer offer_fields(const Offer& offer) {
+  Offer fields;
+  fields.transfer_id = offer.transfer_id;
+  fields.hash = offer.hash;
+  fields.chunk_size = offer.chunk_size;
+  fields.discard = offer.discard;
+  fields.sync = offer.sync;
+  fields.continued = offer.continued;
+  fields.early_answers = offer.early_answers;
+  fields.version = offer.version;
+  return fields;
+}
+
 uint64_t Offer::total_bytes() const {
   uint64_t t = 0;
   for (const auto& e : entries)

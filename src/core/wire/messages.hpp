@@ -368,6 +368,10 @@ struct Offer {
   uint64_t data_bytes() const;
 };
 
+/// `offer` without its entries: a big tree's entries take hundreds of MB,
+/// and what is kept or hashed beside them needs only the fields.
+Offer offer_fields(const Offer& offer);
+
 /// More entries of an offer that is `continued`: they are entries
 /// first_entry, first_entry + 1, … of the whole offer. Parts come in order on
 /// one lane; a part sent again (its lane died) repeats the same entries. A

@@ -16,13 +16,7 @@ TransferKey transfer_key(const wire::Offer& offer, std::span<const uint8_t> send
   // The offer's fields without its entries, which are encoded in place:
   // neither a copy of them nor their whole encoding is held (a big tree's
   // entries take hundreds of MB; issue 18).
-  wire::Offer fields;
-  fields.hash = offer.hash;
-  fields.chunk_size = offer.chunk_size;
-  fields.discard = offer.discard;
-  fields.sync = offer.sync;
-  fields.continued = offer.continued;
-  fields.version = offer.version;
+  wire::Offer fields = wire::offer_fields(offer);
   fields.transfer_id = 0;  // the same files offered in another session find the same key
   // How the offer is answered (part by part, protocol 9, or whole) is no
   // part of what it offers: a run that asks and one that does not find the

@@ -487,8 +487,7 @@ std::string why_not_early(const OfferContext& ctx, const wire::Offer& head, std:
 
 std::variant<std::shared_ptr<IncomingTransfer>, wire::Refuse> begin_offer_parts(const OfferContext& ctx,
                                                                                 const wire::Offer& head) {
-  auto shared = std::make_shared<wire::Offer>(head);
-  shared->entries.clear();
+  auto shared = std::make_shared<wire::Offer>(wire::offer_fields(head));
   auto tree = files::ReceiveTree::begin_parts(ctx.root_fd, *shared, files::PrepareOptions{fresh_tag(), false, 0, ctx.links, {}, {}, {}, free_bytes(ctx)});
   if (auto* err = std::get_if<files::PrepareError>(&tree)) return refuse_offer(ctx, head.transfer_id, err->reason, err->message);
   auto t = std::make_shared<IncomingTransfer>();
