@@ -127,14 +127,13 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
     const auto* join = std::get_if<wire::LaneJoin>(&msg);
     // A sender of protocol 7 speaks a part of ours (it never sends what 8
     // added): its lanes join too. Older ones are told by their offer.
-    if (!join || join->lane_id != on || join->version < wire::kLastSilentProtocol ||
-        join->version > std::max(cfg_.protocol, wire::kLastSilentProtocol)) {
-      const std::string why =
-          !join || join->lane_id != on
-              ? std::string("join refused: no valid lane_join")
-              : "join refused: the lane says braid protocol " + std::to_string(join->version) +
-                    " and this receiver speaks " + std::to_string(wire::kLastSilentProtocol) + " to " +
-                    std::to_string(std::max(cfg_.protocol, wire::kLastSilentProtocol));
+    const uint32_t oldest = wire::kLastSilentProtocol, newest = std::max(cfg_.protocol, oldest);
+    if (!join || join->lane_id != on || join->version < oldest || join->version > newest) {
+      const std::string why = !join || join->lane_id != on
+                                  ? std::string("join refused: no valid lane_join")
+                                  : "join refused: the lane says braid protocol " + std::to_string(join->version) +
+                                        " and this receiver speaks " + std::to_string(oldest) + " to " +
+                                        std::to_string(newest);
       return refuse_join(*lane, why, join != nullptr);
     }
     if (const std::string over = lane_limit(); !over.empty()) {
