@@ -748,6 +748,78 @@ TEST_F(SessionFixture, AKnownReceiverGetsTheOfferWithTheHandshakeAndClosesWithIt
   EXPECT_TRUE(nothing_outside());
 }
 
+// A known receiver over a UDP path that left figures: the UDP lanes on lane
+// 0's path ask for their receiver ends in TLS's last flight, beside the
+// offer, and the plan from the receiver's addresses does not open them
+// twice; lanes named by --lane ask at once too (their addresses are given).
+TEST_F(SessionFixture, AKnownReceiversUdpLanesAreAskedForWithTheHandshake) {
+  testing::write_random_file(tmp / "src/a.bin", 6 << 20, 41);
+  RunningReceiver r(dst, recv_cfg, "udp-early");
+  struct Run {
+    TransferOutcome out;
+    std::string log;
+  };
+  int n = 0;
+  auto run = [&](std::optional<std::string> code, std::vector<std::string> lanes) {
+    const fs::path log_file = tmp / ("run" + std::to_string(++n) + ".log");
+    EventLog slog;
+    std::string error;
+    EXPECT_TRUE(slog.open(log_file.string(), error)) << error;
+    const auto tree = scan({tmp / "src/a.bin"});
+    TransferOptions opts;
+    opts.last = true;
+    ConnectOptions co;
+    co.remote = r.address();
+    co.code = std::move(code);
+    co.config_dir = send_cfg;
+    co.transport = Transport::udp;
+    co.lanes = std::move(lanes);
+    co.first_tree = &tree;
+    co.first_options = &opts;
+    auto c = SenderSession::connect(co, slog);
+    if (!std::holds_alternative<std::unique_ptr<SenderSession>>(c)) {
+      ADD_FAILURE() << std::get<Failure>(c).message;
+      return Run{};
+    }
+    auto s = std::move(std::get<0>(c));
+    Run out{s->send(tree, opts), {}};
+    s->close();
+    out.log = testing::read_file(log_file);
+    if (out.out.exit_code == 0) EXPECT_EQ(testing::read_file(dst / "a.bin"), testing::read_file(tmp / "src/a.bin"));
+    fs::remove(dst / "a.bin");
+    return out;
+  };
+  const auto count = [](const std::string& log, const std::string& what) {
+    size_t k = 0;
+    for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++k;
+    return k;
+  };
+  const auto asked_before_the_handshake_ended = [](const std::string& log) {
+    return log.find("\"udp_open_early\"") < log.find("\"authenticated\"");
+  };
+  // First contact: pairs, learns the protocol, and the UDP lanes leave figures.
+  Run first = run("udp-early", {});
+  ASSERT_EQ(first.out.exit_code, 0) << first.out.message;
+  EXPECT_EQ(count(first.log, "\"udp_open_early\""), 0u);
+  const size_t udp_lanes = count(first.log, "\"kind\":\"udp\"");
+  ASSERT_GT(udp_lanes, 0u) << first.log;
+  // Known peer, known path (loopback: every lane is on lane 0's path): each
+  // lane asked early, and no lane twice.
+  Run second = run(std::nullopt, {});
+  ASSERT_EQ(second.out.exit_code, 0) << second.out.message;
+  EXPECT_EQ(count(second.log, "\"udp_open_early\""), udp_lanes) << second.log;
+  EXPECT_TRUE(asked_before_the_handshake_ended(second.log)) << second.log;
+  EXPECT_EQ(count(second.log, "\"kind\":\"udp\""), udp_lanes) << second.log;
+  // Named lanes: three, all asked early, three opened.
+  const std::string spec = "udp:127.0.0.1=" + r.address();
+  Run third = run(std::nullopt, {spec, spec, spec});
+  ASSERT_EQ(third.out.exit_code, 0) << third.out.message;
+  EXPECT_EQ(count(third.log, "\"udp_open_early\""), 3u) << third.log;
+  EXPECT_TRUE(asked_before_the_handshake_ended(third.log)) << third.log;
+  EXPECT_EQ(count(third.log, "\"kind\":\"udp\""), 3u) << third.log;
+  EXPECT_EQ(r.stop(), 0);
+}
+
 // The early offer goes only to a receiver whose protocol the sender
 // remembers (path-figures.json): without that memory it waits for the
 // addresses; with a wrong one (braid went back to protocol 7 there) the

@@ -35,21 +35,31 @@ int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+/// Where a lane leaves: the interface it is bound to, else the one that
+/// holds its local address, else that address. A path's figures are filed
+/// under it, so a lane bound by --lane's address and lane 0, which is not
+/// bound, find the same ones.
+std::string leaves_by(const std::vector<paths::Interface>& interfaces, const std::string& local_host,
+                      const std::string& interface) {
+  if (!interface.empty()) return interface;
+  for (const auto& i : interfaces)
+    if (std::any_of(i.addresses.begin(), i.addresses.end(),
+                    [&](const paths::InterfaceAddress& a) { return a.text == local_host; }))
+      return i.name;
+  return local_host;
+}
+
 /// TCP lanes that leave by one interface share its uplink: one delay group
-/// (transport::TcpGroupCap). The interface a lane is bound to, else the one
-/// that holds its local address, else the address itself. None (empty) on
-/// loopback: no queue there to keep short, and its delay is the CPU's
-/// scheduling — a busy host's milliseconds would read as a queue.
+/// (transport::TcpGroupCap), named by leaves_by. None (empty) on loopback:
+/// no queue there to keep short, and its delay is the CPU's scheduling — a
+/// busy host's milliseconds would read as a queue.
 std::string bottleneck_key(const std::vector<paths::Interface>& interfaces, const std::string& local_host,
                            const std::string& interface) {
-  for (const auto& i : interfaces) {
-    const bool holds = std::any_of(i.addresses.begin(), i.addresses.end(),
-                                   [&](const paths::InterfaceAddress& a) { return a.text == local_host; });
-    if (i.name == interface || (interface.empty() && holds)) return i.loopback ? std::string() : i.name;
-  }
-  if (!interface.empty()) return interface;
-  if (local_host.rfind("127.", 0) == 0 || local_host == "::1") return {};
-  return local_host;
+  const std::string by = leaves_by(interfaces, local_host, interface);
+  for (const auto& i : interfaces)
+    if (i.name == by) return i.loopback ? std::string() : i.name;
+  if (by == local_host && (local_host.rfind("127.", 0) == 0 || local_host == "::1")) return {};
+  return by;
 }
 }  // namespace
 
@@ -154,7 +164,7 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   // (connect_lane says why); `peer`: the receiver's key fingerprint.
   const auto traits0 = [&](const std::string& peer) {
     auto t = session::LaneTraits::tcp(have_rtt && rtt_us > 0 ? std::optional(Duration::micros(rtt_us)) : std::nullopt);
-    t.rate_hint = s->known_tcp_rate_locked(peer, 0, !path0.interface.empty() ? path0.interface : local.host(),
+    t.rate_hint = s->known_tcp_rate_locked(peer, 0, leaves_by(interfaces, local.host(), path0.interface),
                                            remote.host());
     return t;
   };
@@ -183,6 +193,14 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
       std::lock_guard lock(s->mu_);
       s->machine_ = std::make_unique<session::Sender>(cfg);
       s->machine_->start(traits0(tls.peer().fingerprint.to_string()), path0, s->now());
+      if (!opts.lanes.empty() || udp_default) {
+        // Lane 0's remote is the one address of the receiver's known yet.
+        LanePlan early{opts.lanes, opts.streams, udp_default, local, remote, {remote.str()}, kDefaultPort, interfaces,
+                       {},         opts.backup,  opts.avoid};
+        std::string route_error;
+        if (opts.lanes.empty()) early.routes = lanes::read_routes(route_error);
+        if (route_error.empty()) s->open_early_udp_lanes_locked(early, tls.peer().fingerprint.to_string());
+      }
       if (!s->begin_transfer_locked(*opts.first_tree, *opts.first_options)) {
         s->offered_early_ = true;
         log.write("status", {{"status", "offered_early"}, {"transfer", s->active_->id}});
@@ -254,6 +272,14 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   std::vector<std::pair<std::string, std::string>> skipped;
   std::vector<session::PathSpec> paths;
   for (auto& p : plan_lane_paths(plan, skipped)) {
+    auto& early = s->early_udp_paths_;
+    const auto asked = std::find_if(early.begin(), early.end(), [&](const session::PathSpec& e) {
+      return e.kind == p.spec.kind && e.local == p.spec.local && e.remote == p.spec.remote;
+    });
+    if (asked != early.end()) {
+      early.erase(asked);  // its lane asked in TLS's last flight
+      continue;
+    }
     paths.push_back(p.spec);
     s->paths_[path_key(p.spec)] = std::move(p);
   }
@@ -488,7 +514,7 @@ void SenderSession::connect_lane(session::LaneNo id, session::PathSpec path) {
   if (tcp)
     traits.rate_hint = known_tcp_rate_locked(
         peer_.fingerprint.to_string(), id,
-        !where.interface.empty() ? where.interface : lanes::local_endpoint_of(link->fd()).host(), where.remote.host());
+        leaves_by(plan_.interfaces, lanes::local_endpoint_of(link->fd()).host(), where.interface), where.remote.host());
   const std::string local = tcp                        ? lanes::local_endpoint_of(link->fd()).str()
                             : !where.unix_path.empty() ? std::string("unix")
                                                        : std::string(where.pty ? "pty" : "exec");
@@ -510,6 +536,32 @@ void SenderSession::connect_lane(session::LaneNo id, session::PathSpec path) {
   pending_open_[id] = std::move(fields);
   machine_->handle_lane_connected(id, traits, now());
   drain_locked();
+}
+
+void SenderSession::open_early_udp_lanes_locked(const LanePlan& plan, const std::string& peer) {
+  std::vector<std::pair<std::string, std::string>> skipped;
+  std::vector<LanePath> early;
+  for (auto& p : plan_lane_paths(plan, skipped)) {
+    // In the plan's order, so lanes are numbered as they would be anyway:
+    // --lane specs name their receiver address; a discovered path knows
+    // only lane 0's, and the planner puts lane 0's path first.
+    if (p.spec.kind != session::LaneKind::udp) break;
+    if (plan.specs.empty()) {
+      if (!p.local || !p.local->same_host(plan.first_local) || p.remote.str() != plan.first_remote.str()) break;
+      const std::string key =
+          PathMemory::udp_path_key(leaves_by(plan.interfaces, p.local->host(), p.interface), p.remote.host());
+      if (!path_memory_.hint(peer, key, unix_now())) break;
+    }
+    early.push_back(std::move(p));
+  }
+  std::vector<session::PathSpec> specs;
+  for (auto& p : early) {
+    log_.write("udp_open_early", {{"path", p.spec.local + " -> " + p.spec.remote}, {"interface", p.interface}});
+    specs.push_back(p.spec);
+    early_udp_paths_.push_back(p.spec);
+    paths_[path_key(p.spec)] = std::move(p);
+  }
+  if (!specs.empty()) machine_->add_paths(specs, now());
 }
 
 void SenderSession::start_udp_lane(session::LaneNo id, const session::PathSpec& path, const std::string& address) {
@@ -538,7 +590,7 @@ void SenderSession::start_udp_lane(session::LaneNo id, const session::PathSpec& 
     cfg.socket.device = where.interface;
     // Known peer, known path: start from what it carried last time.
     const std::string key = PathMemory::udp_path_key(
-        !where.interface.empty() ? where.interface : where.local ? where.local->host() : std::string("any"),
+        leaves_by(plan_.interfaces, where.local ? where.local->host() : std::string("any"), where.interface),
         where.remote.host());
     cfg.start = path_memory_.hint(peer_.fingerprint.to_string(), key, unix_now());
     figure_keys_[id] = key;

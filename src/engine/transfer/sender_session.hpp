@@ -296,6 +296,14 @@ class SenderSession : private DataLaneEvents {
   /// idles behind. Files the lane's figures under the path's key.
   std::optional<Rate> known_tcp_rate_locked(const std::string& peer, session::LaneNo id, const std::string& local,
                                             const std::string& remote_host);
+  /// Known peer: UDP lanes whose receiver address is known before the
+  /// receiver's addresses come (--lane specs name it; a discovered path
+  /// knows lane 0's, and then only where a UDP lane left figures, so the
+  /// receiver is known to take it) ask for their receiver end (udp_open) in
+  /// TLS's last flight beside the offer, a round trip sooner. `plan` holds
+  /// lane 0's ends and this host's network; the plan made from the
+  /// addresses skips each of them once.
+  void open_early_udp_lanes_locked(const LanePlan& plan, const std::string& peer);
   /// Compressed frames need protocol 7: towards an older receiver --compress
   /// auto (or always, which the caller refuses first) sends raw, and says so.
   compress::Mode compress_for_peer_locked(compress::Mode asked);
@@ -344,6 +352,8 @@ class SenderSession : private DataLaneEvents {
   std::unique_ptr<lanes::LaneLink> early_link_;
   /// The first transfer was offered in TLS's last flight: send() runs it.
   bool offered_early_ = false;
+  /// The UDP paths open_early_udp_lanes_locked gave the machine.
+  std::vector<session::PathSpec> early_udp_paths_;
   std::map<session::LaneNo, std::unique_ptr<DataLane>> lanes_;
   std::vector<std::unique_ptr<DataLane>> closed_;  // waiting to be destroyed outside mu_
   std::unique_ptr<Active> active_;
