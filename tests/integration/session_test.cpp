@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <set>
 #include <thread>
 
 #include "engine/files/source_tree.hpp"
@@ -956,33 +957,42 @@ void make_streamed_tree(const fs::path& root, size_t batches, size_t last_files 
 
 // Any regular file with bytes under `dir` (not a journal): the receiver
 // makes a file when its first verified bytes come.
-bool some_file_written(const fs::path& dir) {
+// The regular files under `dir` with bytes in them (resume journals aside).
+std::set<fs::path> files_written(const fs::path& dir) {
+  std::set<fs::path> out;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (it->path().filename().string().starts_with(".braid-resume-")) continue;
-    if (it->is_regular_file(ec) && it->file_size(ec) > 0) return true;
+    if (it->is_regular_file(ec) && it->file_size(ec) > 0) out.insert(it->path());
   }
-  return false;
+  return out;
 }
 
 // Holds the walk back before its last batch until the receiver wrote a
 // piece (at most `wait`): with early answers that happens, without it cannot.
+// Files that were there before (an earlier run's) do not count.
 class WaitBeforeLastBatch : public WalkFaults {
  public:
-  WaitBeforeLastBatch(fs::path dst, std::chrono::milliseconds wait) : dst_(std::move(dst)), wait_(wait) {}
+  WaitBeforeLastBatch(fs::path dst, std::chrono::milliseconds wait)
+      : dst_(std::move(dst)), wait_(wait), before_(files_written(dst_)) {}
   void before_batch(size_t walked, bool last) override {
     if (!last) return;
     walked_before_last = walked;
     const auto until = std::chrono::steady_clock::now() + wait_;
-    while (!(landed = some_file_written(dst_)) && std::chrono::steady_clock::now() < until)
+    while (!(landed = some_file_written()) && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   std::atomic<bool> landed{false};
   std::atomic<size_t> walked_before_last{0};
 
  private:
+  bool some_file_written() const {
+    const auto now = files_written(dst_);
+    return std::any_of(now.begin(), now.end(), [&](const fs::path& f) { return !before_.count(f); });
+  }
   fs::path dst_;
   std::chrono::milliseconds wait_;
+  std::set<fs::path> before_;
 };
 
 // The walk's tree must outlive the session's lanes (they may still be
@@ -1211,8 +1221,7 @@ TEST_F(SessionFixture, AJournalOfAnotherTreeDoesNotHoldANewTreesEarlyAnswersBack
   const std::string kept = read_all(journals[0]);
   // Another tree, from the same sender (paired by the first run).
   // Its first entry is its top directory, another name than the first
-  // tree's: another origin (a tree under the first one's name would still
-  // be answered whole — it may be the same transfer).
+  // tree's: another origin.
   const fs::path other = tmp / "src2/other";
   make_streamed_tree(other, 3);
   RunningReceiver r(dst, recv_cfg, "origin");
@@ -1220,8 +1229,18 @@ TEST_F(SessionFixture, AJournalOfAnotherTreeDoesNotHoldANewTreesEarlyAnswersBack
       send_holding_last_batch(r, "origin", send_cfg, log, other, dst, {}, std::chrono::seconds(20));
   ASSERT_EQ(out.exit_code, 0) << out.message;
   EXPECT_TRUE(walk->landed) << "the other tree's offer was answered whole";
-  EXPECT_EQ(r.stop(), 0);
   EXPECT_TRUE(same_tree(other, dst / "other"));
+  // Another tree under the first one's name: its top directory's mtime
+  // differs (names came and went in it), and so does its origin.
+  const fs::path renamed = tmp / "src3/tree";
+  make_streamed_tree(renamed, 3);
+  fs::last_write_time(renamed, fs::last_write_time(first) + std::chrono::hours(1));
+  const auto [out2, walk2] =
+      send_holding_last_batch(r, "origin", send_cfg, log, renamed, dst, {}, std::chrono::seconds(20));
+  ASSERT_EQ(out2.exit_code, 0) << out2.message;
+  EXPECT_TRUE(walk2->landed) << "a tree under the same name was answered whole";
+  EXPECT_EQ(r.stop(), 0);
+  EXPECT_TRUE(same_tree(renamed, dst / "tree"));
   EXPECT_EQ(read_all(journals[0]), kept);  // the first tree's journal, untouched
 }
 

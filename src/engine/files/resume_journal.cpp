@@ -158,6 +158,10 @@ std::string ResumeJournal::origin_of(const wire::Offer& head, std::span<const wi
     w.u32(static_cast<uint32_t>(e.path.size()));
     w.raw(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(e.path.data()), e.path.size()));
     w.u64(e.size);
+    // A directory's size says nothing; its mtime moves whenever a name in
+    // it comes or goes, so another tree under the same name is told apart.
+    w.i64(e.mtime_sec);
+    w.u32(e.mtime_nsec);
   }
   PieceHasher h(wire::HashAlgo::sha256);
   h.update(bytes);

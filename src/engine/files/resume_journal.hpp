@@ -82,8 +82,9 @@ class ResumeJournal {
   static bool is_journal_name(std::string_view name);
   /// The origin of an offer with the fields of `head` (hash, chunk size)
   /// whose entries begin with `entries`, from `sender_identity` (its key's
-  /// fingerprint). The same tree sent again by the same sender has the same
-  /// origin; a journal of another origin cannot be this transfer's.
+  /// fingerprint): the first entry's kind, path, size and mtime. The same
+  /// tree sent again by the same sender has the same origin; a journal of
+  /// another origin cannot be this transfer's.
   static std::string origin_of(const wire::Offer& head, std::span<const wire::ManifestEntry> entries,
                                std::span<const uint8_t> sender_identity);
   /// The origin a journal in `dir_fd` records, without opening it for
