@@ -749,6 +749,33 @@ TEST_F(SessionFixture, AKnownReceiverGetsTheOfferWithTheHandshakeAndClosesWithIt
   EXPECT_TRUE(nothing_outside());
 }
 
+// One session that sends `src` with its first offer ready for TLS's last
+// flight (as `braid send` does), logging to `log_file`: its outcome and its
+// log's text.
+struct LoggedRun {
+  TransferOutcome out;
+  std::string log;
+};
+LoggedRun send_with_early_offer(ConnectOptions co, const fs::path& src, const TransferOptions& opts,
+                                const fs::path& log_file) {
+  EventLog slog;
+  std::string error;
+  EXPECT_TRUE(slog.open(log_file.string(), error)) << error;
+  const auto tree = scan({src});
+  co.first_tree = &tree;
+  co.first_options = &opts;
+  auto c = SenderSession::connect(co, slog);
+  if (!std::holds_alternative<std::unique_ptr<SenderSession>>(c)) {
+    ADD_FAILURE() << std::get<Failure>(c).message;
+    return {};
+  }
+  auto s = std::move(std::get<0>(c));
+  LoggedRun out{s->send(tree, opts), {}};
+  s->close();
+  out.log = testing::read_file(log_file);
+  return out;
+}
+
 // A known receiver over a UDP path that left figures: the UDP lanes on lane
 // 0's path ask for their receiver ends in TLS's last flight, beside the
 // offer, and the plan from the receiver's addresses does not open them
@@ -756,17 +783,9 @@ TEST_F(SessionFixture, AKnownReceiverGetsTheOfferWithTheHandshakeAndClosesWithIt
 TEST_F(SessionFixture, AKnownReceiversUdpLanesAreAskedForWithTheHandshake) {
   testing::write_random_file(tmp / "src/a.bin", 6 << 20, 41);
   RunningReceiver r(dst, recv_cfg, "udp-early");
-  struct Run {
-    TransferOutcome out;
-    std::string log;
-  };
+  using Run = LoggedRun;
   int n = 0;
   auto run = [&](std::optional<std::string> code, std::vector<std::string> lanes) {
-    const fs::path log_file = tmp / ("run" + std::to_string(++n) + ".log");
-    EventLog slog;
-    std::string error;
-    EXPECT_TRUE(slog.open(log_file.string(), error)) << error;
-    const auto tree = scan({tmp / "src/a.bin"});
     TransferOptions opts;
     opts.last = true;
     ConnectOptions co;
@@ -775,17 +794,7 @@ TEST_F(SessionFixture, AKnownReceiversUdpLanesAreAskedForWithTheHandshake) {
     co.config_dir = send_cfg;
     co.transport = Transport::udp;
     co.lanes = std::move(lanes);
-    co.first_tree = &tree;
-    co.first_options = &opts;
-    auto c = SenderSession::connect(co, slog);
-    if (!std::holds_alternative<std::unique_ptr<SenderSession>>(c)) {
-      ADD_FAILURE() << std::get<Failure>(c).message;
-      return Run{};
-    }
-    auto s = std::move(std::get<0>(c));
-    Run out{s->send(tree, opts), {}};
-    s->close();
-    out.log = testing::read_file(log_file);
+    Run out = send_with_early_offer(co, tmp / "src/a.bin", opts, tmp / ("run" + std::to_string(++n) + ".log"));
     if (out.out.exit_code == 0) EXPECT_EQ(testing::read_file(dst / "a.bin"), testing::read_file(tmp / "src/a.bin"));
     fs::remove(dst / "a.bin");
     return out;
@@ -831,34 +840,15 @@ TEST_F(SessionFixture, AnEarlyOfferGoesOnTheProtocolRememberedAndAWrongMemoryEnd
   // Protocol 0: it says nothing in its addresses, as protocol 7 and older did.
   RunningReceiver r(dst, recv_cfg, "old-peer", false, 64, nullptr, 0);
   const fs::path memory = send_cfg / "path-figures.json";
-  struct Run {
-    TransferOutcome out;
-    std::string log;
-  };
+  using Run = LoggedRun;
   int n = 0;
   auto run = [&](std::optional<std::string> code, const TransferOptions& opts) {
-    const fs::path log_file = tmp / ("run" + std::to_string(++n) + ".log");
-    EventLog slog;
-    std::string error;
-    EXPECT_TRUE(slog.open(log_file.string(), error)) << error;
-    const auto tree = scan({tmp / "src/a.bin"});
     ConnectOptions co;
     co.remote = r.address();
     co.code = std::move(code);
     co.config_dir = send_cfg;
     co.lanes = {"127.0.0.1=" + r.address(), "127.0.0.1=" + r.address()};
-    co.first_tree = &tree;
-    co.first_options = &opts;
-    auto c = SenderSession::connect(co, slog);
-    if (!std::holds_alternative<std::unique_ptr<SenderSession>>(c)) {
-      ADD_FAILURE() << std::get<Failure>(c).message;
-      return Run{};
-    }
-    auto s = std::move(std::get<0>(c));
-    Run out{s->send(tree, opts), {}};
-    s->close();
-    out.log = testing::read_file(log_file);
-    return out;
+    return send_with_early_offer(co, tmp / "src/a.bin", opts, tmp / ("run" + std::to_string(++n) + ".log"));
   };
   const auto has = [](const Run& x, const std::string& what) { return x.log.find(what) != std::string::npos; };
   TransferOptions plain;
