@@ -11,6 +11,7 @@
 
 #include "core/session/receiver.hpp"
 #include "core/session/sender.hpp"
+#include "machine_actions.hpp"
 
 namespace braid::session {
 namespace {
@@ -123,13 +124,7 @@ wire::Digest fake_root(wire::HashAlgo, std::vector<PieceRecord>) {
   return d;
 }
 
-template <class A, class M>
-std::vector<A> drain(M& m) {
-  std::vector<A> out;
-  while (auto a = m.poll_action())
-    if (auto* x = std::get_if<A>(&*a)) out.push_back(*x);
-  return out;
-}
+using test::drain;
 
 /// Sender and receiver machines with lanes 0 and 1 joined and open.
 struct Pair {

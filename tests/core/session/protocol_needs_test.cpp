@@ -5,8 +5,11 @@
 // faking an older protocol.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "core/session/receiver.hpp"
 #include "core/session/sender.hpp"
+#include "machine_actions.hpp"
 #include "core/wire/protocol_needs.hpp"
 
 namespace braid::session {
@@ -21,13 +24,14 @@ wire::ManifestEntry file(const std::string& path, uint64_t size) {
   return f;
 }
 
-template <class A, class M>
-std::vector<A> drain(M& m) {
-  std::vector<A> out;
-  while (auto a = m.poll_action())
-    if (auto* x = std::get_if<A>(&*a)) out.push_back(*x);
-  return out;
-}
+using test::drain;
+using test::only;
+using test::poll_all;
+
+/// What an offer with owners (-o) to a receiver of protocol 6 ends in.
+const std::string kOwnersNeedSeven =
+    "the receiver speaks braid protocol 6, and -o (owners) needs protocol 7: update braid on the receiver, or send "
+    "without -o";
 
 TEST(ProtocolNeeds, TheReceiversProtocolRidesInItsAddressesAsATokenNoAddressParsesAs) {
   wire::Addresses a{{"10.0.0.2:7878", "[fe80::1%eth0]:7878"}, 8};
@@ -80,9 +84,7 @@ TEST(ProtocolNeeds, EachFeatureNamesTheProtocolItNeeds) {
   // One that does not say may take what protocol 7 has: sent as before.
   o.sync.backup_dir.clear();
   EXPECT_EQ(wire::too_old(wire::offer_needs(o, o.entries, false), {7, false}), "");
-  EXPECT_EQ(wire::too_old(wire::offer_needs(o, o.entries, false), {6, true}),
-            "the receiver speaks braid protocol 6, and -o (owners) needs protocol 7: update braid on the receiver, "
-            "or send without -o");
+  EXPECT_EQ(wire::too_old(wire::offer_needs(o, o.entries, false), {6, true}), kOwnersNeedSeven);
 }
 
 TEST(ProtocolNeeds, TheBackupOptionsCrossOnlyWhenAsked) {
@@ -138,18 +140,12 @@ TEST(ProtocolNeedsSession, AnOlderReceiverHearsNothingAndTheUserOneLine) {
   spec.entries = {file("a", 1000)};
   spec.entries[0].owner = wire::OwnerId{0, "root"};
   ASSERT_TRUE(pair.s.start_transfer(std::move(spec), t0));
-  std::vector<TransferEnded> ended;
-  while (auto a = pair.s.poll_action()) {
-    if (auto* m = std::get_if<SendMessage>(&*a)) {
-      EXPECT_FALSE(std::holds_alternative<wire::Offer>(m->msg));
-    }
-    if (auto* e = std::get_if<TransferEnded>(&*a)) ended.push_back(*e);
-  }
+  const auto actions = poll_all(pair.s);
+  for (const auto& m : only<SendMessage>(actions)) EXPECT_FALSE(std::holds_alternative<wire::Offer>(m.msg));
+  const auto ended = only<TransferEnded>(actions);
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_EQ(ended[0].outcome.end, TransferOutcome::End::unsupported);
-  EXPECT_EQ(ended[0].outcome.message,
-            "the receiver speaks braid protocol 6, and -o (owners) needs protocol 7: update braid on the receiver, "
-            "or send without -o");
+  EXPECT_EQ(ended[0].outcome.message, kOwnersNeedSeven);
   // The session goes on: an offer the receiver can take is sent.
   TransferSpec plain;
   plain.entries = {file("b", 1000)};
@@ -250,14 +246,10 @@ TEST(ProtocolNeedsSession, AnEarlyOfferToAReceiverThatTurnsOutOlderEndsInOneLine
   ASSERT_EQ(offered.size(), 1u);
   EXPECT_TRUE(std::holds_alternative<wire::Offer>(offered[0].msg));
   s.handle_peer_protocol({6, true}, t0 + Duration::millis(1));
-  std::vector<TransferEnded> ended;
-  while (auto a = s.poll_action())
-    if (auto* e = std::get_if<TransferEnded>(&*a)) ended.push_back(*e);
+  const auto ended = drain<TransferEnded>(s);
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_EQ(ended[0].outcome.end, TransferOutcome::End::unsupported);
-  EXPECT_EQ(ended[0].outcome.message,
-            "the receiver speaks braid protocol 6, and -o (owners) needs protocol 7: update braid on the receiver, "
-            "or send without -o");
+  EXPECT_EQ(ended[0].outcome.message, kOwnersNeedSeven);
   s.add_paths({{LaneKind::tcp, "a", "a"}}, t0 + Duration::millis(2));
   s.handle_lane_connected(1, LaneTraits::tcp(), t0 + Duration::millis(2));
   std::optional<wire::LaneJoin> join;

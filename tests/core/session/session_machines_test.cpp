@@ -7,18 +7,23 @@
 
 #include "core/session/receiver.hpp"
 #include "core/session/sender.hpp"
+#include "machine_actions.hpp"
 
 namespace braid::session {
 namespace {
 
 const Time t0 = Time::zero();
 
-template <class A, class M>
-std::vector<A> drain(M& m) {
-  std::vector<A> out;
-  while (auto a = m.poll_action())
-    if (auto* x = std::get_if<A>(&*a)) out.push_back(*x);
-  return out;
+using test::drain;
+
+/// A transfer of one file "f" of `size` bytes.
+TransferSpec one_file(uint64_t size) {
+  wire::ManifestEntry e;
+  e.path = "f";
+  e.size = size;
+  TransferSpec spec;
+  spec.entries = {e};
+  return spec;
 }
 
 wire::Digest fake_root(wire::HashAlgo, std::vector<PieceRecord> r) {
@@ -558,11 +563,7 @@ TEST(SenderMachine, ALaneWithAKnownPathsRateIsGivenWorkForItAtOnce) {
     s.handle_lane_connected(1, traits, t0);
     s.handle_message(1, wire::LaneWelcome{1}, t0);
     (void)drain<SendMessage>(s);
-    TransferSpec spec;
-    wire::ManifestEntry e;
-    e.path = "f";
-    e.size = 64 << 20;
-    spec.entries = {e};
+    TransferSpec spec = one_file(64 << 20);
     spec.discard = true;
     const auto id = s.start_transfer(std::move(spec), t0);
     EXPECT_TRUE(id.has_value());
@@ -591,11 +592,7 @@ TEST(SenderMachine, ALanesPiecesFollowItsJoinAndARefusalTakesThemBack) {
   Sender s(cfg);
   s.start(LaneTraits::tcp(), {LaneKind::tcp, "", "boot"}, t0);
   s.add_paths({{LaneKind::tcp, "a", "r"}}, t0);
-  TransferSpec spec;
-  wire::ManifestEntry e;
-  e.path = "f";
-  e.size = 64 << 20;
-  spec.entries = {e};
+  TransferSpec spec = one_file(64 << 20);
   const auto id = s.start_transfer(std::move(spec), t0);
   ASSERT_TRUE(id);
   drain<SendMessage>(s);
@@ -629,11 +626,7 @@ TEST(SenderMachine, DoneGoesWithTheLastHashAndTheGoodbyeBehindIt) {
   cfg.rate_limit.reset();
   Sender s(cfg);
   s.start(LaneTraits::tcp(), {LaneKind::tcp, "", "boot"}, t0);
-  TransferSpec spec;
-  wire::ManifestEntry e;
-  e.path = "f";
-  e.size = 3 << 20;
-  spec.entries = {e};
+  TransferSpec spec = one_file(3 << 20);
   spec.last = true;
   const auto id = s.start_transfer(std::move(spec), t0);
   ASSERT_TRUE(id);
@@ -692,11 +685,7 @@ TEST(SenderMachine, DoneWaitsForTheLastAckWhenHeldRangesAreSentAgain) {
   cfg.rate_limit.reset();
   Sender s(cfg);
   s.start(LaneTraits::tcp(), {LaneKind::tcp, "", "boot"}, t0);
-  TransferSpec spec;
-  wire::ManifestEntry e;
-  e.path = "f";
-  e.size = 2 << 20;
-  spec.entries = {e};
+  TransferSpec spec = one_file(2 << 20);
   spec.last = true;
   const auto id = s.start_transfer(std::move(spec), t0);
   ASSERT_TRUE(id);

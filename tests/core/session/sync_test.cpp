@@ -4,6 +4,7 @@
 
 #include "core/session/receiver.hpp"
 #include "core/session/sender.hpp"
+#include "machine_actions.hpp"
 #include "core/session/sync.hpp"
 
 namespace braid::session {
@@ -160,13 +161,7 @@ wire::Digest digest(uint8_t b) {
   return d;
 }
 
-template <class A, class M>
-std::vector<A> drain(M& m) {
-  std::vector<A> out;
-  while (auto a = m.poll_action())
-    if (auto* x = std::get_if<A>(&*a)) out.push_back(*x);
-  return out;
-}
+using test::drain;
 
 // a (2 MiB, unchanged there), b (3 MiB, an older version there: its chunks
 // 0 and 2 match, 1 differs), c (1 MiB, new).
