@@ -143,8 +143,8 @@ TEST(SourceTree, LinksAreSentAsLinksOrFollowedAndLoopsAreRefused) {
   EXPECT_EQ(followed.tree.entries[at["t/to-file"]].kind, wire::EntryKind::file);
   EXPECT_EQ(followed.tree.entries[at["t/to-file"]].size, 6u);
   // The file itself, so the sender's open (O_NOFOLLOW) opens it.
-  EXPECT_EQ(fs::path(followed.tree.local_paths[at["t/to-file"]]), fs::canonical(s / "t/dir/f"));
-  EXPECT_GE(::open(followed.tree.local_paths[at["t/to-file"]].c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC), 0);
+  EXPECT_EQ(fs::path(followed.tree.local_path(at["t/to-file"])), fs::canonical(s / "t/dir/f"));
+  EXPECT_GE(::open(followed.tree.local_path(at["t/to-file"]).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC), 0);
   ASSERT_TRUE(at.count("t/to-dir"));
   EXPECT_EQ(followed.tree.entries[at["t/to-dir"]].kind, wire::EntryKind::directory);
   ASSERT_TRUE(at.count("t/to-dir/o"));
@@ -251,6 +251,43 @@ TEST(CheckUnchanged, AFileReplacedUnderItsNameIsCaughtByPath) {
 namespace braid::files {
 namespace {
 
+// Local paths are kept as prefixes: two PATHs of 50 files each, in two
+// directories, keep one prefix each; a followed link to a file keeps its real
+// path; and every entry's local path is what the walk found.
+TEST(SourceTree, LocalPathsKeepOnePrefixAPathAndOnlyTheEntriesFoundElsewhere) {
+  Scratch s;
+  for (const char* top : {"one/a", "two/b"}) {
+    fs::create_directories(s / top / "sub");
+    for (int i = 0; i < 50; ++i) write_file(s / top / "sub" / ("f" + std::to_string(i)), "x");
+  }
+  fs::create_directories(s / "elsewhere");
+  write_file(s / "elsewhere/target", "target");
+  fs::create_symlink("../../elsewhere/target", s / "two/b/link");
+  ScanResult r = scan_sources({(s / "one/a").string(), (s / "two/b").string()}, ScanOptions{true, false});
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_EQ(r.tree.local_paths.size(), r.tree.entries.size());
+  EXPECT_EQ(r.tree.local_paths.kept(), 2u + 1u);  // a's prefix, b's, and the link's target
+  for (size_t i = 0; i < r.tree.entries.size(); ++i) {
+    const std::string& rel = r.tree.entries[i].path;
+    const std::string expected = rel == "b/link"           ? fs::canonical(s / "elsewhere/target").string()
+                                 : rel.starts_with("a")    ? (s / "one" / rel).string()
+                                                           : (s / "two" / rel).string();
+    EXPECT_EQ(r.tree.local_path(i), expected) << rel;
+  }
+  // Built by hand, prefixes that come back after another are kept again.
+  LocalPaths p;
+  p.push("/x/a", "a");
+  p.push("/y/b", "b");
+  p.push("/x/c", "c");
+  p.push("/real/file", "d");
+  p.push("/x/e", "e");
+  EXPECT_EQ(p.of(0, "a"), "/x/a");
+  EXPECT_EQ(p.of(1, "b"), "/y/b");
+  EXPECT_EQ(p.of(2, "c"), "/x/c");
+  EXPECT_EQ(p.of(3, "d"), "/real/file");
+  EXPECT_EQ(p.of(4, "e"), "/x/e");
+}
+
 TEST(SourceTree, WithSparseAFileListsItsDataRangesAndHolesAreLeftOut) {
   Scratch s;
   // 64 MiB with data at 0 and at 32 MiB (64 KiB each), made with pwrite into
@@ -300,7 +337,7 @@ TEST(SourceTree, GroupHardLinksMakesLaterNamesLinksToTheFirst) {
     e.path = path;
     e.size = size;
     t.entries.push_back(e);
-    t.local_paths.push_back("/src/" + path);
+    t.local_paths.push("/src/" + path, path);
     FileStamp st;
     st.size = size;
     st.dev = dev;
@@ -382,7 +419,10 @@ TEST(StreamedWalk, TheBatchesPutTogetherAreTheWholeWalkHardLinksIncluded) {
   EXPECT_GT(sizes.size(), 10u);
   for (size_t i = 0; i + 1 < sizes.size(); ++i) EXPECT_EQ(sizes[i], 16u);
   EXPECT_EQ(put_together.entries, whole.tree.entries);
-  EXPECT_EQ(put_together.local_paths, whole.tree.local_paths);
+  ASSERT_EQ(put_together.local_paths.size(), whole.tree.local_paths.size());
+  for (size_t i = 0; i < whole.tree.entries.size(); ++i)
+    EXPECT_EQ(put_together.local_path(i), whole.tree.local_path(i)) << i;
+  EXPECT_EQ(put_together.local_paths.kept(), whole.tree.local_paths.kept());
   EXPECT_EQ(put_together.total_bytes, whole.tree.total_bytes);
   EXPECT_EQ(put_together.file_count, whole.tree.file_count);
   size_t links = 0;

@@ -259,7 +259,7 @@ class Walker {
     if (walked() >= wire::kMaxOfferEntries)
       return fail("more than " + std::to_string(wire::kMaxOfferEntries) + " entries to send: send the tree in several parts");
     out_.entries.push_back(std::move(e));
-    out_.local_paths.push_back(local);
+    out_.local_paths.push(local, out_.entries.back().path);
     out_.stamps.push_back(stamp_of(st));
     if (on_batch_ && out_.entries.size() >= batch_n_) return flush(false);
     return true;
@@ -311,7 +311,7 @@ class Walker {
 
 std::optional<std::string> compare(const SourceTree& tree, size_t entry, const struct stat& now, bool by_path) {
   const FileStamp& was = tree.stamps[entry];
-  const std::string name = "'" + tree.local_paths[entry] + "' changed while it was sent: ";
+  const std::string name = "'" + tree.local_path(entry) + "' changed while it was sent: ";
   if (by_path && (now.st_ino != was.ino || now.st_dev != was.dev)) return name + "another file now stands under its name";
   const uint64_t size = static_cast<uint64_t>(now.st_size);
   if (size > was.size) return name + "it grew from " + std::to_string(was.size) + " to " + std::to_string(size) + " bytes";
@@ -367,11 +367,38 @@ std::string check_operands(const std::vector<std::string>& paths) {
   return {};
 }
 
+void LocalPaths::push(const std::string& local, const std::string& rel) {
+  const bool under_prefix = local.size() >= rel.size() && local.compare(local.size() - rel.size(), rel.size(), rel) == 0;
+  if (!under_prefix) {
+    elsewhere_.push_back({count_, local});
+  } else {
+    const std::string_view prefix(local.data(), local.size() - rel.size());
+    if (prefixes_.empty() || prefixes_.back().text != prefix) prefixes_.push_back({count_, std::string(prefix)});
+  }
+  ++count_;
+}
+
+std::string LocalPaths::of(size_t i, const std::string& rel) const {
+  const auto by_entry = [](const Kept& k, size_t at) { return k.entry < at; };
+  const auto e = std::lower_bound(elsewhere_.begin(), elsewhere_.end(), i, by_entry);
+  if (e != elsewhere_.end() && e->entry == i) return e->text;
+  // The last prefix that starts at or before i.
+  auto p = std::lower_bound(prefixes_.begin(), prefixes_.end(), i + 1, by_entry);
+  if (p == prefixes_.begin()) return rel;  // cannot be: every entry is under a prefix or elsewhere
+  return std::prev(p)->text + rel;
+}
+
+void LocalPaths::append(LocalPaths&& more) {
+  for (auto& k : more.prefixes_)
+    if (prefixes_.empty() || prefixes_.back().text != k.text) prefixes_.push_back({count_ + k.entry, std::move(k.text)});
+  for (auto& k : more.elsewhere_) elsewhere_.push_back({count_ + k.entry, std::move(k.text)});
+  count_ += more.count_;
+}
+
 void append_batch(SourceTree& tree, SourceTree&& batch) {
   tree.entries.insert(tree.entries.end(), std::make_move_iterator(batch.entries.begin()),
                       std::make_move_iterator(batch.entries.end()));
-  tree.local_paths.insert(tree.local_paths.end(), std::make_move_iterator(batch.local_paths.begin()),
-                          std::make_move_iterator(batch.local_paths.end()));
+  tree.local_paths.append(std::move(batch.local_paths));
   tree.stamps.insert(tree.stamps.end(), batch.stamps.begin(), batch.stamps.end());
   tree.total_bytes += batch.total_bytes;
   tree.file_count += batch.file_count;
@@ -386,15 +413,15 @@ std::optional<std::string> check_unchanged(const SourceTree& tree, size_t entry,
   if (entry >= tree.stamps.size()) return "internal error: no manifest entry " + std::to_string(entry);
   struct stat now {};
   if (::fstat(fd, &now) != 0)
-    return "'" + tree.local_paths[entry] + "' can no longer be examined: " + std::strerror(errno);
+    return "'" + tree.local_path(entry) + "' can no longer be examined: " + std::strerror(errno);
   return compare(tree, entry, now, false);
 }
 
 std::optional<std::string> check_unchanged(const SourceTree& tree, size_t entry) {
   if (entry >= tree.stamps.size()) return "internal error: no manifest entry " + std::to_string(entry);
   struct stat now {};
-  if (::stat(tree.local_paths[entry].c_str(), &now) != 0)
-    return "'" + tree.local_paths[entry] + "' changed while it was sent: it can no longer be found (" +
+  if (::stat(tree.local_path(entry).c_str(), &now) != 0)
+    return "'" + tree.local_path(entry) + "' changed while it was sent: it can no longer be found (" +
            std::strerror(errno) + ")";
   return compare(tree, entry, now, true);
 }

@@ -62,8 +62,8 @@ class SourceReader final : public PieceSource {
         layout_(tree.entries),
         laid_out_(tree.entries.size()),
         fds_(512, [&tree](size_t entry, std::string& error) {
-          int fd = ::open(tree.local_paths[entry].c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-          if (fd < 0) error = "cannot open '" + tree.local_paths[entry] + "': " + std::strerror(errno);
+          int fd = ::open(tree.local_path(entry).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+          if (fd < 0) error = "cannot open '" + tree.local_path(entry) + "': " + std::strerror(errno);
           return security::UniqueFd(fd);
         }) {}
   uint32_t transfer_id() const override { return id_; }
@@ -146,7 +146,7 @@ class SourceReader final : public PieceSource {
       const int err = errno;
       lock.lock();
       if (left > 0) {
-        error = got == 0 ? "'" + tree_.local_paths[x.entry] + "' shrank while it was being sent"
+        error = got == 0 ? "'" + tree_.local_path(x.entry) + "' shrank while it was being sent"
                          : std::string("read failed: ") + std::strerror(err);
         return false;
       }
