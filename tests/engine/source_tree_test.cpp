@@ -223,7 +223,8 @@ TEST(CheckUnchanged, AnMtimeSetBackIsStillCaughtByTheChangeTime) {
     std::fstream io(f.file, std::ios::in | std::ios::out | std::ios::binary);
     io << "z";
   }
-  const timespec times[2] = {was.mtime, was.mtime};  // as a tool that "keeps" the mtime does
+  const timespec mtime{static_cast<time_t>(was.mtime_ns / 1'000'000'000), static_cast<long>(was.mtime_ns % 1'000'000'000)};
+  const timespec times[2] = {mtime, mtime};  // as a tool that "keeps" the mtime does
   ASSERT_EQ(::utimensat(AT_FDCWD, f.file.c_str(), times, 0), 0);
   auto why = check_unchanged(f.scan.tree, 0);
   ASSERT_TRUE(why);

@@ -52,7 +52,8 @@ const char* kind_of(mode_t m) {
 }
 
 FileStamp stamp_of(const struct stat& st) {
-  return FileStamp{static_cast<uint64_t>(st.st_size), st.st_mtim, st.st_ctim, st.st_dev, st.st_ino, st.st_nlink};
+  return FileStamp{static_cast<uint64_t>(st.st_size), stamp_ns(st.st_mtim), stamp_ns(st.st_ctim), st.st_dev, st.st_ino,
+                   static_cast<uint32_t>(std::min<nlink_t>(st.st_nlink, UINT32_MAX))};
 }
 
 /// The ranges of an open file that hold data, as the file system says
@@ -77,8 +78,6 @@ std::optional<std::vector<wire::DataRange>> find_data_ranges(int fd, uint64_t si
   if (found.size() > wire::kMaxDataRanges) return std::nullopt;
   return wire::data_ranges_to_offer(std::move(found), size);
 }
-
-bool same_time(const timespec& a, const timespec& b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; }
 
 /// Whether this process may read any file whatever its mode
 /// (CAP_DAC_READ_SEARCH or CAP_DAC_OVERRIDE in its effective set).
@@ -317,8 +316,8 @@ std::optional<std::string> compare(const SourceTree& tree, size_t entry, const s
   if (size > was.size) return name + "it grew from " + std::to_string(was.size) + " to " + std::to_string(size) + " bytes";
   if (size < was.size)
     return name + "it shrank from " + std::to_string(was.size) + " to " + std::to_string(size) + " bytes";
-  if (!same_time(now.st_mtim, was.mtime)) return name + "its modification time changed (it was written to)";
-  if (!same_time(now.st_ctim, was.ctime)) return name + "its change time changed (written to, or its metadata changed)";
+  if (stamp_ns(now.st_mtim) != was.mtime_ns) return name + "its modification time changed (it was written to)";
+  if (stamp_ns(now.st_ctim) != was.ctime_ns) return name + "its change time changed (written to, or its metadata changed)";
   return std::nullopt;
 }
 

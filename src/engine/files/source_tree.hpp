@@ -32,14 +32,17 @@ namespace braid::files {
 
 /// What stat said of an entry when the manifest was made (the followed
 /// target's, for a followed link).
+/// 48 bytes an entry (timespecs and nlink_t took 64).
 struct FileStamp {
   uint64_t size = 0;
-  timespec mtime{};
-  timespec ctime{};
+  int64_t mtime_ns = 0;  // since the epoch
+  int64_t ctime_ns = 0;
   dev_t dev = 0;
   ino_t ino = 0;
-  nlink_t nlink = 1;
+  uint32_t nlink = 1;  // capped: what counts is whether the file has other names
 };
+/// A stat time as FileStamp keeps it.
+inline int64_t stamp_ns(const timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec; }
 
 /// Where each entry of a SourceTree is on this machine. An entry's local
 /// path is nearly always a prefix (its PATH's parent, as given) followed by
