@@ -271,17 +271,29 @@ std::variant<std::unique_ptr<SenderSession>, Failure> SenderSession::connect(con
   }
   std::vector<std::pair<std::string, std::string>> skipped;
   std::vector<session::PathSpec> paths;
-  for (auto& p : plan_lane_paths(plan, skipped)) {
-    auto& early = s->early_udp_paths_;
-    const auto asked = std::find_if(early.begin(), early.end(), [&](const session::PathSpec& e) {
-      return e.kind == p.spec.kind && e.local == p.spec.local && e.remote == p.spec.remote;
+  std::vector<LanePath> planned = plan_lane_paths(plan, skipped);
+  // The lanes asked in TLS's last flight take the place of their paths in
+  // the plan: the same path, else one to the same receiver address (the
+  // plan may leave the local end to the kernel where the early ask bound it).
+  std::vector<bool> asked(planned.size(), false);
+  auto& early = s->early_udp_paths_;
+  for (const bool exact : {true, false})
+    std::erase_if(early, [&](const session::PathSpec& e) {
+      for (size_t i = 0; i < planned.size(); ++i) {
+        const session::PathSpec& p = planned[i].spec;
+        if (asked[i] || p.kind != e.kind || p.remote != e.remote || (exact && p.local != e.local)) continue;
+        asked[i] = true;
+        return true;
+      }
+      return false;
     });
-    if (asked != early.end()) {
-      early.erase(asked);  // its lane asked in TLS's last flight
-      continue;
-    }
-    paths.push_back(p.spec);
-    s->paths_[path_key(p.spec)] = std::move(p);
+  for (const auto& e : early)  // none the plan has: the lane stays, as one of lane 0's path
+    log.write("udp_open_early_unplanned", {{"path", e.local + " -> " + e.remote}});
+  early.clear();
+  for (size_t i = 0; i < planned.size(); ++i) {
+    if (asked[i]) continue;
+    paths.push_back(planned[i].spec);
+    s->paths_[path_key(planned[i].spec)] = std::move(planned[i]);
   }
   for (const auto& [spec, why] : skipped) log.write("lane_skipped", {{"spec", spec}, {"reason", why}});
   {
@@ -543,14 +555,18 @@ void SenderSession::open_early_udp_lanes_locked(const LanePlan& plan, const std:
   std::vector<LanePath> early;
   for (auto& p : plan_lane_paths(plan, skipped)) {
     // In the plan's order, so lanes are numbered as they would be anyway:
-    // --lane specs name their receiver address; a discovered path knows
-    // only lane 0's, and the planner puts lane 0's path first.
+    // --lane specs name their receiver address. A discovered path knows
+    // only lane 0's, which the planner puts first: its first lane alone, as
+    // the full plan goes round every path before any gets its second (a
+    // --max-lanes cap must still leave each path a lane).
     if (p.spec.kind != session::LaneKind::udp) break;
     if (plan.specs.empty()) {
       if (!p.local || !p.local->same_host(plan.first_local) || p.remote.str() != plan.first_remote.str()) break;
       const std::string key =
           PathMemory::udp_path_key(leaves_by(plan.interfaces, p.local->host(), p.interface), p.remote.host());
       if (!path_memory_.hint(peer, key, unix_now())) break;
+      early.push_back(std::move(p));
+      break;
     }
     early.push_back(std::move(p));
   }

@@ -298,7 +298,7 @@ class SenderSession : private DataLaneEvents {
                                             const std::string& remote_host);
   /// Known peer: UDP lanes whose receiver address is known before the
   /// receiver's addresses come (--lane specs name it; a discovered path
-  /// knows lane 0's, and then only where a UDP lane left figures, so the
+  /// knows lane 0's: its first lane, where a UDP lane left figures, so the
   /// receiver is known to take it) ask for their receiver end (udp_open) in
   /// TLS's last flight beside the offer, a round trip sooner. `plan` holds
   /// lane 0's ends and this host's network; the plan made from the
