@@ -770,6 +770,15 @@ TEST(ResumeJournal, TheOriginNamesTheSenderAndHowTheOfferBegins) {
   wire::Offer sha = o;
   sha.hash = wire::HashAlgo::sha256;
   EXPECT_NE(ResumeJournal::origin_of(sha, sha.entries, identity(7)), mine);
+  // The first entry's mtime: another tree under the same name.
+  wire::Offer touched = o;
+  touched.entries[0].mtime_nsec += 1;
+  EXPECT_NE(ResumeJournal::origin_of(touched, touched.entries, identity(7)), mine);
+  // As the first format-3 journals recorded it, without the mtime: the same
+  // for both trees, and unlike either's origin now.
+  const std::string before = ResumeJournal::origin_of(o, o.entries, identity(7), false);
+  EXPECT_EQ(ResumeJournal::origin_of(touched, touched.entries, identity(7), false), before);
+  EXPECT_NE(before, mine);
 }
 
 TEST(ResumeRecorder, WithoutAJournalYetPiecesWaitForIt) {

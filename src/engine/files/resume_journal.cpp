@@ -143,7 +143,7 @@ std::string ResumeJournal::file_name(const TransferKey& key) { return std::strin
 bool ResumeJournal::is_journal_name(std::string_view name) { return name.starts_with(kNamePrefix); }
 
 std::string ResumeJournal::origin_of(const wire::Offer& head, std::span<const wire::ManifestEntry> entries,
-                                     std::span<const uint8_t> sender_identity) {
+                                     std::span<const uint8_t> sender_identity, bool with_mtime) {
   std::vector<uint8_t> bytes;
   wire::ByteWriter w(bytes);
   const std::string_view label = "braid journal origin";
@@ -160,8 +160,10 @@ std::string ResumeJournal::origin_of(const wire::Offer& head, std::span<const wi
     w.u64(e.size);
     // A directory's size says nothing; its mtime moves whenever a name in
     // it comes or goes, so another tree under the same name is told apart.
-    w.i64(e.mtime_sec);
-    w.u32(e.mtime_nsec);
+    if (with_mtime) {
+      w.i64(e.mtime_sec);
+      w.u32(e.mtime_nsec);
+    }
   }
   PieceHasher h(wire::HashAlgo::sha256);
   h.update(bytes);

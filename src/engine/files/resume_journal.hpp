@@ -85,8 +85,9 @@ class ResumeJournal {
   /// fingerprint): the first entry's kind, path, size and mtime. The same
   /// tree sent again by the same sender has the same origin; a journal of
   /// another origin cannot be this transfer's.
+  /// `with_mtime` false: the origin as the first format-3 journals recorded it.
   static std::string origin_of(const wire::Offer& head, std::span<const wire::ManifestEntry> entries,
-                               std::span<const uint8_t> sender_identity);
+                               std::span<const uint8_t> sender_identity, bool with_mtime = true);
   /// The origin a journal in `dir_fd` records, without opening it for
   /// writing or locking it; nullopt when it records none (an older format)
   /// or cannot be read — either way it may be any transfer's.

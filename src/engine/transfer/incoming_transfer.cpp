@@ -435,9 +435,9 @@ namespace {
 
 // A resume journal of any transfer in the target (".braid-resume-<tag>").
 // Whether a journal in the target may be an earlier run of the transfer
-// of `origin` (ResumeJournal::origin_of): one that records that origin, or
+// of `origins` (ResumeJournal::origin_of): one that records one of them, or
 // none (written before journals recorded it), or one that cannot be read.
-bool journal_of_origin_in(int root_fd, const std::string& origin) {
+bool journal_of_origin_in(int root_fd, std::initializer_list<std::string> origins) {
   const int fd = ::openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return true;  // cannot tell: as if there were one
   DIR* d = ::fdopendir(fd);
@@ -449,7 +449,7 @@ bool journal_of_origin_in(int root_fd, const std::string& origin) {
   while (const dirent* e = ::readdir(d))
     if (files::ResumeJournal::is_journal_name(e->d_name)) {
       const auto recorded = files::ResumeJournal::read_origin(::dirfd(d), e->d_name);
-      if (!recorded || *recorded == origin) {
+      if (!recorded || std::find(origins.begin(), origins.end(), *recorded) != origins.end()) {
         found = true;
         break;
       }
@@ -480,7 +480,10 @@ std::string why_not_early(const OfferContext& ctx, const wire::Offer& head, std:
   // A journal of another sender or of another tree cannot be this
   // transfer's: only one that may be makes the receiver wait for the whole
   // offer, whose key tells.
-  if (journal_of_origin_in(ctx.root_fd, files::ResumeJournal::origin_of(head, first, ctx.peer_key)))
+  // The first journals that recorded an origin left the first entry's
+  // mtime out of it: theirs is matched too.
+  if (journal_of_origin_in(ctx.root_fd, {files::ResumeJournal::origin_of(head, first, ctx.peer_key),
+                                         files::ResumeJournal::origin_of(head, first, ctx.peer_key, false)}))
     return "an earlier run of this transfer may have left a resume journal here";
   return {};
 }
