@@ -42,7 +42,11 @@ struct FileStamp {
   uint32_t nlink = 1;  // capped: what counts is whether the file has other names
 };
 /// A stat time as FileStamp keeps it.
-inline int64_t stamp_ns(const timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec; }
+/// (Unsigned arithmetic: a time past 2262 wraps, the same way on both sides
+/// of a comparison, rather than overflowing.)
+inline int64_t stamp_ns(const timespec& t) {
+  return static_cast<int64_t>(static_cast<uint64_t>(t.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(t.tv_nsec));
+}
 
 /// Where each entry of a SourceTree is on this machine. An entry's local
 /// path is nearly always a prefix (its PATH's parent, as given) followed by

@@ -185,7 +185,16 @@ class LoopbackPair : public UdpSendEvents, public UdpRecvEvents {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (send_) f.send = send_->counters();
     if (recv_) f.recv = recv_->counters();
-    send_.reset();
+    // The sending lane's thread ends first (its on_closed has run then);
+    // the receiving lane's on_closed reads send_ under mu_, so it is
+    // taken out under mu_ and destroyed outside it.
+    if (send_) send_->stop();
+    std::unique_ptr<UdpSendLane> gone;
+    {
+      std::lock_guard lock(mu_);
+      gone = std::move(send_);
+    }
+    gone.reset();
     recv_.reset();
     return f;
   }
