@@ -102,7 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_layout(o);
   for (const auto& e : o.entries) {
     check_path(e.path);
-    printable(e.link_target);
+    printable(e.link_target.str());
   }
   const uint8_t identity[] = {1, 2, 3};
   const auto k1 = files::transfer_key(o, identity);

@@ -183,7 +183,7 @@ void put_entries(ByteWriter& w, std::span<const ManifestEntry> entries, AfterEnt
     w.u32(e.mode);
     w.i64(e.mtime_sec);
     w.u32(e.mtime_nsec);
-    w.bytes(e.link_target);
+    w.bytes(e.link_target.str());
     after_entry();
   }
 }

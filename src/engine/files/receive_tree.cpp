@@ -334,7 +334,7 @@ void ReceiveTree::decide_links(LinkPolicy policy) {
     const auto& e = entries_[i];
     if (e.kind != wire::EntryKind::symlink || policy == LinkPolicy::keep) continue;
     std::string why = policy == LinkPolicy::skip ? "links are not created (--links skip)"
-                                                 : unsafe_link_reason(rel(i), e.link_target, links);
+                                                 : unsafe_link_reason(rel(i), e.link_target.str(), links);
     if (why.empty()) continue;
     link_skipped_[i] = true;
     skipped_links_.push_back(SkippedLink{i, e.path, e.link_target, std::move(why)});
