@@ -220,13 +220,19 @@ PY
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv
     same_trees
-    [ "$(grep '"lane_open"' "$W/send.log" | grep -c '"cc":"cubic"')" -eq 2 ] || fail "TCP lanes did not run cubic"
+    # Every TCP lane that opened (lane 1 may join after a loaded host's
+    # small transfer is over, and then opens no more) ran cubic.
+    lanes_open=$(grep -c '"lane_open"' "$W/send.log")
+    [ "$lanes_open" -ge 1 ] && [ "$(grep '"lane_open"' "$W/send.log" | grep -c '"cc":"cubic"')" -eq "$lanes_open" ] ||
+      fail "TCP lanes did not run cubic"
     rm -rf "$W/dst"/*
     start_recv --code cc2$CODE_SUFFIX --yes
     send --code cc2$CODE_SUFFIX --lane "127.0.0.1=127.0.0.1:$PORT" "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -eq 0 ] || fail "send exited $SEND_RC"
     wait_recv
-    [ "$(grep '"lane_open"' "$W/send.log" | grep -c '"cc":"bbr"')" -eq 2 ] || fail "default TCP lanes did not run bbr"
+    lanes_open=$(grep -c '"lane_open"' "$W/send.log")
+    [ "$lanes_open" -ge 1 ] && [ "$(grep '"lane_open"' "$W/send.log" | grep -c '"cc":"bbr"')" -eq "$lanes_open" ] ||
+      fail "default TCP lanes did not run bbr"
     send --code cc3$CODE_SUFFIX --cc nope "$W/src/t" "127.0.0.1:$PORT"
     [ "$SEND_RC" -ne 0 ] && grep -q "unknown --cc 'nope'" "$W/send.err" || fail "no clear error for --cc nope"
     ;;
