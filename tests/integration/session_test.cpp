@@ -1007,16 +1007,28 @@ struct HeldWalk {
   TransferOutcome out;
   std::shared_ptr<WaitBeforeLastBatch> walk;
 };
+// One session, paired with `code`, that sends `src` as it walks it.
+TransferOutcome send_streamed_to(RunningReceiver& r, const std::string& code, const fs::path& send_cfg, EventLog& log,
+                                 const fs::path& src, const TransferOptions& opts) {
+  auto s = connect_ok(r.address(), send_cfg, code, log);
+  if (!s) {
+    ADD_FAILURE() << "no session with the receiver";
+    TransferOutcome none;
+    none.exit_code = -1;
+    return none;
+  }
+  Streamed walked;
+  TransferOutcome out = send_streamed(*s, src, opts, walked);
+  s->close();
+  return out;
+}
+
 HeldWalk send_holding_last_batch(RunningReceiver& r, const std::string& code, const fs::path& send_cfg, EventLog& log,
                                  const fs::path& src, const fs::path& dst, TransferOptions opts,
                                  std::chrono::milliseconds wait) {
   HeldWalk run{{}, std::make_shared<WaitBeforeLastBatch>(dst, wait)};
-  auto s = connect_ok(r.address(), send_cfg, code, log);
-  if (!s) return run;
   opts.walk_faults = run.walk;
-  Streamed walked;
-  run.out = send_streamed(*s, src, opts, walked);
-  s->close();
+  run.out = send_streamed_to(r, code, send_cfg, log, src, opts);
   return run;
 }
 
@@ -1111,11 +1123,7 @@ TEST_F(SessionFixture, AStreamedOfferLargerThanTheFreeSpaceIsRefusedAtThePartTha
   make_streamed_tree(src, 3);  // 3 × kWalkBatch files of 1 KiB, then 8
   constexpr uint64_t kFree = 6 << 20;  // a batch and a half
   RunningReceiver r(dst, recv_cfg, "small-disk", false, 64, std::make_shared<SmallDisk>(kFree));
-  auto s = connect_ok(r.address(), send_cfg, "small-disk", log);
-  ASSERT_TRUE(s);
-  Streamed walked;
-  auto out = send_streamed(*s, src, TransferOptions{}, walked);
-  s->close();
+  const auto out = send_streamed_to(r, "small-disk", send_cfg, log, src, TransferOptions{});
   EXPECT_EQ(out.exit_code, kExitDiskFull) << out.message;
   EXPECT_EQ(out.message.find('\n'), std::string::npos) << out.message;
   const std::string said = "not enough space in the target directory: ";
@@ -1200,11 +1208,7 @@ TEST_F(SessionFixture, AJournalOfAnotherTreeDoesNotHoldANewTreesEarlyAnswersBack
   make_streamed_tree(first, 3);
   {
     RunningReceiver r(dst, recv_cfg, "origin", false, 64, std::make_shared<FullOnceJournaled>(dst, 6 << 20));
-    auto s = connect_ok(r.address(), send_cfg, "origin", log);
-    ASSERT_TRUE(s);
-    Streamed walked;
-    auto out = send_streamed(*s, first, TransferOptions{}, walked);
-    s->close();
+    const auto out = send_streamed_to(r, "origin", send_cfg, log, first, TransferOptions{});
     ASSERT_EQ(out.exit_code, kExitDiskFull) << out.message;
     (void)r.stop();
   }

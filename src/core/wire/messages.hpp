@@ -287,27 +287,22 @@ class Boxed {
 class LinkTarget {
  public:
   LinkTarget() = default;
-  LinkTarget(std::string s) : p_(s.empty() ? nullptr : std::make_unique<std::string>(std::move(s))) {}
-  LinkTarget(const char* s) : LinkTarget(std::string(s)) {}
-  LinkTarget(const LinkTarget& o) : p_(o.p_ ? std::make_unique<std::string>(*o.p_) : nullptr) {}
-  LinkTarget(LinkTarget&&) noexcept = default;
-  LinkTarget& operator=(const LinkTarget& o) {
-    if (this != &o) p_ = o.p_ ? std::make_unique<std::string>(*o.p_) : nullptr;
-    return *this;
+  LinkTarget(std::string s) {
+    if (!s.empty()) p_ = std::move(s);
   }
-  LinkTarget& operator=(LinkTarget&&) noexcept = default;
+  LinkTarget(const char* s) : LinkTarget(std::string(s)) {}
   const std::string& str() const {
     static const std::string none;
     return p_ ? *p_ : none;
   }
   operator const std::string&() const { return str(); }
   const char* c_str() const { return str().c_str(); }
-  size_t size() const { return p_ ? p_->size() : 0; }
+  size_t size() const { return str().size(); }
   bool empty() const { return !p_; }
   bool operator==(const LinkTarget& o) const { return str() == o.str(); }
 
  private:
-  std::unique_ptr<std::string> p_;
+  Boxed<std::string> p_;
 };
 
 /// One item of a transfer. Regular files are laid end to end, in manifest
