@@ -795,7 +795,9 @@ TEST_F(SessionFixture, AKnownReceiversUdpLanesAreAskedForWithTheHandshake) {
     co.transport = Transport::udp;
     co.lanes = std::move(lanes);
     Run out = send_with_early_offer(co, tmp / "src/a.bin", opts, tmp / ("run" + std::to_string(++n) + ".log"));
-    if (out.out.exit_code == 0) EXPECT_EQ(testing::read_file(dst / "a.bin"), testing::read_file(tmp / "src/a.bin"));
+    if (out.out.exit_code == 0) {
+      EXPECT_EQ(testing::read_file(dst / "a.bin"), testing::read_file(tmp / "src/a.bin"));
+    }
     fs::remove(dst / "a.bin");
     return out;
   };
