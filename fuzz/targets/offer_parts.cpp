@@ -9,9 +9,13 @@
 //     without overflow, and every hard link names an earlier entry that is
 //     a file and no link — the same rules a single offer frame keeps;
 //   - split_offer of what was put together (with tiny parts), encoded,
-//     decoded and put together again, gives back the same entries.
+//     decoded and put together again, gives back the same entries;
+//   - kept as shared parts (wire::EntryParts, a receiver answering part by
+//     part), every part gets the same answer and the entries, their total
+//     and their encoding are the same as the offer put together.
 #include <vector>
 
+#include "core/wire/entry_parts.hpp"
 #include "core/wire/messages.hpp"
 #include "fuzz_support.hpp"
 
@@ -71,6 +75,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check_split(offer);
     return 0;
   }
+  // The same offer as its parts: the head's fields and its entries as the first part.
+  Offer head = offer;
+  EntryParts parts;
+  parts.append(std::make_shared<const std::vector<ManifestEntry>>(head.entries));
+  head.entries.clear();
   bool complete = false;
   for (size_t i = 1; i < frames.size() && !complete; ++i) {
     OfferPart part;
@@ -78,6 +87,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t before = offer.entries.size();
     const Offer kept = offer;
     const std::string why = append_offer_part(offer, part, complete);
+    bool parts_complete = false;
+    FUZZ_CHECK(append_offer_part(head, parts, part, parts_complete) == why);
+    FUZZ_CHECK(parts_complete == complete && parts.size() == offer.entries.size() && head.continued == offer.continued);
     if (!why.empty()) {
       FUZZ_CHECK(offer.entries == kept.entries && offer.continued == kept.continued && !complete);
       continue;
@@ -94,5 +106,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!complete) return 0;
   check_whole(offer);
   check_split(offer);
+  FUZZ_CHECK(std::vector<ManifestEntry>(parts.begin(), parts.end()) == offer.entries);
+  FUZZ_CHECK(parts.total_bytes() == offer.total_bytes());
+  std::vector<uint8_t> joined;
+  encode_streamed(head, parts, [&](std::span<const uint8_t> piece) { joined.insert(joined.end(), piece.begin(), piece.end()); });
+  FUZZ_CHECK(joined == encode_message(offer));
   return 0;
 }

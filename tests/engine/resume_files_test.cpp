@@ -104,6 +104,21 @@ TEST(TransferKey, NamesTheContentAndTheSender) {
   EXPECT_EQ(k.tag().find_first_not_of("0123456789abcdef"), std::string::npos);
 }
 
+TEST(TransferKey, AnOfferKeptAsPartsHasTheWholeOffersKey) {
+  wire::Offer whole = offer_of(1000);
+  for (int i = 0; i < 2500; ++i)
+    whole.entries.push_back({EntryKind::file, "d/f" + std::to_string(i), uint64_t(i), 0644, i, 0, ""});
+  wire::EntryParts parts;
+  for (size_t from = 0; from < whole.entries.size(); from += 700)
+    parts.append(std::make_shared<const std::vector<ManifestEntry>>(
+        whole.entries.begin() + static_cast<ptrdiff_t>(from),
+        whole.entries.begin() + static_cast<ptrdiff_t>(std::min(from + 700, whole.entries.size()))));
+  EXPECT_EQ(transfer_key(wire::offer_fields(whole), parts, identity(3)), transfer_key(whole, identity(3)));
+  wire::Offer other = whole;
+  other.entries[1800].size = 1;
+  EXPECT_NE(transfer_key(wire::offer_fields(whole), parts, identity(3)), transfer_key(other, identity(3)));
+}
+
 TEST(TransferKey, IsTheHashOfTheOffersEncodingAsBefore) {
   // The key was SHA-256 over the whole encoding of a copy of the offer
   // (transfer id 0, early_answers off), then the identity's length and
@@ -560,9 +575,14 @@ TEST(ReceiveTreeStaged, AnExistingDirectoryOrAFewFilesAreNotStaged) {
 
 // ---- part by part (protocol 9) ---------------------------------------------------
 
-std::vector<ManifestEntry> slice(const wire::Offer& o, size_t from, size_t to) {
-  return std::vector<ManifestEntry>(o.entries.begin() + static_cast<ptrdiff_t>(from),
-                                    o.entries.begin() + static_cast<ptrdiff_t>(to));
+/// A part as the session machine hands it over: shared, never changed.
+wire::EntryParts::Part shared(std::vector<ManifestEntry> entries) {
+  return std::make_shared<const std::vector<ManifestEntry>>(std::move(entries));
+}
+
+wire::EntryParts::Part slice(const wire::Offer& o, size_t from, size_t to) {
+  return shared(std::vector<ManifestEntry>(o.entries.begin() + static_cast<ptrdiff_t>(from),
+                                           o.entries.begin() + static_cast<ptrdiff_t>(to)));
 }
 
 TEST(ReceiveTreeParts, ATreeMadePartByPartIsTheWholeOnesTwin) {
@@ -578,7 +598,9 @@ TEST(ReceiveTreeParts, ATreeMadePartByPartIsTheWholeOnesTwin) {
   ASSERT_EQ(t->write(0, std::vector<uint8_t>(100 * 97, 0x41)), 0);
   ASSERT_FALSE(t->add_part(100, slice(*whole, 100, 250)));
   ASSERT_FALSE(t->add_part(250, slice(*whole, 250, whole->entries.size())));
-  ASSERT_FALSE(t->close_parts(whole));
+  ASSERT_FALSE(t->close_parts(std::make_shared<const wire::Offer>(head)));
+  EXPECT_EQ(t->parts().size(), whole->entries.size());
+  EXPECT_EQ(t->parts().total_bytes(), whole->total_bytes());
   const uint64_t total = 100 * (whole->entries.size() - 3);
   EXPECT_EQ(t->total(), total);
   // Named as a whole offer's tree names them: a resume prepared whole finds them.
@@ -607,7 +629,7 @@ TEST(ReceiveTreeParts, EachPartIsCheckedAgainstThePartsBeforeIt) {
     size_t first = 0;
     for (auto& p : parts) {
       const size_t n = p.size();
-      if (auto err = t->add_part(first, std::move(p))) return err->message;
+      if (auto err = t->add_part(first, shared(std::move(p)))) return err->message;
       first += n;
     }
     return std::string();
@@ -639,13 +661,13 @@ TEST(ReceiveTreeParts, APartThatTakesTheDataPastTheFreeSpaceIsRefused) {
     for (size_t i = 0; i < n; ++i) out.push_back({EntryKind::file, std::string(1, name) + std::to_string(i), size, 0644, 0, 0, ""});
     return out;
   };
-  ASSERT_FALSE(t->add_part(0, files('a', 4, 200)));  // 800 of 1000
+  ASSERT_FALSE(t->add_part(0, shared(files('a', 4, 200))));  // 800 of 1000
   ASSERT_EQ(t->write(0, std::vector<uint8_t>(800, 0x41)), 0);
   // Empty files and holes take no room: a sparse file counts its data only.
   std::vector<ManifestEntry> sparse = files('s', 1, 1 << 20);
   sparse[0].data = std::vector<wire::DataRange>{{0, 100}};
-  ASSERT_FALSE(t->add_part(4, sparse));
-  const auto err = t->add_part(5, files('b', 2, 60));  // 1020: past it
+  ASSERT_FALSE(t->add_part(4, shared(sparse)));
+  const auto err = t->add_part(5, shared(files('b', 2, 60)));  // 1020: past it
   ASSERT_TRUE(err);
   EXPECT_EQ(err->reason, wire::RefuseReason::no_space);
   EXPECT_EQ(err->message.find('\n'), std::string::npos) << err->message;  // one line

@@ -1,5 +1,6 @@
 // The lane messages: every message survives encode/decode unchanged, and a
 // truncated, padded or inconsistent payload is refused (it comes from the peer).
+#include "core/wire/entry_parts.hpp"
 #include "core/wire/messages.hpp"
 
 #include <gtest/gtest.h>
@@ -182,6 +183,64 @@ TEST(WireMessages, AnOffersEntriesGrowByAQuarterAsItsPartsAreAppended) {
     EXPECT_LE(o.entries.capacity(), std::max(o.entries.size(), before * 5 / 4)) << "after part " << k;
   }
   EXPECT_EQ(o.entries.size(), size_t{kParts} * kPerPart);
+}
+
+// A receiver that answers part by part keeps the entries as the parts they
+// came in (one copy, shared with its engine): the same checks, the same
+// entries and the same encoding as the offer put together in one vector.
+TEST(WireMessages, AnOffersPartsKeptApartAreTheOfferPutTogether) {
+  Offer whole;
+  whole.transfer_id = 4;
+  whole.continued = true;
+  whole.entries.push_back({EntryKind::directory, "d", 0, 0755, 0, 0, ""});
+  whole.entries.push_back({EntryKind::file, "d/a", 7, 0644, 0, 0, ""});
+  Offer head = whole;  // the fields; the head's own entries are the first part
+  EntryParts parts;
+  parts.append(std::make_shared<const std::vector<ManifestEntry>>(head.entries));
+  head.entries.clear();
+  auto part = [](uint32_t first, bool last, std::vector<ManifestEntry> es) {
+    OfferPart p;
+    p.transfer_id = 4;
+    p.first_entry = first;
+    p.last = last;
+    p.entries = std::move(es);
+    return p;
+  };
+  ManifestEntry link{EntryKind::file, "d/b", 0, 0644, 0, 0, ""};
+  link.hard_link_to = 1;  // d/a, of the part before
+  ManifestEntry bad_link = link;
+  bad_link.path = "d/c";
+  bad_link.hard_link_to = 0;  // a directory
+  const OfferPart second = part(2, false, {link, {EntryKind::file, "d/e", 5, 0644, 0, 0, ""}});
+  const OfferPart third = part(4, true, {{EntryKind::file, "f", 11, 0644, 0, 0, ""}});
+  bool complete = false;
+  for (const auto& [p, want] : std::vector<std::pair<OfferPart, std::string>>{
+           {part(3, false, {link}), "an offer part for entries 3… where entry 2 comes next"},
+           {part(2, false, {bad_link}), "an offer part links a file to an entry that is no file"},
+           {second, ""},
+           {second, ""},  // sent again: already here
+           {third, ""},
+           {part(5, false, {link}), "an offer part after the offer's last one"}}) {
+    bool c1 = false, c2 = false;
+    const std::string one = append_offer_part(whole, p, c1);  // the vector way, beside it
+    const std::string two = append_offer_part(head, parts, p, c2);
+    EXPECT_EQ(one, want);
+    EXPECT_EQ(two, want);
+    EXPECT_EQ(c1, c2);
+    complete = complete || c2;
+  }
+  EXPECT_TRUE(complete);
+  EXPECT_FALSE(head.continued);
+  ASSERT_EQ(parts.size(), whole.entries.size());
+  EXPECT_EQ(parts.parts().size(), 3u);  // the head's, the second, the third: no copy of one into another
+  EXPECT_EQ(parts.first_of(2), 4u);
+  EXPECT_EQ(parts.total_bytes(), whole.total_bytes());
+  EXPECT_EQ(std::vector<ManifestEntry>(parts.begin(), parts.end()), whole.entries);
+  for (size_t i = 0; i < parts.size(); ++i) EXPECT_EQ(parts[i], whole.entries[i]) << i;
+  std::vector<uint8_t> joined, put_together;
+  encode(whole, put_together);
+  encode_streamed(head, parts, [&](std::span<const uint8_t> piece) { joined.insert(joined.end(), piece.begin(), piece.end()); });
+  EXPECT_EQ(joined, put_together);
 }
 
 TEST(WireMessages, OfferRefusesImpossibleEntries) {

@@ -183,7 +183,13 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
             // Answered part by part when the sender asks and the engine
             // can (a sync's verdicts and a dry run's list need the whole).
             placed.early = m.early_answers && cfg_.early_answers && !m.discard && m.sync == wire::SyncOptions{};
-            if (placed.early) ask_part(placed);
+            if (placed.early) {
+              // Its entries are kept as the parts they come in, shared with
+              // the engine (one copy: wire/entry_parts.hpp); the offer holds its fields.
+              placed.entries.append(std::make_shared<const std::vector<wire::ManifestEntry>>(std::move(placed.offer->entries)));
+              placed.offer->entries.clear();
+              ask_part(placed);
+            }
             return;
           }
           push(PrepareOffer{placed.offer});
@@ -192,7 +198,9 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
           if (it == transfers_.end() || !it->second.assembling) return;  // no head, or complete (a part sent again)
           Transfer& t = it->second;
           bool complete = false;
-          if (const std::string bad = wire::append_offer_part(*t.offer, m, complete); !bad.empty()) {
+          const std::string bad = t.early ? wire::append_offer_part(*t.offer, t.entries, m, complete)
+                                          : wire::append_offer_part(*t.offer, m, complete);
+          if (!bad.empty()) {
             t.assembling = false;
             push(RecvNote{"offer_refused", on, bad});
             wire::Refuse no{m.transfer_id, wire::RefuseReason::bad_offer, "a malformed offer: " + bad};
@@ -202,8 +210,8 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
           }
           if (complete) {
             t.assembling = false;
-            t.view.total = t.offer->total_bytes();
-            push(RecvNote{"offer_complete", on, std::to_string(t.offer->entries.size()) + " entries"});
+            t.view.total = t.early ? t.entries.total_bytes() : t.offer->total_bytes();
+            push(RecvNote{"offer_complete", on, std::to_string(entry_count(t)) + " entries"});
           }
           if (t.early) return ask_part(t);  // the engine hears of these entries once it answered the last
           if (complete) push(PrepareOffer{t.offer});
@@ -292,17 +300,16 @@ bool Receiver::taking_pieces(uint32_t id) const {
 
 void Receiver::ask_part(Transfer& t) {
   if (t.part_out || t.answer || t.failed || ended_) return;
-  const size_t have = t.offer->entries.size();
+  const size_t have = t.entries.size();
   if (t.part_end == have && t.assembling) return;  // nothing new yet
   PrepareOfferPart p;
   p.transfer = t.offer->transfer_id;
   p.first = t.part_end;
-  p.entries.assign(t.offer->entries.begin() + static_cast<ptrdiff_t>(t.part_end), t.offer->entries.end());
-  if (t.part_end == 0) {
-    p.head = *t.offer;
-    p.head->entries.clear();
-  }
+  const auto& parts = t.entries.parts();
+  p.parts.assign(parts.begin() + static_cast<ptrdiff_t>(t.parts_out), parts.end());
+  if (t.part_end == 0) p.head = *t.offer;  // its fields: the entries are in the parts
   if (!t.assembling) p.whole = t.offer;
+  t.parts_out = parts.size();
   t.whole_out = !t.assembling;
   t.part_out = true;
   t.part_end = have;
@@ -331,7 +338,7 @@ void Receiver::handle_part_prepared(uint32_t id, Time now) {
     return;
   }
   for (size_t i = t.view.early_entries; i < t.part_end; ++i)
-    if (t.offer->entries[i].kind == wire::EntryKind::file) t.early_bytes += t.offer->entries[i].size;
+    if (t.entries[i].kind == wire::EntryKind::file) t.early_bytes += t.entries[i].size;
   t.view.early_entries = static_cast<uint32_t>(t.part_end);
   if (first) t.view.accepted_at = now;
   push(RecvNote{"offer_part_accepted", t.asked_on, std::to_string(t.part_end) + " entries"});
@@ -345,6 +352,12 @@ void Receiver::handle_part_declined(uint32_t id, Time) {
   Transfer& t = it->second;
   t.early = false;
   t.part_out = false;
+  // As protocol 8, the offer's entries are put together in it (a copy of
+  // what came so far, once: the engine made nothing of them).
+  t.offer->entries.reserve(t.entries.size());
+  t.offer->entries.assign(t.entries.begin(), t.entries.end());
+  t.entries = wire::EntryParts{};
+  t.parts_out = 0;
   if (t.answer || t.failed) return;
   // As protocol 8: the whole offer is prepared once its last part is in.
   if (!t.assembling) push(PrepareOffer{t.offer});
@@ -387,7 +400,7 @@ void Receiver::handle_offer_prepared(uint32_t id, std::variant<wire::Accept, wir
       t.view.kept_bytes += k.length;
     }
     if (t.view.accepted_at == Time::never()) t.view.accepted_at = now;
-    t.view.early_entries = t.early ? static_cast<uint32_t>(t.offer->entries.size()) : 0;
+    t.view.early_entries = t.early ? static_cast<uint32_t>(t.entries.size()) : 0;
     if (t.offer->sync.dry_run) {
       // Nothing follows a dry run's answer: the transfer is over here.
       t.result = wire::TransferResult{id, wire::ResultStatus::verified, "dry run"};

@@ -30,6 +30,7 @@
 #include "core/session/lane_traits.hpp"
 #include "core/session/messages.hpp"
 #include "core/session/sender.hpp"
+#include "core/wire/entry_parts.hpp"
 #include "core/units.hpp"
 
 namespace braid::session {
@@ -105,13 +106,16 @@ struct PrepareOffer {
 /// no verdicts: such an offer has neither).
 struct PrepareOfferPart {
   uint32_t transfer = 0;
-  /// The index of entries[0] in the whole offer.
+  /// The index of the first part's first entry in the whole offer.
   size_t first = 0;
-  /// A copy: the machine's offer grows meanwhile, on another thread's call.
-  std::vector<wire::ManifestEntry> entries;
+  /// The entries that came since the last ask, as the parts they came in:
+  /// shared with the machine and never changed (no copy; it appends new
+  /// parts meanwhile, on another thread's call, without moving these).
+  std::vector<wire::EntryParts::Part> parts;
   /// The head: the offer's fields (hash, chunk size, flags) and no entries.
   std::optional<wire::Offer> head;
-  /// The last entries: the whole offer, shared and never changed again.
+  /// With the last entries: the offer's fields (no entries: they are the
+  /// parts'), shared and never changed again.
   std::shared_ptr<const wire::Offer> whole;
 };
 /// Every byte is verified and the root hash matches: sync and put the files
@@ -242,8 +246,13 @@ class Receiver {
   };
   struct Transfer {
     /// Put together part by part while `assembling`; shared with the
-    /// engine (PrepareOffer) and never changed once complete.
+    /// engine (PrepareOffer) and never changed once complete. Answered part
+    /// by part (`early`): its fields only, the entries are `entries`.
     std::shared_ptr<wire::Offer> offer;
+    /// `early` only: the entries so far, as their parts came, shared with
+    /// the engine; `parts_out` of them were handed to it.
+    wire::EntryParts entries;
+    size_t parts_out = 0;
     /// A continued offer whose last part has not come yet: not prepared.
     bool assembling = false;
     /// Answered part by part (protocol 9; PrepareOfferPart): `part_out`
@@ -276,6 +285,7 @@ class Receiver {
   size_t counted_lanes() const;
   std::string lane_limit() const;
   void try_finish(Transfer& t, Time now);
+  static size_t entry_count(const Transfer& t) { return t.early ? t.entries.size() : t.offer->entries.size(); }
   /// An early-answered offer: asks the engine about the entries that came
   /// since the last part it was asked (the rest, and whole, once complete).
   void ask_part(Transfer& t);

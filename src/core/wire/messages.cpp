@@ -4,6 +4,7 @@
 
 #include "core/wire/byte_codec.hpp"
 #include "core/wire/data_ranges.hpp"
+#include "core/wire/entry_parts.hpp"
 
 namespace braid::wire {
 namespace {
@@ -39,37 +40,38 @@ constexpr uint8_t kDetailKinds = 5;
 
 /// `after_entry()` once each entry's details are written (encode_streamed
 /// hands the bytes on there).
-template <class AfterEntry>
-void put_details(ByteWriter& w, std::span<const ManifestEntry> entries, AfterEntry&& after_entry) {
+template <class Entries, class AfterEntry>
+void put_details(ByteWriter& w, const Entries& entries, AfterEntry&& after_entry) {
   uint32_t n = 0;
   for (const auto& e : entries)
     n += e.data.has_value() + e.hard_link_to.has_value() + e.owner.has_value() + e.group.has_value() +
          e.xattrs.has_value();
   w.u32(n);
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i].data) {
-      w.u32(static_cast<uint32_t>(i));
+  uint32_t i = 0;
+  for (const ManifestEntry& e : entries) {
+    if (e.data) {
+      w.u32(i);
       w.u8(kDetailDataRanges);
-      w.u32(static_cast<uint32_t>(entries[i].data->size()));
-      for (const auto& r : *entries[i].data) {
+      w.u32(static_cast<uint32_t>(e.data->size()));
+      for (const auto& r : *e.data) {
         w.u64(r.offset);
         w.u64(r.length);
       }
     }
-    if (entries[i].hard_link_to) {
-      w.u32(static_cast<uint32_t>(i));
+    if (e.hard_link_to) {
+      w.u32(i);
       w.u8(kDetailHardLink);
-      w.u32(*entries[i].hard_link_to);
+      w.u32(*e.hard_link_to);
     }
-    for (const auto& [kind, who] : {std::pair{kDetailOwner, &entries[i].owner}, std::pair{kDetailGroup, &entries[i].group}}) {
+    for (const auto& [kind, who] : {std::pair{kDetailOwner, &e.owner}, std::pair{kDetailGroup, &e.group}}) {
       if (!*who) continue;
-      w.u32(static_cast<uint32_t>(i));
+      w.u32(i);
       w.u8(kind);
       w.u32((*who)->id);
       w.bytes((*who)->name);
     }
-    if (const auto& x = entries[i].xattrs) {
-      w.u32(static_cast<uint32_t>(i));
+    if (const auto& x = e.xattrs) {
+      w.u32(i);
       w.u8(kDetailXattrs);
       w.u8(static_cast<uint8_t>(x->with_xattrs | x->with_acls << 1));
       w.u32(static_cast<uint32_t>(x->items.size()));
@@ -79,6 +81,7 @@ void put_details(ByteWriter& w, std::span<const ManifestEntry> entries, AfterEnt
       }
     }
     after_entry();
+    ++i;
   }
 }
 
@@ -173,8 +176,8 @@ size_t details_wire_bytes(const ManifestEntry& e) {
 }
 
 /// `after_entry()` once each entry is written (as put_details).
-template <class AfterEntry>
-void put_entries(ByteWriter& w, std::span<const ManifestEntry> entries, AfterEntry&& after_entry) {
+template <class Entries, class AfterEntry>
+void put_entries(ByteWriter& w, const Entries& entries, AfterEntry&& after_entry) {
   w.u32(static_cast<uint32_t>(entries.size()));
   for (const auto& e : entries) {
     w.u8(static_cast<uint8_t>(e.kind));
@@ -386,28 +389,46 @@ SplitOffer split_offer(const Offer& offer, size_t part_bytes) {
   return out;
 }
 
-std::string append_offer_part(Offer& offer, const OfferPart& part, bool& complete) {
-  complete = false;
-  if (part.transfer_id != offer.transfer_id) return "an offer part of another transfer";
-  const uint64_t have = offer.entries.size();
+namespace {
+
+/// What append_offer_part checks of a part against the `have` entries so far
+/// (a vector or EntryParts) of the offer `head`; `again`: the part was sent
+/// again (its lane died) and is here already.
+template <class Entries>
+std::string check_offer_part(const Offer& head, const Entries& have, uint64_t total, const OfferPart& part,
+                             bool& again) {
+  again = false;
+  if (part.transfer_id != head.transfer_id) return "an offer part of another transfer";
   const uint64_t end = uint64_t{part.first_entry} + part.entries.size();
-  if (end <= have) return {};  // sent again: already here
-  if (!offer.continued) return "an offer part after the offer's last one";
-  if (part.first_entry != have)
-    return "an offer part for entries " + std::to_string(part.first_entry) + "… where entry " + std::to_string(have) +
-           " comes next";
+  if (end <= have.size()) {
+    again = true;
+    return {};
+  }
+  if (!head.continued) return "an offer part after the offer's last one";
+  if (part.first_entry != have.size())
+    return "an offer part for entries " + std::to_string(part.first_entry) + "… where entry " +
+           std::to_string(have.size()) + " comes next";
   if (end > kMaxOfferEntries) return "an offer of more than " + std::to_string(kMaxOfferEntries) + " entries";
-  uint64_t total = offer.total_bytes();
   for (const auto& e : part.entries) {
     if (e.size > UINT64_MAX - total) return "an offer whose sizes add up past 2^64 bytes";
     total += e.size;
     // A link to an entry of an earlier part: decode could not see it.
-    if (e.hard_link_to && *e.hard_link_to < have) {
-      const ManifestEntry& first = offer.entries[*e.hard_link_to];
+    if (e.hard_link_to && *e.hard_link_to < have.size()) {
+      const ManifestEntry& first = have[*e.hard_link_to];
       if (first.kind != EntryKind::file || first.hard_link_to)
         return "an offer part links a file to an entry that is no file";
     }
   }
+  return {};
+}
+
+}  // namespace
+
+std::string append_offer_part(Offer& offer, const OfferPart& part, bool& complete) {
+  complete = false;
+  bool again = false;
+  if (std::string bad = check_offer_part(offer, offer.entries, offer.total_bytes(), part, again); !bad.empty() || again)
+    return bad;
   reserve_to_append(offer.entries, part.entries.size());
   offer.entries.insert(offer.entries.end(), part.entries.begin(), part.entries.end());
   if (part.last) {
@@ -415,6 +436,25 @@ std::string append_offer_part(Offer& offer, const OfferPart& part, bool& complet
     complete = true;
   }
   return {};
+}
+
+std::string append_offer_part(Offer& head, EntryParts& entries, const OfferPart& part, bool& complete) {
+  complete = false;
+  bool again = false;
+  if (std::string bad = check_offer_part(head, entries, entries.total_bytes(), part, again); !bad.empty() || again)
+    return bad;
+  entries.append(std::make_shared<const std::vector<ManifestEntry>>(part.entries));
+  if (part.last) {
+    head.continued = false;
+    complete = true;
+  }
+  return {};
+}
+
+const ManifestEntry& EntryParts::operator[](size_t i) const {
+  // The last part whose first entry is at or before i.
+  const size_t k = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), i) - starts_.begin()) - 1;
+  return (*parts_[k])[i - starts_[k]];
 }
 
 // ---- encode -------------------------------------------------------------------
@@ -440,8 +480,8 @@ namespace {
 
 /// An offer of `m`'s fields and `entries` (m.entries are not read), with
 /// `after_entry()` after each entry and each entry's details.
-template <class AfterEntry>
-void put_offer(ByteWriter& w, const Offer& m, std::span<const ManifestEntry> entries, AfterEntry&& after_entry) {
+template <class Entries, class AfterEntry>
+void put_offer(ByteWriter& w, const Offer& m, const Entries& entries, AfterEntry&& after_entry) {
   w.u32(m.transfer_id);
   w.u8(static_cast<uint8_t>(m.hash));
   w.u64(m.chunk_size);
@@ -470,7 +510,10 @@ void encode(const Offer& m, std::vector<uint8_t>& out) {
 
 void encode_streamed(const Offer& m, const ByteSink& sink) { encode_streamed(m, m.entries, sink); }
 
-void encode_streamed(const Offer& fields, std::span<const ManifestEntry> entries, const ByteSink& sink) {
+namespace {
+
+template <class Entries>
+void encode_offer_streamed(const Offer& fields, const Entries& entries, const ByteSink& sink) {
   std::vector<uint8_t> piece;
   piece.reserve(kStreamedPieceBytes + 2 * kMaxPathBytes + 64);
   ByteWriter w(piece);
@@ -480,6 +523,16 @@ void encode_streamed(const Offer& fields, std::span<const ManifestEntry> entries
     piece.clear();
   });
   if (!piece.empty()) sink(piece);
+}
+
+}  // namespace
+
+void encode_streamed(const Offer& fields, std::span<const ManifestEntry> entries, const ByteSink& sink) {
+  encode_offer_streamed(fields, entries, sink);
+}
+
+void encode_streamed(const Offer& fields, const EntryParts& entries, const ByteSink& sink) {
+  encode_offer_streamed(fields, entries, sink);
 }
 
 void encode(const AcceptPart& m, std::vector<uint8_t>& out) {

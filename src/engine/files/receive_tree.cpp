@@ -948,7 +948,7 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::begin_part
   return t;
 }
 
-std::optional<PrepareError> ReceiveTree::add_part(size_t first, std::vector<wire::ManifestEntry> part) {
+std::optional<PrepareError> ReceiveTree::add_part(size_t first, wire::EntryParts::Part part) {
   if (!growing_ || first != entries_.size())
     return PrepareError{wire::RefuseReason::bad_offer, "internal error: offer parts out of order"};
   if (growing_->refused)
@@ -960,10 +960,11 @@ std::optional<PrepareError> ReceiveTree::add_part(size_t first, std::vector<wire
   return err;
 }
 
-std::optional<PrepareError> ReceiveTree::join_part(size_t first, std::vector<wire::ManifestEntry> part) {
+std::optional<PrepareError> ReceiveTree::join_part(size_t first, wire::EntryParts::Part part) {
   Growing& g = *growing_;
-  g.parts.push_back(std::make_unique<std::vector<wire::ManifestEntry>>(std::move(part)));
-  const std::vector<wire::ManifestEntry>& es = *g.parts.back();
+  static const std::vector<wire::ManifestEntry> kNone;
+  const std::vector<wire::ManifestEntry>& es = part ? *part : kNone;
+  parts_.append(std::move(part));  // shared with the session machine: read in place, never copied
   auto earlier = [&](size_t i) -> const wire::ManifestEntry& {
     return i < first ? entries_[i] : es[i - first];
   };
@@ -1083,14 +1084,13 @@ std::optional<PrepareError> ReceiveTree::join_part(size_t first, std::vector<wir
   return create_files(files, /*keep_parts=*/false);
 }
 
-std::optional<PrepareError> ReceiveTree::close_parts(std::shared_ptr<const wire::Offer> whole) {
-  if (!growing_ || whole->entries.size() != entries_.size())
-    return PrepareError{wire::RefuseReason::bad_offer, "internal error: the whole offer differs from its parts"};
+std::optional<PrepareError> ReceiveTree::close_parts(std::shared_ptr<const wire::Offer> fields) {
+  if (!growing_ || parts_.size() != entries_.size())
+    return PrepareError{wire::RefuseReason::bad_offer, "internal error: the offer's parts and the tree's entries differ"};
   {
     std::unique_lock grow(sealing_);
-    for (size_t i = 0; i < entries_.size(); ++i) entries_.point(i, &whole->entries[i]);
-    offer_ = std::move(whole);
-    growing_.reset();  // the parts' copies, the path sets
+    offer_ = std::move(fields);
+    growing_.reset();  // the path sets (the entries stay where they are, in parts_)
   }
   decide_links(links_);
   return std::nullopt;

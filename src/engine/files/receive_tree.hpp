@@ -38,8 +38,9 @@
 // twice, a parent sent as no directory, hard links to an earlier file),
 // the free space against the running total of their data, their
 // directories made (a new one staged), their files checked and made when
-// their first bytes come — then close_parts with the whole offer, which
-// decides the links (--links needs every link of the offer). Pieces of the
+// their first bytes come — then close_parts with the offer's fields, which
+// decides the links (--links needs every link of the offer). The parts are
+// the session machine's, shared and read in place: one copy of the entries. Pieces of the
 // entries added so far may be written meanwhile, on other threads.
 #pragma once
 
@@ -63,6 +64,7 @@
 #include "engine/files/link_policy.hpp"
 #include "engine/files/path_index.hpp"
 #include "engine/security/safe_path.h"
+#include "core/wire/entry_parts.hpp"
 #include "core/wire/messages.hpp"
 
 namespace braid::files {
@@ -148,10 +150,15 @@ class ReceiveTree {
   /// Entries [first, first + entries.size()): checked against the entries
   /// before them and made room for; their pieces may be written from the
   /// return on. Control thread; `first` is the number of entries so far.
-  std::optional<PrepareError> add_part(size_t first, std::vector<wire::ManifestEntry> entries);
-  /// Every part is in: the tree reads `whole`'s entries (the same as its
-  /// parts') from now on, and the links are decided.
-  std::optional<PrepareError> close_parts(std::shared_ptr<const wire::Offer> whole);
+  /// The part is shared with the session machine, which never changes it:
+  /// the tree reads its entries in place.
+  std::optional<PrepareError> add_part(size_t first, wire::EntryParts::Part entries);
+  /// Every part is in: `fields` are the whole offer's (its entries are the
+  /// parts'), and the links are decided.
+  std::optional<PrepareError> close_parts(std::shared_ptr<const wire::Offer> fields);
+  /// Part by part: every entry added so far, in the parts they came in
+  /// (empty for a tree prepared from a whole offer). Control thread.
+  const wire::EntryParts& parts() const { return parts_; }
   /// The tag the temporary files are named by (PrepareOptions::tag).
   const std::string& tag() const { return tag_; }
   /// The transfer's bytes so far (all of them once the offer is whole); any thread.
@@ -195,6 +202,9 @@ class ReceiveTree {
   void keep_existing(size_t entry);
   /// The entry's path as offered.
   const std::string& path(size_t entry) const { return entries_[entry].path; }
+  /// The entries so far (all of them once the offer is whole). Control thread.
+  size_t entry_count() const { return entries_.size(); }
+  const wire::ManifestEntry& entry(size_t i) const { return entries_[i]; }
 
   const FileLayout& layout() const { return layout_; }
   /// The offer's links that --links keeps out of the target (decided at prepare).
@@ -215,7 +225,7 @@ class ReceiveTree {
  private:
   ReceiveTree(int root_fd, std::shared_ptr<const wire::Offer> offer, std::string tag);
   /// add_part's checks and growth, once the part is in order.
-  std::optional<PrepareError> join_part(size_t first, std::vector<wire::ManifestEntry> entries);
+  std::optional<PrepareError> join_part(size_t first, wire::EntryParts::Part entries);
   /// --links: which of the offer's symlinks finalize creates (prepare, close_parts).
   void decide_links(LinkPolicy links);
   std::optional<PrepareError> create_all(bool keep_parts);
@@ -263,14 +273,12 @@ class ReceiveTree {
 
   int root_fd_;
   std::shared_ptr<const wire::Offer> offer_;
-  /// The entries, in place: offer_'s, or while the tree grows part by part
-  /// its parts' (parts_), which never move.
+  /// The entries, in place: offer_'s, or part by part parts_', which never move.
   class EntryRefs {
    public:
     const wire::ManifestEntry& operator[](size_t i) const { return *at_[i]; }
     size_t size() const { return at_.size(); }
     void push_back(const wire::ManifestEntry* e) { at_.push_back(e); }
-    void point(size_t i, const wire::ManifestEntry* e) { at_[i] = e; }
     struct It {
       const wire::ManifestEntry* const* p;
       const wire::ManifestEntry& operator*() const { return **p; }
@@ -284,11 +292,11 @@ class ReceiveTree {
     std::vector<const wire::ManifestEntry*> at_;
   };
   EntryRefs entries_;
+  wire::EntryParts parts_;
   std::atomic<uint64_t> total_{0};
-  /// Part by part only, until close_parts: the parts' entries, what the
-  /// checks of later parts need of the earlier ones, the room counted.
+  /// Part by part only, until close_parts: what the checks of later parts
+  /// need of the earlier ones, the room counted.
   struct Growing {
-    std::vector<std::unique_ptr<std::vector<wire::ManifestEntry>>> parts;
     PathIndex seen;  // every path so far, by entry (the directories: by their entry's kind)
     std::unordered_map<std::string, uint32_t> dir_index;  // a parent's path → its place in dir_names_
     std::unordered_map<std::string, std::string> staged;  // a staged directory's path → where it is on disk

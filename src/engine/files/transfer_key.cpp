@@ -11,8 +11,11 @@ std::string TransferKey::tag() const {
   return d.hex();
 }
 
-TransferKey transfer_key(const wire::Offer& offer, std::span<const uint8_t> sender_identity,
-                         std::span<const uint32_t> kept) {
+namespace {
+
+template <class Entries>
+TransferKey key_of(const wire::Offer& offer, const Entries& entries, std::span<const uint8_t> sender_identity,
+                   std::span<const uint32_t> kept) {
   // The offer's fields without its entries, which are encoded in place:
   // neither a copy of them nor their whole encoding is held (a big tree's
   // entries take hundreds of MB; issue 18).
@@ -23,7 +26,7 @@ TransferKey transfer_key(const wire::Offer& offer, std::span<const uint8_t> send
   // same journal.
   fields.early_answers = false;
   PieceHasher h(wire::HashAlgo::sha256);
-  wire::encode_streamed(fields, offer.entries, [&h](std::span<const uint8_t> piece) { h.update(piece); });
+  wire::encode_streamed(fields, entries, [&h](std::span<const uint8_t> piece) { h.update(piece); });
   // Length-prefixed, so no offer's bytes can imitate another identity.
   const uint8_t n = static_cast<uint8_t>(std::min<size_t>(sender_identity.size(), 255));
   h.update(std::span<const uint8_t>(&n, 1));
@@ -38,6 +41,18 @@ TransferKey transfer_key(const wire::Offer& offer, std::span<const uint8_t> send
   TransferKey k;
   std::copy(d.bytes.begin(), d.bytes.begin() + 32, k.bytes.begin());
   return k;
+}
+
+}  // namespace
+
+TransferKey transfer_key(const wire::Offer& offer, std::span<const uint8_t> sender_identity,
+                         std::span<const uint32_t> kept) {
+  return key_of(offer, std::span<const wire::ManifestEntry>(offer.entries), sender_identity, kept);
+}
+
+TransferKey transfer_key(const wire::Offer& fields, const wire::EntryParts& entries,
+                         std::span<const uint8_t> sender_identity) {
+  return key_of(fields, entries, sender_identity, {});
 }
 
 }  // namespace braid::files

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "core/wire/entry_parts.hpp"
 #include "core/wire/messages.hpp"
 
 namespace braid::files {
@@ -29,5 +30,9 @@ struct TransferKey {
 /// run's journal for its own: the set is part of the key.
 TransferKey transfer_key(const wire::Offer& offer, std::span<const uint8_t> sender_identity,
                          std::span<const uint32_t> kept = {});
+/// The same key for an offer of `fields`' fields whose entries are `entries`
+/// (an offer answered part by part keeps them as the parts they came in).
+TransferKey transfer_key(const wire::Offer& fields, const wire::EntryParts& entries,
+                         std::span<const uint8_t> sender_identity);
 
 }  // namespace braid::files

@@ -504,17 +504,22 @@ std::variant<std::shared_ptr<IncomingTransfer>, wire::Refuse> begin_offer_parts(
 }
 
 std::optional<wire::Refuse> add_offer_part(const OfferContext& ctx, IncomingTransfer& t, size_t first,
-                                           std::vector<wire::ManifestEntry> entries) {
-  const size_t n = entries.size();
-  if (auto err = t.tree->add_part(first, std::move(entries))) return refuse_offer(ctx, t.id, err->reason, err->message);
+                                           std::vector<wire::EntryParts::Part> parts) {
+  size_t n = 0;
+  for (auto& part : parts) {
+    const size_t k = part ? part->size() : 0;
+    if (auto err = t.tree->add_part(first + n, std::move(part))) return refuse_offer(ctx, t.id, err->reason, err->message);
+    n += k;
+  }
   ctx.log->write("offer_part_prepared", {{"transfer", t.id}, {"first", first}, {"entries", n}, {"bytes", t.tree->total()}});
   return std::nullopt;
 }
 
 std::variant<wire::Accept, wire::Refuse> finish_offer_parts(const OfferContext& ctx, IncomingTransfer& t,
-                                                            const std::shared_ptr<const wire::Offer>& whole) {
+                                                            const std::shared_ptr<const wire::Offer>& fields) {
   const uint32_t id = t.id;
-  if (auto err = t.tree->close_parts(whole)) return refuse_offer(ctx, id, err->reason, err->message);
+  if (auto err = t.tree->close_parts(fields)) return refuse_offer(ctx, id, err->reason, err->message);
+  const wire::EntryParts& entries = t.tree->parts();
   for (const auto& l : t.tree->skipped_links()) {
     ctx.log->write("link_skipped", {{"transfer", id}, {"path", json_safe(l.path)}, {"target", json_safe(l.target)},
                                     {"reason", l.reason}});
@@ -525,12 +530,12 @@ std::variant<wire::Accept, wire::Refuse> finish_offer_parts(const OfferContext& 
   // The journal under the whole offer's key, naming the tree's own tag: a
   // later run of this offer finds both.
   std::unique_ptr<files::ResumeJournal> journal;
-  if (whole->total_bytes() > 0) {
-    const files::TransferKey key = files::transfer_key(*whole, ctx.peer_key);
+  if (entries.total_bytes() > 0) {
+    const files::TransferKey key = files::transfer_key(*fields, entries, ctx.peer_key);
     auto opened = files::ResumeJournal::open(
         ctx.root_fd,
-        files::JournalParams{key, whole->hash, whole->chunk_size, whole->total_bytes(), t.tree->tag(),
-                             files::ResumeJournal::origin_of(*whole, whole->entries, ctx.peer_key)},
+        files::JournalParams{key, fields->hash, fields->chunk_size, entries.total_bytes(), t.tree->tag(),
+                             files::ResumeJournal::origin_of(*fields, *entries.parts().front(), ctx.peer_key)},
         kJournalLockWait, ctx.interrupted);
     if (auto* e = std::get_if<files::JournalError>(&opened)) {
       if (e->busy) return refuse_offer(ctx, id, wire::RefuseReason::busy, e->message);

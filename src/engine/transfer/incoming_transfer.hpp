@@ -46,8 +46,8 @@ class DiskFaults {
 struct IncomingTransfer {
   /// Shared with the session machine and the receive tree (one copy of
   /// the entries on this end). Answered part by part (protocol 9): the
-  /// head alone until the whole offer is in (replaced under the session's
-  /// lock then) — the lanes' threads read only `id`, `chunk_size`, `hash`.
+  /// offer's fields alone, its entries are the tree's (entry(i)) — the
+  /// lanes' threads read only `id`, `chunk_size`, `hash`.
   std::shared_ptr<const wire::Offer> offer;
   uint32_t id = 0;
   uint64_t chunk_size = 0;
@@ -91,6 +91,9 @@ struct IncomingTransfer {
 
   /// The transfer's bytes (so far, while its offer comes part by part); any thread.
   uint64_t total() const { return tree ? tree->total() : offer_total; }
+  /// The entries so far, whichever way the offer came. Control thread.
+  size_t entry_count() const { return tree ? tree->entry_count() : offer->entries.size(); }
+  const wire::ManifestEntry& entry(size_t i) const { return tree ? tree->entry(i) : offer->entries[i]; }
   uint64_t offer_total = 0;  // without a tree (a probe)
   /// Before bytes are written over [offset, offset+length): a range held
   /// from an earlier run there loses its claim durably first. Empty: write;
@@ -160,11 +163,12 @@ std::variant<std::shared_ptr<IncomingTransfer>, wire::Refuse> begin_offer_parts(
                                                                                 const wire::Offer& head);
 /// Entries [first, first + entries.size()) checked and made room for; a refusal if not.
 std::optional<wire::Refuse> add_offer_part(const OfferContext& ctx, IncomingTransfer& t, size_t first,
-                                           std::vector<wire::ManifestEntry> entries);
+                                           std::vector<wire::EntryParts::Part> parts);
 /// The last part is in: the links decided, the resume journal opened under
-/// the whole offer's key (naming the tree's tag). The closing accept, or a refusal.
+/// the whole offer's key (`fields` and the tree's parts; naming the tree's
+/// tag). The closing accept, or a refusal.
 std::variant<wire::Accept, wire::Refuse> finish_offer_parts(const OfferContext& ctx, IncomingTransfer& t,
-                                                            const std::shared_ptr<const wire::Offer>& whole);
+                                                            const std::shared_ptr<const wire::Offer>& fields);
 
 /// A refusal, logged and noted.
 wire::Refuse refuse_offer(const OfferContext& ctx, uint32_t id, wire::RefuseReason reason, const std::string& message);

@@ -295,7 +295,9 @@ void ReceiverSession::run_job(session::PrepareOfferPart& a) {
   if (a.first == 0) {
     // The first part: answered part by part, or whole after the last (as protocol 8).
     const wire::Offer& head = *a.head;
-    if (const std::string why = why_not_early(ctx, head, a.entries, cfg_.decide_offer || !cfg_.yes); !why.empty()) {
+    const std::span<const wire::ManifestEntry> first_entries =
+        a.parts.empty() ? std::span<const wire::ManifestEntry>{} : std::span<const wire::ManifestEntry>(*a.parts.front());
+    if (const std::string why = why_not_early(ctx, head, first_entries, cfg_.decide_offer || !cfg_.yes); !why.empty()) {
       log_.write("offer_whole", {{"transfer", a.transfer}, {"reason", why}});
       return drive([&](session::Receiver& m) { m.handle_part_declined(a.transfer, now()); });
     }
@@ -310,13 +312,13 @@ void ReceiverSession::run_job(session::PrepareOfferPart& a) {
     t = transfer_locked(a.transfer);
   }
   if (!t || t->over) return;  // refused or abandoned meanwhile
-  if (auto no = add_offer_part(ctx, *t, a.first, std::move(a.entries))) return answer_offer(a.transfer, *no);
+  if (auto no = add_offer_part(ctx, *t, a.first, std::move(a.parts))) return answer_offer(a.transfer, *no);
   if (!a.whole) return drive([&](session::Receiver& m) { m.handle_part_prepared(a.transfer, now()); });
   auto closing = finish_offer_parts(ctx, *t, a.whole);
   if (auto* no = std::get_if<wire::Refuse>(&closing)) return answer_offer(a.transfer, *no);
   {
     std::lock_guard lock(mu_);
-    t->offer = a.whole;  // the reports read its entries (the lanes read only its id, chunk size and hash)
+    t->offer = a.whole;  // its fields: the entries are the tree's (the lanes read only its id, chunk size and hash)
   }
   answer_offer(a.transfer, PreparedOffer{t, std::get<wire::Accept>(closing)});
 }
@@ -387,8 +389,8 @@ void ReceiverSession::answer_offer(uint32_t id, std::variant<PreparedOffer, wire
     return drive([&](session::Receiver& m) { m.handle_offer_prepared(id, dry, now()); });
   }
   const uint64_t held = p.transfer->resume ? p.transfer->resume->held_bytes() : 0;
-  const size_t entries = p.transfer->offer->entries.size();
-  const uint64_t bytes = p.transfer->offer->total_bytes();
+  const size_t entries = p.transfer->entry_count();
+  const uint64_t bytes = p.transfer->total();
   log_.write("status", {{"status", "receiving"}, {"transfer", id}});
   if (p.transfer->offer->discard)
     note("probe from '" + peer_ + "': measuring the paths, nothing is written");
@@ -461,7 +463,7 @@ TransferReport ReceiverSession::report_locked(const IncomingTransfer& t, bool fi
   rep.hash = wire::hash_algo_name(t.offer->hash);
   rep.chunk_size = t.offer->chunk_size;
   rep.bytes = total;
-  for (const auto& e : t.offer->entries) rep.files += e.kind == wire::EntryKind::file;
+  for (size_t i = 0; i < t.entry_count(); ++i) rep.files += t.entry(i).kind == wire::EntryKind::file;
   rep.reverified_bytes = t.reverified_bytes;
   rep.refetched_bytes = t.refetched_bytes;
   rep.resume_check_seconds = t.resume_check_seconds;

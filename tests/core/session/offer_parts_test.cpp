@@ -548,7 +548,8 @@ struct EarlyRun {
       engine.pop_front();
       if (auto* p = std::get_if<PrepareOfferPart>(&j.ask)) {
         uint64_t bytes = 0;
-        for (const auto& e : p->entries) bytes += e.kind == wire::EntryKind::file ? e.size : 0;
+        for (const auto& part : p->parts)
+          for (const auto& e : *part) bytes += e.kind == wire::EntryKind::file ? e.size : 0;
         if (engine_bytes + bytes > opt.disk_bytes) {
           r.handle_offer_prepared(p->transfer, wire::Refuse{p->transfer, wire::RefuseReason::no_space, "no space"}, now);
         } else {
@@ -761,7 +762,9 @@ TEST(StreamedOffer, ARepeatedHeadHearsTheAcceptedPartsAgainAndACancelAbandonsThe
   const auto asks = drain<PrepareOfferPart>(r);
   ASSERT_EQ(asks.size(), 1u);
   EXPECT_EQ(asks[0].first, 0u);
-  EXPECT_EQ(asks[0].entries.size(), 101u);
+  ASSERT_EQ(asks[0].parts.size(), 1u);  // the head's entries, shared
+  EXPECT_EQ(asks[0].parts[0]->size(), 101u);
+  EXPECT_GE(asks[0].parts[0].use_count(), 2);  // the machine's own: handed over, not copied
   EXPECT_TRUE(asks[0].head.has_value());
   EXPECT_EQ(asks[0].whole, nullptr);  // more parts follow
   EXPECT_FALSE(r.taking_pieces(7));
