@@ -136,8 +136,14 @@ ReceiveTree::ReceiveTree(int root_fd, std::shared_ptr<const wire::Offer> offer, 
       dirs_(root_fd, 64),
       umask_(process_umask()),
       fds_(256, [this](size_t entry, std::string& error) { return open_temp(entry, error); }) {
-  for (const auto& e : offer_->entries) entries_.push_back(&e);
+  size_t files = 0;
+  for (const auto& e : offer_->entries) {
+    entries_.push_back(&e);
+    files += e.kind == wire::EntryKind::file;
+  }
   total_ = layout_.total();
+  entry_count_ = entries_.size();
+  file_count_ = files;
 }
 
 security::UniqueFd ReceiveTree::open_temp(size_t entry, std::string& error) {
@@ -1075,6 +1081,8 @@ std::optional<PrepareError> ReceiveTree::join_part(size_t first, wire::EntryPart
       if (file) files.push_back(i);
     }
     total_.store(layout_.total(), std::memory_order_release);
+    entry_count_.store(entries_.size(), std::memory_order_release);
+    file_count_.fetch_add(files.size(), std::memory_order_acq_rel);
   }
   // 4. Their directories made, their files' places checked (each file is
   //    made when its first bytes come, as in prepare).

@@ -202,9 +202,10 @@ class ReceiveTree {
   void keep_existing(size_t entry);
   /// The entry's path as offered.
   const std::string& path(size_t entry) const { return entries_[entry].path; }
-  /// The entries so far (all of them once the offer is whole). Control thread.
-  size_t entry_count() const { return entries_.size(); }
-  const wire::ManifestEntry& entry(size_t i) const { return entries_[i]; }
+  /// The entries and the files among them so far (all of them once the
+  /// offer is whole); any thread.
+  size_t entry_count() const { return entry_count_.load(std::memory_order_acquire); }
+  size_t file_count() const { return file_count_.load(std::memory_order_acquire); }
 
   const FileLayout& layout() const { return layout_; }
   /// The offer's links that --links keeps out of the target (decided at prepare).
@@ -294,6 +295,7 @@ class ReceiveTree {
   EntryRefs entries_;
   wire::EntryParts parts_;
   std::atomic<uint64_t> total_{0};
+  std::atomic<size_t> entry_count_{0}, file_count_{0};
   /// Part by part only, until close_parts: what the checks of later parts
   /// need of the earlier ones, the room counted.
   struct Growing {

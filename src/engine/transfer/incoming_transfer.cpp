@@ -85,6 +85,13 @@ std::optional<uint64_t> free_bytes(const OfferContext& ctx) { return ctx.faults 
 
 }  // namespace
 
+size_t IncomingTransfer::file_count() const {
+  if (tree) return tree->file_count();
+  size_t n = 0;
+  for (const auto& e : offer->entries) n += e.kind == wire::EntryKind::file;
+  return n;
+}
+
 std::string IncomingTransfer::may_write(uint64_t offset, uint64_t length) {
   if (!resume || resume->before_write(offset, length)) return {};
   const std::string why = resume->error();

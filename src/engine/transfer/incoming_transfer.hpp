@@ -91,9 +91,10 @@ struct IncomingTransfer {
 
   /// The transfer's bytes (so far, while its offer comes part by part); any thread.
   uint64_t total() const { return tree ? tree->total() : offer_total; }
-  /// The entries so far, whichever way the offer came. Control thread.
+  /// The entries and the files among them so far, whichever way the offer
+  /// came (answered part by part, `offer` holds no entries: the tree's parts do).
   size_t entry_count() const { return tree ? tree->entry_count() : offer->entries.size(); }
-  const wire::ManifestEntry& entry(size_t i) const { return tree ? tree->entry(i) : offer->entries[i]; }
+  size_t file_count() const;
   uint64_t offer_total = 0;  // without a tree (a probe)
   /// Before bytes are written over [offset, offset+length): a range held
   /// from an earlier run there loses its claim durably first. Empty: write;

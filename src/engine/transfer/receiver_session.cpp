@@ -463,7 +463,7 @@ TransferReport ReceiverSession::report_locked(const IncomingTransfer& t, bool fi
   rep.hash = wire::hash_algo_name(t.offer->hash);
   rep.chunk_size = t.offer->chunk_size;
   rep.bytes = total;
-  for (size_t i = 0; i < t.entry_count(); ++i) rep.files += t.entry(i).kind == wire::EntryKind::file;
+  rep.files = t.file_count();
   rep.reverified_bytes = t.reverified_bytes;
   rep.refetched_bytes = t.refetched_bytes;
   rep.resume_check_seconds = t.resume_check_seconds;
