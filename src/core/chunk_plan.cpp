@@ -19,10 +19,14 @@ ChunkPlan::ChunkPlan(Bytes total, Bytes chunk_size) : total_(total), chunk_size_
   unassigned_bytes_ = total;
 }
 
-void ChunkPlan::extend(Bytes new_total) {
-  if (new_total <= total_) return;
+std::vector<std::optional<PieceId>> ChunkPlan::extend(Bytes new_total, const std::vector<ByteRange>& delivered) {
+  std::vector<std::optional<PieceId>> out(delivered.size());
+  if (new_total <= total_) return out;
   assert(total_.count() % chunk_size_.count() == 0);
+  const Bytes old_total = total_;
   const uint64_t first = chunk_delivered_.size();
+  const auto first_piece = static_cast<PieceId>(pieces_.size());
+  const size_t queued = pending_.size();
   const uint64_t n = (new_total.count() + chunk_size_.count() - 1) / chunk_size_.count();
   unassigned_bytes_ += new_total - total_;
   total_ = new_total;
@@ -33,6 +37,20 @@ void ChunkPlan::extend(Bytes new_total) {
     pending_.push_back(static_cast<PieceId>(pieces_.size()));
     pieces_.push_back(Piece{static_cast<ChunkIndex>(c), off, len, PieceState::pending, false});
   }
+  if (delivered.empty()) return out;
+  // As mark_resumed, on the new chunks alone: none of them was handed out.
+  std::vector<std::vector<PieceId>> by_chunk(n);
+  for (PieceId id = first_piece; id < pieces_.size(); ++id) by_chunk[pieces_[id].chunk].push_back(id);
+  for (size_t i = 0; i < delivered.size(); ++i)
+    if (delivered[i].offset >= old_total) out[i] = resume_one(delivered[i], by_chunk);
+  // Their pending pieces, in transfer order, behind every piece there was.
+  pending_.resize(queued);
+  std::vector<PieceId> added;
+  for (PieceId id = first_piece; id < pieces_.size(); ++id)
+    if (pieces_[id].state == PieceState::pending) added.push_back(id);
+  std::sort(added.begin(), added.end(), [this](PieceId a, PieceId b) { return pieces_[a].offset < pieces_[b].offset; });
+  pending_.insert(pending_.end(), added.begin(), added.end());
+  return out;
 }
 
 Bytes ChunkPlan::chunk_length(ChunkIndex c) const {

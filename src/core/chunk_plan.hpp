@@ -104,8 +104,11 @@ class ChunkPlan {
   /// every piece there is. Only whole chunks may lie before the growth — a
   /// chunk never changes its length once it exists, so a piece handed out
   /// keeps meaning the same bytes: total() must be a multiple of the chunk
-  /// size (or new_total == total(), which changes nothing).
-  void extend(Bytes new_total);
+  /// size (or new_total == total(), which changes nothing). `delivered`:
+  /// ranges of the new chunks delivered without being sent (the holes of
+  /// sparse files), taken as mark_resumed takes ranges; per range, its
+  /// piece id or nothing (not in the new chunks, or not taken).
+  std::vector<std::optional<PieceId>> extend(Bytes new_total, const std::vector<ByteRange>& delivered = {});
 
  private:
   void remove_from_queues(PieceId id);

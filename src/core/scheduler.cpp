@@ -342,9 +342,10 @@ std::vector<std::optional<PieceId>> Scheduler::mark_resumed(const std::vector<By
   return ids;
 }
 
-void Scheduler::extend(Bytes new_total) {
-  plan_.extend(new_total);
+std::vector<std::optional<PieceId>> Scheduler::extend(Bytes new_total, const std::vector<ByteRange>& delivered) {
+  auto ids = plan_.extend(new_total, delivered);
   copies_.resize(plan_.piece_count(), 0);
+  return ids;
 }
 
 void Scheduler::on_lane_closed(LaneId lane, Time now) {

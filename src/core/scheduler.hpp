@@ -118,8 +118,9 @@ class Scheduler {
   /// nothing is taken once a piece was assigned. No lane's stats change.
   std::vector<std::optional<PieceId>> mark_resumed(const std::vector<ByteRange>& ranges);
   /// The transfer grew to `new_total` bytes (ChunkPlan::extend: only whole
-  /// chunks before it); the new chunks are handed out behind the old ones.
-  void extend(Bytes new_total);
+  /// chunks before it); the new chunks are handed out behind the old ones,
+  /// less the `delivered` ranges (ChunkPlan::extend).
+  std::vector<std::optional<PieceId>> extend(Bytes new_total, const std::vector<ByteRange>& delivered = {});
 
   // ---- actions -------------------------------------------------------------
   std::optional<Action> poll_action(Time now);

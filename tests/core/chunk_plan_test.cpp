@@ -64,6 +64,36 @@ TEST(ChunkPlan, ExtendAppendsWholeChunksBehindWhatIsOut) {
   EXPECT_EQ(p.total(), Bytes::mib(3) + Bytes(10));
 }
 
+// A sparse file's holes in the chunks a growth adds (an offer answered part
+// by part): delivered pieces of their own, never handed out; the rest of
+// those chunks pending behind every piece there was, in transfer order.
+TEST(ChunkPlan, AGrowthTakesTheHolesOfItsNewChunksAsDelivered) {
+  ChunkPlan p(Bytes::mib(1), Bytes::mib(1));
+  const PieceId first = *p.next_pending();
+  p.mark_in_flight(first);
+  const auto ids = p.extend(Bytes::mib(3), {{Bytes::mib(1) + Bytes::kib(256), Bytes::kib(512)},  // inside chunk 1
+                                            {Bytes::mib(2), Bytes::mib(1)},                        // chunk 2 whole
+                                            {Bytes::kib(10), Bytes::kib(10)}});                    // an old chunk: not taken
+  ASSERT_EQ(ids.size(), 3u);
+  ASSERT_TRUE(ids[0] && ids[1]);
+  EXPECT_FALSE(ids[2]);
+  EXPECT_EQ(p.piece(*ids[0]).state, PieceState::delivered);
+  EXPECT_EQ(p.piece(*ids[0]).length, Bytes::kib(512));
+  EXPECT_EQ(p.delivered_bytes(), Bytes::kib(512) + Bytes::mib(1));
+  EXPECT_EQ(p.delivered_chunks(), 1u);  // chunk 2
+  EXPECT_EQ(p.unassigned_bytes(), Bytes::kib(512));
+  std::vector<Bytes> order;
+  while (auto id = p.next_pending()) {
+    order.push_back(p.piece(*id).offset);
+    p.mark_in_flight(*id);
+    p.mark_delivered(*id);
+  }
+  EXPECT_EQ(order, (std::vector<Bytes>{Bytes::mib(1), Bytes::mib(1) + Bytes::kib(768)}));
+  EXPECT_FALSE(p.complete());
+  EXPECT_TRUE(p.mark_delivered(first));
+  EXPECT_TRUE(p.complete());
+}
+
 TEST(ChunkPlan, DeliveredExactlyOnce) {
   ChunkPlan p(Bytes::mib(1), Bytes::mib(1));
   p.mark_in_flight(0);

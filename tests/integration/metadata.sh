@@ -10,6 +10,10 @@
 #                  range sends only its chunk, and the holes stay holes
 #   sparse-resume  -S: a sender killed mid-way; the same command again
 #                  resumes what arrived and the file still has its holes
+#   sparse-parts   -S on a tree whose offer goes in parts and is answered
+#                  part by part (protocol 9): sparse files in its first and
+#                  its last part arrive with their holes, and only their
+#                  data crosses
 #   hard-links     -H: a tree with a file of 3 names and one of 2 arrives
 #                  with the same link structure (stat %h, %i), each file's
 #                  bytes sent once; a second run (--sync) keeps it so
@@ -117,6 +121,32 @@ case "$CASE" in
     same_sparse "$W/src/disk.img" "$W/dst/disk.img"
     echo "rerun: $(python3 -c "import json; j = json.load(open('$W/send.json')); print(j['sent_bytes'], 'sent,', j['resumed_bytes'], 'resumed')")"
     json "s['resumed_bytes'] >= 4 * $MiB" "s['sent_bytes'] + s['resumed_bytes'] == 16 * $MiB"
+    ;;
+
+  sparse-parts)
+    holes_supported
+    mkdir -p "$W/src/t/many"
+    # Enough entries for an offer of several parts (1 MiB of entries a frame).
+    python3 - "$W/src/t/many" <<'PY'
+import os, sys
+for d in range(40):
+    os.makedirs(os.path.join(sys.argv[1], f"d{d:02d}"))
+    for i in range(1000):
+        with open(os.path.join(sys.argv[1], f"d{d:02d}", f"file-with-a-longer-name-{i:04d}"), "wb") as f: f.write(b"x")
+PY
+    # Holes that share chunks with data, in the first entries and in the last.
+    sparse_file "$W/src/t/a-disk.img" $((64 * MiB)) 0 $((20 * MiB))
+    truncate -s $((64 * MiB + 4096)) "$W/src/t/a-disk.img"  # a hole that ends the file off the chunk grid
+    sparse_file "$W/src/t/zz-disk.img" $((96 * MiB)) $((50 * MiB)) $((95 * MiB))
+    run -S "$W/src/t"
+    grep -q '"event":"offer_part_accepted"' "$W/recv.log" || fail "the offer was not answered part by part"
+    same_sparse "$W/src/t/a-disk.img" "$W/dst/t/a-disk.img"
+    same_sparse "$W/src/t/zz-disk.img" "$W/dst/t/zz-disk.img"
+    diff -r "$W/src/t/many" "$W/dst/t/many" > /dev/null || fail "the small files differ"
+    HOLES=$((64 * MiB + 4096 - 2 * MiB + 96 * MiB - 2 * MiB))
+    echo "sparse-parts: $(python3 -c "import json; j = json.load(open('$W/send.json')); print(j['sent_bytes'], 'bytes sent,', j['hole_bytes'], 'in holes')")"
+    json "s['hole_bytes'] == $HOLES" "r['hole_bytes'] == $HOLES" "s['sent_bytes'] == 4 * $MiB + 40000" \
+      "r['sent_bytes'] == s['sent_bytes']" "sum(l['bytes'] for l in s['lanes']) == s['sent_bytes']"
     ;;
 
   hard-links)

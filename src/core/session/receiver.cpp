@@ -394,8 +394,11 @@ void Receiver::handle_offer_prepared(uint32_t id, std::variant<wire::Accept, wir
     t.held = a->held;
     for (const auto& h : t.held) t.view.held_bytes += h.length;
     // Files kept as they are: delivered without a byte sent or a hash, the
-    // same records the sender makes of them (sync.hpp).
-    for (const auto& k : sync::kept_records(*t.offer, a->files)) {
+    // same records the sender makes of them (sync.hpp). Answered part by
+    // part: the holes of sparse files, which the sender took out of its
+    // plan as it grew (no verdicts: nothing is kept whole).
+    for (const auto& k : t.early ? sync::kept_records(t.entries, t.offer->chunk_size)
+                                 : sync::kept_records(*t.offer, a->files)) {
       t.held.push_back(k);
       t.view.kept_bytes += k.length;
     }

@@ -890,6 +890,7 @@ void Sender::early_accept(const wire::AcceptPart& m, LaneNo on, Time now) {
     t.awaiting_final = true;
     t.sched = std::make_unique<core::Scheduler>(core::ChunkPlan(Bytes(open), Bytes(chunk)), std::move(t.policy));
     t.hashes.assign(t.sched->plan().piece_count(), std::nullopt);
+    t.kept = holes_up_to(t, 0, open);  // the receiver records them at its closing accept
     return handle_held_checked(t.id, {}, 0, now);
   }
   if (Bytes(open) <= t.sched->plan().total()) return;
@@ -898,8 +899,32 @@ void Sender::early_accept(const wire::AcceptPart& m, LaneNo on, Time now) {
 }
 
 void Sender::grow_plan(Transfer& t, Bytes total) {
-  t.sched->extend(total);
+  const uint64_t from = t.sched->plan().total().count();
+  const auto holes = holes_up_to(t, from, total.count());
+  std::vector<core::ByteRange> ranges;
+  for (const auto& h : holes) ranges.push_back({Bytes(h.offset), Bytes(h.length)});
+  const auto ids = t.sched->extend(total, ranges);
   t.hashes.resize(t.sched->plan().piece_count());
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i]) {
+      t.hashes[*ids[i]] = holes[i].hash;
+      t.kept_bytes += holes[i].length;
+    }
+}
+
+std::vector<wire::HeldRange> Sender::holes_up_to(Transfer& t, uint64_t from, uint64_t to) {
+  const auto entries = t.entries().first(t.early_entries);
+  if (t.hole_entry >= entries.size()) return {};
+  auto out = sync::holes_between(entries.subspan(t.hole_entry), t.hole_start, t.offer.chunk_size, from, to);
+  // Past every entry that ends by `to`: the next call starts at the one that holds it.
+  while (t.hole_entry < entries.size()) {
+    const auto& e = entries[t.hole_entry];
+    const uint64_t size = e.kind == wire::EntryKind::file ? e.size : 0;
+    if (t.hole_start + size > to) break;
+    t.hole_start += size;
+    ++t.hole_entry;
+  }
+  return out;
 }
 
 void Sender::handle_held_checked(uint32_t id, const std::vector<wire::HeldRange>& matched, uint64_t rejected,

@@ -470,6 +470,12 @@ class Sender {
     size_t early_entries = 0;
     uint64_t early_bytes = 0;
     bool awaiting_final = false;  // pieces flow, the offer's closing accept has not come
+    /// The holes of sparse files are delivered unsent, as a whole offer's
+    /// kept records are: those of the plan so far are taken; entry
+    /// `hole_entry` is the first that may hold one beyond it, and starts at
+    /// transfer offset `hole_start`.
+    size_t hole_entry = 0;
+    uint64_t hole_start = 0;
     size_t measured = 0;     // entries measured into frames (streamed)
     size_t frame_bytes = 0;  // encoded bytes of the frame being filled (streamed)
     bool answer_only = false;
@@ -524,6 +530,9 @@ class Sender {
   void send_offer_frame(size_t k, bool last, Time now);
   /// The scheduler's plan grown to `total` bytes, and a hash slot for each new piece.
   void grow_plan(Transfer& t, Bytes total);
+  /// The hole records of [plan total, to) of the accepted entries (see
+  /// Transfer::hole_entry); moves the cursor to `to`.
+  std::vector<wire::HeldRange> holes_up_to(Transfer& t, uint64_t from, uint64_t to);
   /// The receiver accepted the offer's first `entries` entries (protocol 9).
   void early_accept(const wire::AcceptPart& m, LaneNo on, Time now);
   void resend_requests_from(LaneNo dead, Time now);

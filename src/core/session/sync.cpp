@@ -47,11 +47,14 @@ void cut_at_chunks(Span s, uint64_t chunk, std::vector<wire::HeldRange>& out) {
 
 }  // namespace
 
-std::vector<wire::HeldRange> kept_records(std::span<const wire::ManifestEntry> entries, uint64_t chunk_size,
-                                          const std::vector<wire::FileDecision>& files) {
+namespace {
+
+/// `start`: the transfer offset where entries[0] begins (0 for a whole offer).
+template <class Entries>
+std::vector<wire::HeldRange> kept_records_of(const Entries& entries, uint64_t chunk_size,
+                                             const std::vector<wire::FileDecision>& files, uint64_t start = 0) {
   std::vector<wire::HeldRange> out;
   if (chunk_size == 0) return out;
-  const auto starts = entry_offsets(entries);
   std::optional<Span> run;
   auto add = [&](uint64_t at, uint64_t n) {
     if (run && run->offset + run->length == at) {
@@ -62,17 +65,40 @@ std::vector<wire::HeldRange> kept_records(std::span<const wire::ManifestEntry> e
     run = Span{at, n};
   };
   auto f = files.begin();
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const auto& e = entries[i];
-    if (e.kind != wire::EntryKind::file || e.size == 0) continue;
-    while (f != files.end() && f->entry < i) ++f;
-    if (f != files.end() && f->entry == i && keeps(f->verdict)) {
-      add(starts[i], e.size);
+  size_t i = 0;
+  for (const wire::ManifestEntry& e : entries) {
+    const uint64_t at = start;
+    const size_t index = i++;
+    if (e.kind != wire::EntryKind::file) continue;
+    start += e.size;
+    if (e.size == 0) continue;
+    while (f != files.end() && f->entry < index) ++f;
+    if (f != files.end() && f->entry == index && keeps(f->verdict)) {
+      add(at, e.size);
       continue;
     }
-    for (const auto& h : wire::holes_of(e)) add(starts[i] + h.offset, h.length);
+    for (const auto& h : wire::holes_of(e)) add(at + h.offset, h.length);
   }
   if (run) cut_at_chunks(*run, chunk_size, out);
+  return out;
+}
+
+}  // namespace
+
+std::vector<wire::HeldRange> kept_records(std::span<const wire::ManifestEntry> entries, uint64_t chunk_size,
+                                          const std::vector<wire::FileDecision>& files) {
+  return kept_records_of(entries, chunk_size, files);
+}
+
+std::vector<wire::HeldRange> kept_records(const wire::EntryParts& entries, uint64_t chunk_size) {
+  return kept_records_of(entries, chunk_size, {});
+}
+
+std::vector<wire::HeldRange> holes_between(std::span<const wire::ManifestEntry> entries, uint64_t start,
+                                           uint64_t chunk_size, uint64_t from, uint64_t to) {
+  std::vector<wire::HeldRange> out;
+  for (auto& r : kept_records_of(entries, chunk_size, {}, start))
+    if (r.offset >= from && r.offset + r.length <= to) out.push_back(std::move(r));
   return out;
 }
 
@@ -85,6 +111,13 @@ uint64_t hole_bytes(const std::vector<wire::ManifestEntry>& entries, const std::
     if (f != files.end() && f->entry == i && keeps(f->verdict)) continue;
     n += entries[i].size - entries[i].data_bytes();
   }
+  return n;
+}
+
+uint64_t hole_bytes(const wire::EntryParts& entries) {
+  uint64_t n = 0;
+  for (const auto& e : entries)
+    if (e.kind == wire::EntryKind::file) n += e.size - e.data_bytes();
   return n;
 }
 

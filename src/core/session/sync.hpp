@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/wire/entry_parts.hpp"
 #include "core/wire/messages.hpp"
 
 namespace braid::session::sync {
@@ -72,9 +73,21 @@ std::vector<wire::HeldRange> kept_records(std::span<const wire::ManifestEntry> e
 inline std::vector<wire::HeldRange> kept_records(const wire::Offer& offer, const std::vector<wire::FileDecision>& files) {
   return kept_records(offer.entries, offer.chunk_size, files);
 }
+/// An offer answered part by part (no verdicts: its kept records are the holes).
+std::vector<wire::HeldRange> kept_records(const wire::EntryParts& entries, uint64_t chunk_size);
+/// The hole records (kept_records with no verdicts) that lie within
+/// [from, to), both chunk boundaries, of `entries`, the first of which
+/// begins at transfer offset `start` (<= from; the entries before it end
+/// at or before `from`). An offer answered part by part grows its plan by
+/// whole chunks of the accepted entries, and each record lies in one chunk,
+/// so those of [from, to) are final once the entries reach `to`: the same
+/// records kept_records finds over the whole offer.
+std::vector<wire::HeldRange> holes_between(std::span<const wire::ManifestEntry> entries, uint64_t start,
+                                           uint64_t chunk_size, uint64_t from, uint64_t to);
 
 /// Bytes of the holes among kept_records: those of the files not kept.
 uint64_t hole_bytes(const std::vector<wire::ManifestEntry>& entries, const std::vector<wire::FileDecision>& files);
+uint64_t hole_bytes(const wire::EntryParts& entries);  // answered part by part: no verdicts
 
 /// The ranges of a file at transfer offset `start`, `size` bytes now, whose
 /// version on the receiver has `old_size` bytes, that the old version may

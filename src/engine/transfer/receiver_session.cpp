@@ -319,6 +319,7 @@ void ReceiverSession::run_job(session::PrepareOfferPart& a) {
   {
     std::lock_guard lock(mu_);
     t->offer = a.whole;  // its fields: the entries are the tree's (the lanes read only its id, chunk size and hash)
+    t->tally.hole_bytes = session::sync::hole_bytes(t->tree->parts());  // a whole offer's prepare counts them
   }
   answer_offer(a.transfer, PreparedOffer{t, std::get<wire::Accept>(closing)});
 }

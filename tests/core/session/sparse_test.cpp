@@ -4,7 +4,10 @@
 // (core/session/sync.hpp).
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "core/session/sync.hpp"
+#include "core/wire/entry_parts.hpp"
 #include "core/wire/data_ranges.hpp"
 
 namespace braid::session {
@@ -84,6 +87,72 @@ TEST(SparseRecords, AKeptSparseFileIsOneRecordNotItsHolesTwice) {
   ASSERT_EQ(older.size(), 2u);
   EXPECT_EQ(older[0].offset, 10u);
   EXPECT_EQ(sync::reusable_spans(0, 2 * MiB, 2 * MiB, MiB, o.entries[0].data), (std::vector<sync::Span>{{0, 10}}));
+}
+
+// An offer answered part by part (protocol 9): the sender takes the holes
+// out of its plan chunk by chunk as the receiver accepts entries
+// (holes_between over the accepted entries, from a cursor), the receiver
+// records them once from its parts at the end (kept_records of EntryParts).
+// Both must be exactly the records a whole offer gives, or the pieces and
+// the records would not tile the transfer.
+TEST(SparseRecords, HolesTakenChunkByChunkAreTheWholeOffersRecords) {
+  std::mt19937_64 rng(18);
+  for (int round = 0; round < 200; ++round) {
+    const uint64_t chunk = uint64_t{1} << (12 + rng() % 3);  // 4, 8 or 16 KiB: many chunks
+    wire::Offer o;
+    o.chunk_size = chunk;
+    const int n = 1 + static_cast<int>(rng() % 12);
+    for (int i = 0; i < n; ++i) {
+      const uint64_t size = rng() % (5 * chunk);
+      if (rng() % 4 == 0) {
+        o.entries.push_back(file("d" + std::to_string(i), 0));
+        o.entries.back().kind = wire::EntryKind::directory;
+        continue;
+      }
+      std::vector<DataRange> data;
+      for (uint64_t at = rng() % (chunk + 1); at < size; at += 1 + rng() % chunk) {
+        const uint64_t len = std::min<uint64_t>(size - at, 1 + rng() % chunk);
+        data.push_back({at, len});
+        at += len;
+      }
+      o.entries.push_back(rng() % 3 ? file("f" + std::to_string(i), size, data) : file("f" + std::to_string(i), size));
+    }
+    const auto whole = sync::kept_records(o, {});
+    // The parts as the receiver keeps them, cut at random places.
+    wire::EntryParts parts;
+    for (size_t from = 0; from < o.entries.size();) {
+      const size_t to = std::min(o.entries.size(), from + 1 + rng() % 4);
+      parts.append(std::make_shared<const std::vector<wire::ManifestEntry>>(o.entries.begin() + from, o.entries.begin() + to));
+      from = to;
+    }
+    const auto received = sync::kept_records(parts, chunk);
+    // The sender's growth: the whole chunks of the accepted entries' bytes,
+    // entry by entry, with the cursor holes_between is given.
+    std::vector<wire::HeldRange> grown;
+    uint64_t plan = 0, accepted = 0, cursor_start = 0;
+    size_t cursor = 0;
+    const auto starts = sync::entry_offsets(o.entries);
+    for (size_t k = 1; k <= o.entries.size(); ++k) {
+      accepted += o.entries[k - 1].kind == wire::EntryKind::file ? o.entries[k - 1].size : 0;
+      const uint64_t to = k == o.entries.size() ? accepted : accepted / chunk * chunk;
+      if (to <= plan) continue;
+      const auto span = std::span<const wire::ManifestEntry>(o.entries).first(k).subspan(cursor);
+      for (const auto& r : sync::holes_between(span, cursor_start, chunk, plan, to)) grown.push_back(r);
+      while (cursor < k && starts[cursor] + (o.entries[cursor].kind == wire::EntryKind::file ? o.entries[cursor].size : 0) <= to) {
+        cursor_start = starts[cursor] + (o.entries[cursor].kind == wire::EntryKind::file ? o.entries[cursor].size : 0);
+        ++cursor;
+      }
+      plan = to;
+    }
+    auto key = [](const std::vector<wire::HeldRange>& v) {
+      std::vector<sync::Span> out;
+      for (const auto& r : v) out.push_back({r.offset, r.length});
+      return out;
+    };
+    ASSERT_EQ(key(received), key(whole)) << "round " << round;
+    ASSERT_EQ(key(grown), key(whole)) << "round " << round;
+    EXPECT_EQ(sync::hole_bytes(parts), sync::hole_bytes(o.entries, {}));
+  }
 }
 
 }  // namespace
