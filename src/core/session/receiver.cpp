@@ -354,7 +354,6 @@ void Receiver::handle_part_declined(uint32_t id, Time) {
   t.part_out = false;
   // As protocol 8, the offer's entries are put together in it (a copy of
   // what came so far, once: the engine made nothing of them).
-  t.offer->entries.reserve(t.entries.size());
   t.offer->entries.assign(t.entries.begin(), t.entries.end());
   t.entries = wire::EntryParts{};
   t.parts_out = 0;

@@ -102,24 +102,30 @@ std::vector<wire::HeldRange> holes_between(std::span<const wire::ManifestEntry> 
   return out;
 }
 
-uint64_t hole_bytes(const std::vector<wire::ManifestEntry>& entries, const std::vector<wire::FileDecision>& files) {
+namespace {
+
+template <class Entries>
+uint64_t hole_bytes_of(const Entries& entries, const std::vector<wire::FileDecision>& files) {
   uint64_t n = 0;
   auto f = files.begin();
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i].kind != wire::EntryKind::file) continue;
-    while (f != files.end() && f->entry < i) ++f;
-    if (f != files.end() && f->entry == i && keeps(f->verdict)) continue;
-    n += entries[i].size - entries[i].data_bytes();
+  size_t i = 0;
+  for (const wire::ManifestEntry& e : entries) {
+    const size_t index = i++;
+    if (e.kind != wire::EntryKind::file) continue;
+    while (f != files.end() && f->entry < index) ++f;
+    if (f != files.end() && f->entry == index && keeps(f->verdict)) continue;
+    n += e.size - e.data_bytes();
   }
   return n;
 }
 
-uint64_t hole_bytes(const wire::EntryParts& entries) {
-  uint64_t n = 0;
-  for (const auto& e : entries)
-    if (e.kind == wire::EntryKind::file) n += e.size - e.data_bytes();
-  return n;
+}  // namespace
+
+uint64_t hole_bytes(const std::vector<wire::ManifestEntry>& entries, const std::vector<wire::FileDecision>& files) {
+  return hole_bytes_of(entries, files);
 }
+
+uint64_t hole_bytes(const wire::EntryParts& entries) { return hole_bytes_of(entries, {}); }
 
 std::vector<Span> reusable_spans(uint64_t start, uint64_t size, uint64_t old_size, uint64_t chunk_size,
                                  const wire::Boxed<std::vector<wire::DataRange>>& data) {
