@@ -32,12 +32,22 @@ class FdCache {
     security::UniqueFd fd = opener_(entry, error);
     if (!fd.valid()) return nullptr;
     auto shared = std::make_shared<security::UniqueFd>(std::move(fd));
+    Fd dropped;  // closed after the lock is let go: a close is a system call the other threads need not wait for
     std::lock_guard lock(mu_);
     if (auto it = open_.find(entry); it != open_.end()) return it->second;  // another thread won
-    if (open_.size() >= capacity_) open_.erase(open_.begin());
+    if (open_.size() >= capacity_) {
+      auto first = open_.begin();
+      dropped = std::move(first->second);
+      open_.erase(first);
+    }
     open_.emplace(entry, shared);
     return shared;
   }
+
+  /// The entry's file opened for one use and not kept (a file read or
+  /// written whole at once: a tree of small files would only churn the
+  /// cache, each insertion closing another fd under the lock).
+  security::UniqueFd open_once(size_t entry, std::string& error) { return opener_(entry, error); }
 
   void clear() {
     std::lock_guard lock(mu_);

@@ -128,15 +128,24 @@ class SourceReader final : public PieceSource {
     // layout only grows at its end meanwhile, so the walk through it goes on.
     std::shared_lock lock(grow_mu_);
     const bool ok = layout_.for_each(off, n, [&](const files::Extent& x) {
-      auto fd = fds_.get(x.entry, error);
-      if (!fd) return false;
       const bool ends_file = x.file_offset + x.length == tree_.entries[x.entry].size;
+      // A whole file in this one read (a tree of small files): opened, read
+      // and closed here, as the receiver writes it (ReceiveTree::write).
+      const bool whole_file = ends_file && x.file_offset == 0;
+      security::UniqueFd own;
+      files::FdCache::Fd cached;
+      if (whole_file)
+        own = fds_.open_once(x.entry, error);
+      else
+        cached = fds_.get(x.entry, error);
+      const int fd = whole_file ? own.get() : cached ? cached->get() : -1;
+      if (fd < 0) return false;
       lock.unlock();
       uint8_t* p = dst + (x.transfer_offset - off);
       uint64_t left = x.length, at = x.file_offset;
       ssize_t got = 1;
       while (left > 0) {
-        got = ::pread(fd->get(), p, left, static_cast<off_t>(at));
+        got = ::pread(fd, p, left, static_cast<off_t>(at));
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) break;
         p += got;
@@ -154,7 +163,7 @@ class SourceReader final : public PieceSource {
       // (grew, shrank, was written to), what was sent is not the file —
       // say so rather than deliver a silently cut or mixed copy.
       if (ends_file)
-        if (auto why = files::check_unchanged(tree_, x.entry, fd->get())) {
+        if (auto why = files::check_unchanged(tree_, x.entry, fd)) {
           error = *why;
           return false;
         }
