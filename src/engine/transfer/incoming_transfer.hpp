@@ -46,8 +46,9 @@ class DiskFaults {
 struct IncomingTransfer {
   /// Shared with the session machine and the receive tree (one copy of
   /// the entries on this end). Answered part by part (protocol 9): the
-  /// offer's fields alone, its entries are the tree's (entry(i)) — the
-  /// lanes' threads read only `id`, `chunk_size`, `hash`.
+  /// offer's fields alone, its entries the tree's parts (counted by
+  /// entry_count() and file_count()) — the lanes' threads read only
+  /// `id`, `chunk_size`, `hash`.
   std::shared_ptr<const wire::Offer> offer;
   uint32_t id = 0;
   uint64_t chunk_size = 0;
