@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <iterator>
@@ -89,13 +90,24 @@ TEST(SourceReader, RetireWithNoReadInFlightReturnsAtOnce) {
   EXPECT_EQ(error, SourceReader::kRetired);
 }
 
+size_t layout_first_file(const files::SourceTree& tree) {
+  for (size_t i = 0; i < tree.entries.size(); ++i)
+    if (tree.entries[i].kind == wire::EntryKind::file) return i;
+  return 0;
+}
+
 // A piece of small files reads each whole file without the fd cache (open,
 // read, check, close): the bytes are the files', a file changed since the
 // walk is still refused, and a file read in halves goes through the cache.
 TEST(SourceReader, WholeFilesInOnePieceAreReadAndCheckedLikeTheRest) {
   files::testing::ScratchTarget dir("source-reader");
   std::string expected;
+  // Files at the top and in two directories.
   for (int i = 0; i < 5; ++i) dir.put("src/f" + std::to_string(i), std::string(100 + i, static_cast<char>('a' + i)));
+  for (int i = 0; i < 3; ++i) {
+    dir.put("src/d1/g" + std::to_string(i), std::string(50 + i, static_cast<char>('k' + i)));
+    dir.put("src/d2/h" + std::to_string(i), std::string(70 + i, static_cast<char>('p' + i)));
+  }
   auto s = files::scan_sources({dir.at("src").string()}, files::ScanOptions{});
   ASSERT_TRUE(s.ok()) << s.error;
   for (size_t i = 0; i < s.tree.entries.size(); ++i)
@@ -110,13 +122,27 @@ TEST(SourceReader, WholeFilesInOnePieceAreReadAndCheckedLikeTheRest) {
   ASSERT_TRUE(reader.read(0, got.size(), got.data(), error)) << error;
   EXPECT_EQ(std::string(got.begin(), got.end()), expected);
   // The first file in two reads: a part, then the rest (its end is checked).
+  const size_t first = s.tree.entries[layout_first_file(s.tree)].size;
   ASSERT_TRUE(reader.read(0, 10, got.data(), error)) << error;
-  ASSERT_TRUE(reader.read(10, 90, got.data() + 10, error)) << error;
-  EXPECT_EQ(std::string(got.begin(), got.begin() + 100), expected.substr(0, 100));
-  // A file rewritten since the walk (one byte more): read whole, refused.
+  ASSERT_TRUE(reader.read(10, first - 10, got.data() + 10, error)) << error;
+  EXPECT_EQ(std::string(got.begin(), got.begin() + static_cast<long>(first)), expected.substr(0, first));
+  // A file rewritten since the walk (one byte more): read whole, refused;
+  // one gone since: refused with its name.
   dir.put("src/f4", std::string(105, 'e'));
   EXPECT_FALSE(reader.read(0, expected.size(), got.data(), error));
   EXPECT_NE(error.find("f4"), std::string::npos) << error;
+  uint64_t at = 0, h1 = 0, h1_size = 0;
+  for (const auto& e : s.tree.entries) {
+    if (e.kind != wire::EntryKind::file) continue;
+    if (e.path.ends_with("d2/h1")) h1 = at, h1_size = e.size;
+    at += e.size;
+  }
+  ASSERT_GT(h1_size, 0u);
+  std::filesystem::remove(dir.at("src/d2/h1"));
+  error.clear();
+  EXPECT_FALSE(reader.read(h1, h1_size, got.data(), error));
+  EXPECT_NE(error.find("cannot open"), std::string::npos) << error;
+  EXPECT_NE(error.find("d2/h1"), std::string::npos) << error;
   reader.retire();
 }
 
