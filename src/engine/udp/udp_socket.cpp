@@ -30,7 +30,7 @@ void set_buffer(int fd, int force_opt, int opt, int bytes) {
 // --- batches ------------------------------------------------------------------
 
 TxBatch::TxBatch(size_t slots, size_t slot_size)
-    : buf_(slots * slot_size), lens_(slots), to_(slots), owner_(slots), slot_size_(slot_size) {}
+    : buf_(new uint8_t[slots * slot_size]), lens_(slots), to_(slots), owner_(slots), slot_size_(slot_size) {}
 
 void TxBatch::drop_head_owner() {
   const uint32_t owner = owner_[head_];
@@ -44,7 +44,7 @@ std::span<uint8_t> TxBatch::next_slot() {
 }
 
 RxBatch::RxBatch(size_t messages, size_t buffer_size)
-    : buf_(messages * buffer_size),
+    : buf_(new uint8_t[messages * buffer_size]),
       control_(messages * kGroCmsgSpace),
       msgs_(messages),
       iov_(messages),
@@ -52,7 +52,7 @@ RxBatch::RxBatch(size_t messages, size_t buffer_size)
       segment_(messages),
       buffer_size_(buffer_size) {
   for (size_t i = 0; i < messages; ++i) {
-    iov_[i] = iovec{buf_.data() + i * buffer_size, buffer_size};
+    iov_[i] = iovec{buf_.get() + i * buffer_size, buffer_size};
     msghdr& h = msgs_[i].msg_hdr;
     h.msg_iov = &iov_[i];
     h.msg_iovlen = 1;
