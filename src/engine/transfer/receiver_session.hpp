@@ -31,6 +31,7 @@
 #include "engine/transfer/event_log.hpp"
 #include "engine/transfer/incoming_transfer.hpp"
 #include "engine/transfer/offer_decision.hpp"
+#include "engine/transfer/piece_buffers.hpp"
 #include "engine/transfer/live_display.hpp"
 #include "engine/transfer/report.hpp"
 #include "engine/transfer/serial_worker.hpp"
@@ -215,6 +216,8 @@ class ReceiverSession {
   std::condition_variable cv_;
   std::unique_ptr<session::Receiver> machine_;
   std::vector<std::unique_ptr<Lane>> lanes_;
+  /// The UDP lanes' piece buffers, reused piece after piece (piece_buffers.hpp).
+  std::shared_ptr<PieceBuffers> piece_buffers_ = PieceBuffers::make();
   std::vector<std::unique_ptr<UdpLane>> udp_lanes_;
   std::map<uint32_t, std::shared_ptr<IncomingTransfer>> transfers_;  // accepted
   std::deque<Job> jobs_;  // for the control thread

@@ -82,8 +82,11 @@ struct ReceiverSession::UdpLane {
   /// consumed: the sender's window stops sliding until the writer catches up.
   std::atomic<uint64_t> held_credit{0};
 
+  /// The session's piece buffers, shared by its UDP lanes.
+  std::shared_ptr<PieceBuffers> buffers;
+
   /// A piece of chunk `chunk` of transfer `t`, before anything is known of it.
-  static Piece new_piece(const std::shared_ptr<IncomingTransfer>& t, uint64_t chunk);
+  Piece new_piece(const std::shared_ptr<IncomingTransfer>& t, uint64_t chunk) const;
 };
 
 class ReceiverSession::UdpEvents : public udp::UdpRecvEvents {

@@ -45,6 +45,7 @@ void ReceiverSession::open_udp_lane(const session::OpenUdpLane& a) {
       auto lane = std::make_unique<UdpLane>();
       lane->id = a.lane;
       lane->events = std::make_unique<UdpEvents>(*this, *lane);
+      lane->buffers = piece_buffers_;
       u = lane.get();
       udp_lanes_.push_back(std::move(lane));
     }
@@ -115,7 +116,7 @@ void ReceiverSession::expect_udp_piece(const wire::UdpPiece& m) {
     // nothing to gather. A copy that failed its hash left `done` there.
     if (u->done.count(key)) return;
     auto it = u->pieces.find(key);
-    if (it == u->pieces.end()) it = u->pieces.emplace(key, UdpLane::new_piece(t, m.chunk)).first;
+    if (it == u->pieces.end()) it = u->pieces.emplace(key, u->new_piece(t, m.chunk)).first;
     it->second.assembly.set_header(m.piece_offset, m.piece_length, m.hash);
     complete = it->second.assembly.complete();
   }
@@ -137,7 +138,7 @@ size_t ReceiverSession::on_udp_data(UdpLane& u, uint64_t piece, uint64_t offset,
     std::lock_guard lock(u.mu);
     if (u.done.count(piece)) return bytes.size();  // a late duplicate of a finished piece
     auto it = u.pieces.find(piece);
-    if (it == u.pieces.end()) it = u.pieces.emplace(piece, UdpLane::new_piece(t, offset / t->chunk_size)).first;
+    if (it == u.pieces.end()) it = u.pieces.emplace(piece, u.new_piece(t, offset / t->chunk_size)).first;
     const uint64_t before = it->second.assembly.buffered_bytes();
     it->second.assembly.add(offset, bytes);
     complete = it->second.assembly.complete();
@@ -210,10 +211,10 @@ void ReceiverSession::finish_udp_piece(UdpLane& u, uint64_t key) {
 }
 
 ReceiverSession::UdpLane::Piece ReceiverSession::UdpLane::new_piece(const std::shared_ptr<IncomingTransfer>& t,
-                                                                     uint64_t chunk) {
+                                                                     uint64_t chunk) const {
   const uint64_t size = t->chunk_size, total = t->total();
   const uint64_t at = std::min(chunk * size, total);
-  return UdpLane::Piece{UdpPieceAssembly(t->hash, at, std::min(size, total - at)), Clock::now(), t};
+  return UdpLane::Piece{UdpPieceAssembly(t->hash, at, std::min(size, total - at), buffers), Clock::now(), t};
 }
 
 // Pieces a UDP lane was still gathering when its transfer ended (copies the

@@ -620,7 +620,7 @@ void SenderSession::start_udp_lane(session::LaneNo id, const session::PathSpec& 
     cfg.shared_startup = startup;
   }
   std::unique_ptr<UdpDataLane> lane;
-  if (error.empty()) lane = UdpDataLane::start(cfg, static_cast<DataLaneEvents&>(*this), error);
+  if (error.empty()) lane = UdpDataLane::start(cfg, static_cast<DataLaneEvents&>(*this), error, piece_buffers_);
   if (!lane) {
     machine_->handle_lane_failed(id, error, false, now());
     return;  // the caller drains

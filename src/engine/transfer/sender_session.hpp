@@ -39,6 +39,7 @@
 #include "engine/transfer/live_display.hpp"
 #include "engine/transfer/local_host.hpp"
 #include "engine/transfer/path_memory.hpp"
+#include "engine/transfer/piece_buffers.hpp"
 #include "engine/transfer/report.hpp"
 #include "engine/udp/udp_lane_types.hpp"
 #include "core/wire/messages.hpp"
@@ -341,6 +342,8 @@ class SenderSession : private DataLaneEvents {
   std::map<std::string, std::shared_ptr<transport::SharedBaseRtt>> shared_bases_;
   /// ... and its one startup (the first lane to find the pipe full ends it for all).
   std::map<std::string, std::shared_ptr<transport::SharedStartup>> shared_startups_;
+  /// The UDP lanes' piece buffers, reused piece after piece (piece_buffers.hpp).
+  std::shared_ptr<PieceBuffers> piece_buffers_ = PieceBuffers::make();
   /// Lanes a delay group has capped (a lane that comes under a rate split leaves its group uncapped).
   std::set<session::LaneNo> delay_capped_;
 

@@ -5,10 +5,11 @@
 namespace braid::transfer {
 
 std::unique_ptr<UdpDataLane> UdpDataLane::start(const udp::UdpLaneConfig& cfg, DataLaneEvents& events,
-                                                std::string& error) {
+                                                std::string& error, std::shared_ptr<PieceBuffers> buffers) {
   // The lane object must exist before its thread can call events on it.
   std::unique_ptr<UdpDataLane> lane(new UdpDataLane(cfg.lane_id, cfg.remote.str(), events));
   lane->interface_ = cfg.socket.device;
+  lane->buffers_ = buffers ? std::move(buffers) : PieceBuffers::make();
   auto udp = udp::UdpSendLane::start(cfg, *lane, error);
   if (!udp) return nullptr;
   {
@@ -63,7 +64,7 @@ void UdpDataLane::feeder_loop() {
     // Read and hash the whole piece first: its header (with the hash) goes
     // ahead of its bytes, and the lane keeps the buffer for resends.
     const uint64_t len = w.a.length.count();
-    std::shared_ptr<uint8_t[]> buf(new uint8_t[std::max<uint64_t>(1, len)]);
+    std::shared_ptr<uint8_t[]> buf = buffers_->take(len);
     std::string error;
     if (!w.source->read(w.a.offset.count(), len, buf.get(), error)) {
       events_.on_read_failed(id_, w.source->transfer_id(), error);

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "engine/transfer/data_lane.hpp"
+#include "engine/transfer/piece_buffers.hpp"
 #include "engine/udp/udp_send_lane.hpp"
 
 namespace braid::transfer {
@@ -21,9 +22,11 @@ namespace braid::transfer {
 class UdpDataLane final : public DataLane, private udp::UdpSendEvents {
  public:
   /// Starts the UDP lane (`cfg`) and the feeder; nullptr and `error` if the
-  /// lane cannot start.
+  /// lane cannot start. Pieces are read into buffers from `buffers` (the
+  /// session's, shared by its lanes; nullptr: a pool of the lane's own).
   static std::unique_ptr<UdpDataLane> start(const udp::UdpLaneConfig& cfg, DataLaneEvents& events,
-                                            std::string& error);
+                                            std::string& error,
+                                            std::shared_ptr<PieceBuffers> buffers = nullptr);
   ~UdpDataLane() override;
 
   LaneNo id() const override { return id_; }
@@ -70,6 +73,7 @@ class UdpDataLane final : public DataLane, private udp::UdpSendEvents {
   std::string interface_;
   DataLaneEvents& events_;
   std::unique_ptr<udp::UdpSendLane> udp_;
+  std::shared_ptr<PieceBuffers> buffers_;
 
   std::mutex mu_;
   std::condition_variable cv_;

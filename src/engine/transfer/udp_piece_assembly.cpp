@@ -7,8 +7,9 @@
 
 namespace braid::transfer {
 
-UdpPieceAssembly::UdpPieceAssembly(wire::HashAlgo algo, uint64_t chunk_offset, uint64_t chunk_length)
-    : algo_(algo), base_(chunk_offset), length_(chunk_length) {}
+UdpPieceAssembly::UdpPieceAssembly(wire::HashAlgo algo, uint64_t chunk_offset, uint64_t chunk_length,
+                                   std::shared_ptr<PieceBuffers> buffers)
+    : algo_(algo), base_(chunk_offset), length_(chunk_length), buffers_(std::move(buffers)) {}
 
 void UdpPieceAssembly::set_header(uint64_t offset, uint64_t length, const wire::Digest& hash) {
   if (header_ || offset < base_ || length > length_ || offset - base_ > length_ - length) return;
@@ -19,7 +20,7 @@ void UdpPieceAssembly::add(uint64_t offset, std::span<const uint8_t> bytes) {
   uint64_t lo = std::max(offset, header_ ? header_->offset : base_);
   uint64_t hi = std::min(offset + bytes.size(), header_ ? header_->offset + header_->length : base_ + length_);
   if (lo >= hi) return;
-  if (!buffer_) buffer_.reset(new uint8_t[length_]);
+  if (!buffer_) buffer_ = buffers_ ? buffers_->take(length_) : std::shared_ptr<uint8_t[]>(new uint8_t[length_]);
   std::memcpy(buffer_.get() + (lo - base_), bytes.data() + (lo - offset), hi - lo);
   // Merge [lo, hi) into the arrived ranges.
   auto it = have_.upper_bound(lo);

@@ -14,14 +14,17 @@
 #include <span>
 
 #include "core/wire/messages.hpp"
+#include "engine/transfer/piece_buffers.hpp"
 
 namespace braid::transfer {
 
 class UdpPieceAssembly {
  public:
   /// `chunk_offset`, `chunk_length`: the transfer range of the chunk that
-  /// holds the piece (all that is known before the header comes).
-  UdpPieceAssembly(wire::HashAlgo algo, uint64_t chunk_offset, uint64_t chunk_length);
+  /// holds the piece (all that is known before the header comes). The
+  /// buffer comes from `buffers` (nullptr: the allocator).
+  UdpPieceAssembly(wire::HashAlgo algo, uint64_t chunk_offset, uint64_t chunk_length,
+                   std::shared_ptr<PieceBuffers> buffers = nullptr);
 
   /// The piece's header; ignored unless it lies inside the chunk. Once set,
   /// later calls are ignored.
@@ -53,7 +56,8 @@ class UdpPieceAssembly {
 
   wire::HashAlgo algo_;
   uint64_t base_, length_;
-  std::unique_ptr<uint8_t[]> buffer_;
+  std::shared_ptr<PieceBuffers> buffers_;
+  std::shared_ptr<uint8_t[]> buffer_;  // back to buffers_ when the piece is gone
   std::map<uint64_t, uint64_t> have_;  // disjoint, merged [start, end) ranges that arrived
   std::optional<Header> header_;
   std::optional<bool> ok_;
