@@ -39,6 +39,7 @@ def main():
     ap.add_argument("--kinds", default="tcp,udp", help="lane kinds, comma-separated")
     ap.add_argument("--cases", default="first_contact,known_peer", help="comma-separated")
     ap.add_argument("--no-mptcp", action="store_true", help="skip MPTCP's runs")
+    ap.add_argument("--keep-logs", action="store_true", help="keep each run's logs and reports under OUT/logs")
     args = ap.parse_args()
     sc = nb.load_scenario("short64")
     try:
@@ -50,7 +51,7 @@ def main():
         print(f"bench/netlab/short: braid cannot run: {why}", file=sys.stderr)
         return 1
     bargs = argparse.Namespace(runs=args.runs, size=None, transport="tcp", out=args.out, workdir=args.workdir, cc=None,
-                               keep_logs=False)
+                               keep_logs=args.keep_logs)
     b = nb.Bench(sc, tools, braid_ok, why, bargs)
     rtt = 2 * max(l["delay_s"] for l in sc["links"])
     payload_rate = sum(l["rate_bps"] * nb.Bench.payload_factor(l) for l in sc["links"]) / 8
