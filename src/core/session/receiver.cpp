@@ -119,6 +119,11 @@ void Receiver::refuse_join(Lane& lane, const std::string& why, bool tell) {
 }
 
 void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
+  ToReceiver copy = msg;
+  handle_message(on, std::move(copy), now);
+}
+
+void Receiver::handle_message(LaneNo on, ToReceiver&& msg, Time now) {
   if (ended_) return;
   Lane* lane = find(on);
   if (!lane || !lane->open) return;
@@ -147,7 +152,7 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
     return;
   }
   std::visit(
-      [&](const auto& m) {
+      [&](auto& m) {
         using M = std::decay_t<decltype(m)>;
         if constexpr (std::is_same_v<M, wire::Offer>) {
           if (m.version != wire::kProtocolVersion) {
@@ -171,18 +176,20 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
               reply(on, wire::AcceptPart{m.transfer_id, it->second.view.early_entries});
             return;
           }
+          // The offer is taken, entries and all (read from t.offer from here on).
           Transfer t;
-          t.offer = std::make_shared<wire::Offer>(m);
+          t.offer = std::make_shared<wire::Offer>(std::move(m));
+          const wire::Offer& o = *t.offer;
           t.asked_on = on;
-          t.view.id = m.transfer_id;
-          t.view.total = m.total_bytes();
-          t.assembling = m.continued;
-          auto& placed = transfers_.emplace(m.transfer_id, std::move(t)).first->second;
+          t.view.id = o.transfer_id;
+          t.view.total = o.total_bytes();
+          t.assembling = o.continued;
+          auto& placed = transfers_.emplace(o.transfer_id, std::move(t)).first->second;
           if (placed.assembling) {
-            push(RecvNote{"offer_part", on, std::to_string(m.entries.size()) + " entries"});
+            push(RecvNote{"offer_part", on, std::to_string(o.entries.size()) + " entries"});
             // Answered part by part when the sender asks and the engine
             // can (a sync's verdicts and a dry run's list need the whole).
-            placed.early = m.early_answers && cfg_.early_answers && !m.discard && m.sync == wire::SyncOptions{};
+            placed.early = o.early_answers && cfg_.early_answers && !o.discard && o.sync == wire::SyncOptions{};
             if (placed.early) {
               // Its entries are kept as the parts they come in, shared with
               // the engine (one copy: wire/entry_parts.hpp); the offer holds its fields.
@@ -198,8 +205,9 @@ void Receiver::handle_message(LaneNo on, const ToReceiver& msg, Time now) {
           if (it == transfers_.end() || !it->second.assembling) return;  // no head, or complete (a part sent again)
           Transfer& t = it->second;
           bool complete = false;
-          const std::string bad = t.early ? wire::append_offer_part(*t.offer, t.entries, m, complete)
-                                          : wire::append_offer_part(*t.offer, m, complete);
+          // The part's entries are moved in, not copied (m's transfer_id stays).
+          const std::string bad = t.early ? wire::append_offer_part(*t.offer, t.entries, std::move(m), complete)
+                                          : wire::append_offer_part(*t.offer, std::move(m), complete);
           if (!bad.empty()) {
             t.assembling = false;
             push(RecvNote{"offer_refused", on, bad});

@@ -173,6 +173,10 @@ class Receiver {
   bool handle_lane_connected(LaneNo lane, const LaneTraits& traits, Time now);
   void handle_lane_failed(LaneNo lane, const std::string& reason, Time now);
   void handle_message(LaneNo lane, const ToReceiver& msg, Time now);
+  /// The same, taking the message: an offer's and its parts' entries are
+  /// moved into the transfer instead of copied (the engine's way; the
+  /// const one copies the message first).
+  void handle_message(LaneNo lane, ToReceiver&& msg, Time now);
   /// The engine's answer to PrepareOffer: accept (with the held ranges it
   /// re-verified) or refuse.
   void handle_offer_prepared(uint32_t transfer, std::variant<wire::Accept, wire::Refuse> answer, Time now);

@@ -88,6 +88,8 @@ class EntryParts {
 /// part) and `entries` every entry so far; the same checks, and the part's
 /// entries join `entries` as one new part.
 std::string append_offer_part(Offer& head, EntryParts& entries, const OfferPart& part, bool& complete);
+/// The same, moving the part's entries into the new part instead of copying them.
+std::string append_offer_part(Offer& head, EntryParts& entries, OfferPart&& part, bool& complete);
 
 /// encode_streamed for an offer of `fields`' fields with these entries.
 void encode_streamed(const Offer& fields, const EntryParts& entries, const ByteSink& sink);

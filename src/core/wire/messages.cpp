@@ -1,6 +1,8 @@
 #include "core/wire/messages.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <type_traits>
 
 #include "core/wire/byte_codec.hpp"
 #include "core/wire/data_ranges.hpp"
@@ -424,13 +426,22 @@ std::string check_offer_part(const Offer& head, const Entries& have, uint64_t to
 
 }  // namespace
 
-std::string append_offer_part(Offer& offer, const OfferPart& part, bool& complete) {
+namespace {
+
+// `Part` is const OfferPart& (its entries copied) or OfferPart (moved).
+template <class Part>
+std::string append_to_offer(Offer& offer, Part&& part, bool& complete) {
   complete = false;
   bool again = false;
   if (std::string bad = check_offer_part(offer, offer.entries, offer.total_bytes(), part, again); !bad.empty() || again)
     return bad;
   reserve_to_append(offer.entries, part.entries.size());
-  offer.entries.insert(offer.entries.end(), part.entries.begin(), part.entries.end());
+  if constexpr (std::is_const_v<std::remove_reference_t<Part>>) {
+    offer.entries.insert(offer.entries.end(), part.entries.begin(), part.entries.end());
+  } else {
+    offer.entries.insert(offer.entries.end(), std::make_move_iterator(part.entries.begin()),
+                         std::make_move_iterator(part.entries.end()));
+  }
   if (part.last) {
     offer.continued = false;
     complete = true;
@@ -438,17 +449,40 @@ std::string append_offer_part(Offer& offer, const OfferPart& part, bool& complet
   return {};
 }
 
-std::string append_offer_part(Offer& head, EntryParts& entries, const OfferPart& part, bool& complete) {
+template <class Part>
+std::string append_to_parts(Offer& head, EntryParts& entries, Part&& part, bool& complete) {
   complete = false;
   bool again = false;
   if (std::string bad = check_offer_part(head, entries, entries.total_bytes(), part, again); !bad.empty() || again)
     return bad;
-  entries.append(std::make_shared<const std::vector<ManifestEntry>>(part.entries));
+  if constexpr (std::is_const_v<std::remove_reference_t<Part>>) {
+    entries.append(std::make_shared<const std::vector<ManifestEntry>>(part.entries));
+  } else {
+    entries.append(std::make_shared<const std::vector<ManifestEntry>>(std::move(part.entries)));
+  }
   if (part.last) {
     head.continued = false;
     complete = true;
   }
   return {};
+}
+
+}  // namespace
+
+std::string append_offer_part(Offer& offer, const OfferPart& part, bool& complete) {
+  return append_to_offer(offer, part, complete);
+}
+
+std::string append_offer_part(Offer& offer, OfferPart&& part, bool& complete) {
+  return append_to_offer(offer, part, complete);
+}
+
+std::string append_offer_part(Offer& head, EntryParts& entries, const OfferPart& part, bool& complete) {
+  return append_to_parts(head, entries, part, complete);
+}
+
+std::string append_offer_part(Offer& head, EntryParts& entries, OfferPart&& part, bool& complete) {
+  return append_to_parts(head, entries, part, complete);
 }
 
 const ManifestEntry& EntryParts::operator[](size_t i) const {

@@ -137,7 +137,8 @@ void ReceiverSession::reader_loop(Lane& lane) {
       log_.write("frame_ignored", {{"lane", lane.id}, {"type", static_cast<int>(in.type)}});
       continue;
     }
-    drive([&](session::Receiver& m) { m.handle_message(lane.id, *msg, now()); });
+    // Taken, not copied: an offer part's entries move into the transfer.
+    drive([&](session::Receiver& m) { m.handle_message(lane.id, std::move(*msg), now()); });
   }
 }
 

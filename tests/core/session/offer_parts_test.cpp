@@ -795,6 +795,49 @@ TEST(StreamedOffer, ARepeatedHeadHearsTheAcceptedPartsAgainAndACancelAbandonsThe
   }
 }
 
+// The engine hands each decoded message over by value: the head's and the
+// parts' entries become the transfer's parts as they are (the same buffers),
+// where the const overload copies them.
+TEST(StreamedOffer, AHeadAndAPartHandedOverByValueKeepTheirEntriesBuffers) {
+  ReceiverConfig cfg;
+  cfg.root_hash = sum_root;
+  cfg.early_answers = true;
+  Receiver r(cfg);
+  r.start(LaneTraits::tcp(), t0);
+  while (r.poll_action()) {}
+  wire::Offer head = offer_of(tree_4k(100));
+  head.continued = true;
+  head.early_answers = true;
+  const wire::ManifestEntry* head_entries = head.entries.data();
+  r.handle_message(0, ToReceiver(std::move(head)), t0);
+  auto asks = drain<PrepareOfferPart>(r);
+  ASSERT_EQ(asks.size(), 1u);
+  ASSERT_EQ(asks[0].parts.size(), 1u);
+  EXPECT_EQ(asks[0].parts[0]->size(), 101u);
+  EXPECT_EQ(asks[0].parts[0]->data(), head_entries);
+  r.handle_part_prepared(7, t0);
+  (void)drain<RecvSendMessage>(r);
+
+  wire::OfferPart part{7, 101, false, tree_4k(50)};
+  const wire::ManifestEntry* part_entries = part.entries.data();
+  r.handle_message(0, ToReceiver(std::move(part)), t0);
+  asks = drain<PrepareOfferPart>(r);
+  ASSERT_EQ(asks.size(), 1u);
+  ASSERT_EQ(asks[0].parts.size(), 1u);
+  EXPECT_EQ(asks[0].first, 101u);
+  EXPECT_EQ(asks[0].parts[0]->data(), part_entries);
+  r.handle_part_prepared(7, t0);
+
+  const wire::OfferPart last{7, 152, true, tree_4k(1)};
+  r.handle_message(0, last, t0);  // by reference: a copy, the caller's part untouched
+  asks = drain<PrepareOfferPart>(r);
+  ASSERT_EQ(asks.size(), 1u);
+  ASSERT_EQ(asks[0].parts.size(), 1u);
+  EXPECT_NE(asks[0].parts[0]->data(), last.entries.data());
+  EXPECT_EQ(*asks[0].parts[0], last.entries);
+  EXPECT_NE(asks[0].whole, nullptr);  // the last part: the whole offer
+}
+
 TEST(StreamedOffer, TheSenderTakesOnlyEntriesItSentAndAClosingAcceptWithoutRanges) {
   const auto entries = tree_4k(20'000);  // the head is cut after ~15,000 entries (1 MiB)
   for (const bool too_many : {false, true}) {
