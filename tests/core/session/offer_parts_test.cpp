@@ -748,16 +748,28 @@ TEST(StreamedOffer, ALaneLostMidWalkAfterEarlyPiecesStillVerifies) {
   EXPECT_EQ(run.r.transfer(1)->verified_bytes, 60'000u * 4096);
 }
 
-TEST(StreamedOffer, ARepeatedHeadHearsTheAcceptedPartsAgainAndACancelAbandonsThemOnce) {
+/// A receiver that answers part by part, started, its first actions drained.
+Receiver early_receiver() {
   ReceiverConfig cfg;
   cfg.root_hash = sum_root;
   cfg.early_answers = true;
   Receiver r(cfg);
   r.start(LaneTraits::tcp(), t0);
   while (r.poll_action()) {}
+  return r;
+}
+
+/// The head of transfer 7 (101 entries) asking to be answered part by part.
+wire::Offer early_head() {
   wire::Offer head = offer_of(tree_4k(100));
   head.continued = true;
   head.early_answers = true;
+  return head;
+}
+
+TEST(StreamedOffer, ARepeatedHeadHearsTheAcceptedPartsAgainAndACancelAbandonsThemOnce) {
+  Receiver r = early_receiver();
+  const wire::Offer head = early_head();
   r.handle_message(0, head, t0);
   const auto asks = drain<PrepareOfferPart>(r);
   ASSERT_EQ(asks.size(), 1u);
@@ -799,15 +811,8 @@ TEST(StreamedOffer, ARepeatedHeadHearsTheAcceptedPartsAgainAndACancelAbandonsThe
 // parts' entries become the transfer's parts as they are (the same buffers),
 // where the const overload copies them.
 TEST(StreamedOffer, AHeadAndAPartHandedOverByValueKeepTheirEntriesBuffers) {
-  ReceiverConfig cfg;
-  cfg.root_hash = sum_root;
-  cfg.early_answers = true;
-  Receiver r(cfg);
-  r.start(LaneTraits::tcp(), t0);
-  while (r.poll_action()) {}
-  wire::Offer head = offer_of(tree_4k(100));
-  head.continued = true;
-  head.early_answers = true;
+  Receiver r = early_receiver();
+  wire::Offer head = early_head();
   const wire::ManifestEntry* head_entries = head.entries.data();
   r.handle_message(0, ToReceiver(std::move(head)), t0);
   auto asks = drain<PrepareOfferPart>(r);
