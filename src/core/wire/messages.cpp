@@ -428,7 +428,7 @@ std::string check_offer_part(const Offer& head, const Entries& have, uint64_t to
 
 namespace {
 
-// `Part` is const OfferPart& (its entries copied) or OfferPart (moved).
+// `Part` is const OfferPart& (its entries copied) or OfferPart& (moved).
 template <class Part>
 std::string append_to_offer(Offer& offer, Part&& part, bool& complete) {
   complete = false;

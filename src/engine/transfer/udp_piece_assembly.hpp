@@ -25,6 +25,11 @@ class UdpPieceAssembly {
   /// buffer comes from `buffers` (nullptr: the allocator).
   UdpPieceAssembly(wire::HashAlgo algo, uint64_t chunk_offset, uint64_t chunk_length,
                    std::shared_ptr<PieceBuffers> buffers = nullptr);
+  // Moved, never copied: a copy would write into the same shared buffer.
+  UdpPieceAssembly(UdpPieceAssembly&&) noexcept = default;
+  UdpPieceAssembly& operator=(UdpPieceAssembly&&) noexcept = default;
+  UdpPieceAssembly(const UdpPieceAssembly&) = delete;
+  UdpPieceAssembly& operator=(const UdpPieceAssembly&) = delete;
 
   /// The piece's header; ignored unless it lies inside the chunk. Once set,
   /// later calls are ignored.

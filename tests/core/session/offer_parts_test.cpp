@@ -833,13 +833,15 @@ TEST(StreamedOffer, AHeadAndAPartHandedOverByValueKeepTheirEntriesBuffers) {
   EXPECT_EQ(asks[0].parts[0]->data(), part_entries);
   r.handle_part_prepared(7, t0);
 
-  const wire::OfferPart last{7, 152, true, tree_4k(1)};
-  r.handle_message(0, last, t0);  // by reference: a copy, the caller's part untouched
+  const ToReceiver last = wire::OfferPart{7, 152, true, tree_4k(1)};
+  r.handle_message(0, last, t0);  // the const overload: a copy, the caller's part untouched
+  const auto& last_entries = std::get<wire::OfferPart>(last).entries;
   asks = drain<PrepareOfferPart>(r);
   ASSERT_EQ(asks.size(), 1u);
   ASSERT_EQ(asks[0].parts.size(), 1u);
-  EXPECT_NE(asks[0].parts[0]->data(), last.entries.data());
-  EXPECT_EQ(*asks[0].parts[0], last.entries);
+  EXPECT_NE(asks[0].parts[0]->data(), last_entries.data());
+  EXPECT_EQ(*asks[0].parts[0], last_entries);
+  EXPECT_EQ(last_entries.size(), 2u);
   EXPECT_NE(asks[0].whole, nullptr);  // the last part: the whole offer
 }
 
