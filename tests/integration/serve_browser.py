@@ -26,6 +26,7 @@ try:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
+    from selenium.common.exceptions import StaleElementReferenceException
 except ImportError:
     print("SKIP: python3-selenium is not installed (apt install python3-selenium)")
     sys.exit(77)
@@ -116,9 +117,19 @@ try:
 
         # An offer that waits, accepted by clicking (every offer waits: [accept] from = "none").
         first = send("pair.bin", 100_000, code)
-        button = wait_for("the offer's accept button",
-                          lambda: browser.find_elements(By.CSS_SELECTOR, "button[data-action=accept]"), timeout=20)
-        button[0].click()
+
+        def click_accept():
+            # The page draws its offers again as their state changes: a button
+            # found just before a redraw is gone by the click. Find it again.
+            try:
+                buttons = browser.find_elements(By.CSS_SELECTOR, "button[data-action=accept]")
+                if not buttons:
+                    return False
+                buttons[0].click()
+                return True
+            except StaleElementReferenceException:
+                return False
+        wait_for("a click on the offer's accept button", click_accept, timeout=20)
         if first.wait(timeout=30) != 0:
             fail("the send whose offer was accepted by a click exited %d" % first.returncode)
 
