@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <iterator>
-#include <type_traits>
 
 #include "core/wire/byte_codec.hpp"
 #include "core/wire/data_ranges.hpp"
@@ -426,22 +425,14 @@ std::string check_offer_part(const Offer& head, const Entries& have, uint64_t to
 
 }  // namespace
 
-namespace {
-
-// `Part` is const OfferPart& (its entries copied) or OfferPart& (moved).
-template <class Part>
-std::string append_to_offer(Offer& offer, Part&& part, bool& complete) {
+std::string append_offer_part(Offer& offer, OfferPart&& part, bool& complete) {
   complete = false;
   bool again = false;
   if (std::string bad = check_offer_part(offer, offer.entries, offer.total_bytes(), part, again); !bad.empty() || again)
     return bad;
   reserve_to_append(offer.entries, part.entries.size());
-  if constexpr (std::is_const_v<std::remove_reference_t<Part>>) {
-    offer.entries.insert(offer.entries.end(), part.entries.begin(), part.entries.end());
-  } else {
-    offer.entries.insert(offer.entries.end(), std::make_move_iterator(part.entries.begin()),
-                         std::make_move_iterator(part.entries.end()));
-  }
+  offer.entries.insert(offer.entries.end(), std::make_move_iterator(part.entries.begin()),
+                       std::make_move_iterator(part.entries.end()));
   if (part.last) {
     offer.continued = false;
     complete = true;
@@ -449,17 +440,16 @@ std::string append_to_offer(Offer& offer, Part&& part, bool& complete) {
   return {};
 }
 
-template <class Part>
-std::string append_to_parts(Offer& head, EntryParts& entries, Part&& part, bool& complete) {
+std::string append_offer_part(Offer& offer, const OfferPart& part, bool& complete) {
+  return append_offer_part(offer, OfferPart(part), complete);
+}
+
+std::string append_offer_part(Offer& head, EntryParts& entries, OfferPart&& part, bool& complete) {
   complete = false;
   bool again = false;
   if (std::string bad = check_offer_part(head, entries, entries.total_bytes(), part, again); !bad.empty() || again)
     return bad;
-  if constexpr (std::is_const_v<std::remove_reference_t<Part>>) {
-    entries.append(std::make_shared<const std::vector<ManifestEntry>>(part.entries));
-  } else {
-    entries.append(std::make_shared<const std::vector<ManifestEntry>>(std::move(part.entries)));
-  }
+  entries.append(std::make_shared<const std::vector<ManifestEntry>>(std::move(part.entries)));
   if (part.last) {
     head.continued = false;
     complete = true;
@@ -467,22 +457,8 @@ std::string append_to_parts(Offer& head, EntryParts& entries, Part&& part, bool&
   return {};
 }
 
-}  // namespace
-
-std::string append_offer_part(Offer& offer, const OfferPart& part, bool& complete) {
-  return append_to_offer(offer, part, complete);
-}
-
-std::string append_offer_part(Offer& offer, OfferPart&& part, bool& complete) {
-  return append_to_offer(offer, part, complete);
-}
-
 std::string append_offer_part(Offer& head, EntryParts& entries, const OfferPart& part, bool& complete) {
-  return append_to_parts(head, entries, part, complete);
-}
-
-std::string append_offer_part(Offer& head, EntryParts& entries, OfferPart&& part, bool& complete) {
-  return append_to_parts(head, entries, part, complete);
+  return append_offer_part(head, entries, OfferPart(part), complete);
 }
 
 const ManifestEntry& EntryParts::operator[](size_t i) const {

@@ -441,7 +441,7 @@ OfferPart offer_part(uint32_t transfer_id, std::span<const ManifestEntry> entrie
 /// a hard link to an entry that is no file). `complete` is set when `part`
 /// was the last.
 std::string append_offer_part(Offer& offer, const OfferPart& part, bool& complete);
-/// The same, moving the part's entries in (what is left of `part` is its other fields).
+/// The same, moving the part's entries in (the const one copies the part first).
 std::string append_offer_part(Offer& offer, OfferPart&& part, bool& complete);
 
 /// A byte range of the transfer the receiver verified, wrote and made
