@@ -24,6 +24,14 @@ constexpr int kMaxCruiseRounds = 8;
 constexpr double kProbeBwCwndGain = 1.5;
 // The water mark's window cap when none is set (update_probe_bw).
 constexpr Bytes kNoInflightCap(UINT64_MAX);
+// The water mark's cap never goes below this many BDPs. One BDP over the
+// minimum RTT starves the lane: what it has in flight also holds packets
+// lost and not yet declared (~1 % of a BDP at 1 % loss) and packets
+// delivered whose ack comes later than the fastest one did (batched acks,
+// a few ms of host jitter). On netlab's loss1 (200 Mbit/s, 40 ms, 1 % loss)
+// a cap of one BDP held the lane window-limited for half the transfer, ~1 %
+// under its estimate. A tenth more stands at most 0.1 RTT in the queue.
+constexpr double kWaterMarkFloorGain = 1.1;
 // BBR draft §4.3.2.2: full pipe = under 25 % growth over 3 rounds.
 constexpr double kFullBwGrowth = 1.25;
 constexpr int kFullBwRounds = 3;
@@ -238,10 +246,10 @@ void DelayController::update_probe_bw(const CongestionEvent& ev) {
         // sum reads above the link when their shares shift (netlab, four
         // lanes on 4 Mbit/s: a queue of +30-60 ms for seconds, held by the
         // windows, that 0.75 × the estimate did not drain). So the window
-        // shrinks too, to 3/4 of what was in flight, never under one BDP,
-        // until the next probe up.
+        // shrinks too, to 3/4 of what was in flight, never under a BDP and
+        // its allowance (kWaterMarkFloorGain), until the next probe up.
         const Bytes three_quarters(static_cast<uint64_t>(ev.prior_in_flight.as_double() * kProbeDownGain));
-        inflight_cap_ = std::max(bdp(1.0), three_quarters);
+        inflight_cap_ = std::max(bdp(kWaterMarkFloorGain), three_quarters);
       } else if (elapsed > min_rtt_ * static_cast<double>(cruise_rounds_)) {
         set_phase(Phase::up, ev.now);
       }

@@ -37,13 +37,22 @@ bool BottleneckLink::send(Time now, SimPacket&& packet) {
   };
   if (cfg_.loss > 0 && uniform() < cfg_.loss) return drop(stats_.dropped_random);
   if (queued_ + packet.size > cfg_.queue_limit.count()) return drop(stats_.dropped_queue);
-  const Time start = std::max(now, last_finish_);
+  const Time start = after_pause(std::max(now, last_finish_));
   const Time finish = start + cfg_.rate.transfer_time(Bytes(packet.size));
   last_finish_ = finish;
   queue_.push_back({finish, packet.size});
   queued_ += packet.size;
-  wire_.push_back({finish + cfg_.one_way_delay, std::move(packet)});
+  Time arrival = finish + cfg_.one_way_delay;
+  if (cfg_.jitter > Duration::zero()) arrival = std::max(arrival + cfg_.jitter * uniform(), last_arrival_);
+  last_arrival_ = arrival;
+  wire_.push_back({arrival, std::move(packet)});
   return true;
+}
+
+Time BottleneckLink::after_pause(Time t) const {
+  if (cfg_.pause_every <= Duration::zero() || cfg_.pause_for <= Duration::zero()) return t;
+  const int64_t into = t.ns() % cfg_.pause_every.ns();
+  return into < cfg_.pause_for.ns() ? t + Duration::nanos(cfg_.pause_for.ns() - into) : t;
 }
 
 Time BottleneckLink::next_arrival() const {

@@ -19,6 +19,15 @@ struct LinkConfig {
   Bytes queue_limit = Bytes::mib(2);
   double loss = 0.0;  // probability a packet is dropped at the entrance
   uint64_t seed = 1;
+  /// The link stops serialising for `pause_for` at the start of every
+  /// `pause_every` (zero: never): a queue that comes and goes, as a Wi-Fi
+  /// link's busy medium or a host that runs a link emulator late makes.
+  Duration pause_every = Duration::zero();
+  Duration pause_for = Duration::zero();
+  /// Each packet reaches the far end up to this much later (uniform, order
+  /// kept): the few milliseconds a busy host adds to a path's RTT samples
+  /// above their minimum.
+  Duration jitter = Duration::zero();
 };
 
 struct SimPacket {
@@ -59,6 +68,8 @@ class BottleneckLink {
  private:
   double uniform();
   void expire_queue(Time now);
+  /// `t`, or the end of the pause it falls in.
+  Time after_pause(Time t) const;
 
   struct Departure {
     Time finish;
@@ -74,6 +85,7 @@ class BottleneckLink {
   std::deque<Departure> queue_;   // packets not yet fully serialised
   uint64_t queued_ = 0;
   Time last_finish_ = Time::zero();
+  Time last_arrival_ = Time::zero();
   std::deque<InFlight> wire_;
   LinkStats stats_;
   std::vector<uint64_t> dropped_by_flow_;
