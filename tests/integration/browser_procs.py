@@ -44,8 +44,11 @@ class DevTools:
             r, w = fcntl.fcntl(to_chrome_r, fcntl.F_DUPFD, 10), fcntl.fcntl(from_chrome_w, fcntl.F_DUPFD, 10)
             os.dup2(r, 3)
             os.dup2(w, 4)
+        # Chromium puts its singleton socket in $TMPDIR and leaves it there when it is
+        # stopped: the test's scratch dir (stderr_path's, removed by stop_all), not /tmp.
+        env = dict(os.environ, TMPDIR=os.path.dirname(os.path.abspath(stderr_path)))
         self.proc = subprocess.Popen(args, preexec_fn=fds, close_fds=False, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=open(stderr_path, "w"))
+                                     stdout=subprocess.DEVNULL, stderr=open(stderr_path, "w"), env=env)
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self.buf = b""

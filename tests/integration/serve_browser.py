@@ -98,7 +98,8 @@ try:
     opts.binary_location = chromium
     for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1600"):
         opts.add_argument(a)
-    browser = webdriver.Chrome(service=Service(driver_bin), options=opts)
+    # TMPDIR: Chromium's singleton socket goes to the scratch dir stop_all removes, not /tmp.
+    browser = webdriver.Chrome(service=Service(driver_bin, env=dict(os.environ, TMPDIR=W)), options=opts)
     try:
         browser.get(link)  # the login link: sets the cookie, redirects to the bare page
         if "token=" in browser.current_url:
