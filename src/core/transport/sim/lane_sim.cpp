@@ -186,7 +186,8 @@ bool LaneSim::run_until(Time end) {
       if (p->flow >= 0) {
         Flow& f = *flows_[static_cast<size_t>(p->flow)];
         if (f.active) {
-          f.receiver->on_datagram_received(now_, without_tag(p->bytes), f);
+          const TransportError e = f.receiver->on_datagram_received(now_, without_tag(p->bytes), f);
+          if (e != TransportError::ok && e != TransportError::duplicate_packet) ++refused_;
           if (f.pending_consumed) {
             f.receiver->on_data_consumed(Bytes(f.pending_consumed));
             f.pending_consumed = 0;
@@ -211,7 +212,7 @@ bool LaneSim::run_until(Time end) {
       }
       if (!f.active) continue;
       while (auto p = f.reverse->receive(now_)) {
-        f.sender->on_datagram_received(now_, without_tag(p->bytes));
+        if (f.sender->on_datagram_received(now_, without_tag(p->bytes)) != TransportError::ok) ++refused_;
         pool_.push_back(std::move(p->bytes));
       }
       drive_flow(f);

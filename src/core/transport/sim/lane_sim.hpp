@@ -60,6 +60,9 @@ class LaneSim {
   /// Unique data bytes that reached flow `i`'s receiver in [from, to), as a rate.
   Rate goodput(int flow, Time from, Time to) const;
   uint64_t goodput_bytes(int flow) const;
+  /// Datagrams a lane refused as malformed (not duplicates): none, unless
+  /// the simulator hands over something the engine never would.
+  uint64_t refused_datagrams() const { return refused_; }
   /// CBR bytes delivered in [from, to), as a rate.
   Rate cbr_throughput(int cbr, Time from, Time to) const;
   /// Time `flow` received its last byte (Time::never() if unfinished).
@@ -90,6 +93,7 @@ class LaneSim {
   std::vector<std::vector<uint8_t>> pool_;
   std::vector<std::pair<Time, Duration>> queue_samples_;
   Time next_sample_ = Time::zero();
+  uint64_t refused_ = 0;
   Time now_ = Time::zero();
 };
 
