@@ -49,7 +49,7 @@ TransportError LaneReceiver::on_datagram_received(Time now, std::span<const uint
   ++unacked_eliciting_;
   // RFC 9000 §13.2.1: ack at once on reordering (gaps speed up loss recovery),
   // and after every `ack_every` packets; otherwise within max_ack_delay.
-  if (!in_order || unacked_eliciting_ >= cfg_.ack_every) ack_now_ = true;
+  if (!in_order || unacked_eliciting_ >= cfg_.ack_every || stats_.packets_received <= cfg_.quick_acks) ack_now_ = true;
   if (ack_deadline_ == Time::never()) ack_deadline_ = now + cfg_.max_ack_delay;
   return TransportError::ok;
 }

@@ -5,7 +5,7 @@
 //
 // Ack policy (RFC 9000 §13.2.1-2): ack every `ack_every` ack-eliciting
 // packets, at once when a packet arrives out of order, and otherwise within
-// `max_ack_delay`. MAX_DATA rides on every feedback packet (so it is
+// `max_ack_delay`; the first `quick_acks` packets one by one. MAX_DATA rides on every feedback packet (so it is
 // effectively reliable), and a window update goes out on its own once the
 // application has consumed a quarter of the window since the last one.
 #pragma once
@@ -32,6 +32,14 @@ struct ReceiverConfig {
   Bytes receive_window = Bytes::mib(16);
   /// Ranges per ACK frame (RFC 9000 §13.2.4 lets old ranges go).
   size_t max_ack_ranges = 32;
+  /// The lane's first packets are acked one by one, at once (Linux TCP's
+  /// quick-ack mode at a connection's start does the same). The lanes of a
+  /// path send their first flights together, and only the packet that is
+  /// first on the link meets an empty queue: acked with the next seven, it
+  /// gives no RTT sample, every sample of the start stands behind the
+  /// flights, and the path's base is read that much too high — for the
+  /// whole min-RTT window, hiding a standing queue from the water mark.
+  uint32_t quick_acks = 16;
 };
 
 /// The application side: gets each DATA frame as it arrives (possibly twice

@@ -15,7 +15,14 @@
 //    the path is faster (BBR covers the same effect with its ack-aggregation
 //    term, draft-cardwell-iccrg-bbr-congestion-control-02 §4.6.4.2). Pacing
 //    still sets the rate, so on a long path, where 1.5 × BDP is far larger,
-//    this changes nothing.
+//    this changes nothing. Not before the controller has measured a rate:
+//    until then its pacing rate is a guess (BBR's: the initial window over
+//    a nominal 1 ms, × 2.77 — 326 Mbit/s for 1472-byte packets), and that
+//    × 2 ms made a lane's first flight 55 packets instead of 10. On a
+//    4 Mbit/s uplink two lanes' first flights stood ~300 ms in the queue;
+//    every RTT sample of the start read that queue, the path's base was
+//    taken ~80 ms too high, and the water mark missed a standing +60 ms
+//    for whole transfers (netlab uplink4, half the runs).
 #pragma once
 
 #include <memory>
@@ -43,6 +50,7 @@ class LaneLimitsController final : public transport::CongestionController {
   void on_congestion_event(const transport::CongestionEvent& ev) override { inner_->on_congestion_event(ev); }
   void on_app_limited(Time now, Bytes in_flight) override { inner_->on_app_limited(now, in_flight); }
   Bytes congestion_window() const override {
+    if (inner_->bandwidth_estimate().is_zero()) return inner_->congestion_window();
     return std::max(inner_->congestion_window(), pacing_rate().bytes_in(limits_.io_reaction));
   }
   Rate pacing_rate() const override {

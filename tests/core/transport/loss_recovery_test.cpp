@@ -150,6 +150,33 @@ TEST(Acks, DuplicatePacketIsReportedNotRedelivered) {
   EXPECT_EQ(rx.stats().duplicate_packets, 1u);
 }
 
+// The first `quick_acks` packets are acked one by one and at once, so the
+// packet that met an empty queue gives the sender its RTT sample; after
+// that, every `ack_every` packets (or within max_ack_delay).
+TEST(Acks, TheFirstPacketsAreAckedOneByOneThenEveryFew) {
+  ReceiverConfig rc;
+  rc.lane_id = 1;
+  rc.ack_every = 8;
+  rc.quick_acks = 4;
+  LaneReceiver rx(rc);
+  CountingSink sink;
+  std::vector<uint8_t> out(1200);
+  int acks = 0;
+  for (uint64_t pn = 0; pn < 20; ++pn) {
+    std::vector<uint8_t> pkt(1200);
+    ByteWriter w(pkt);
+    encode_header(w, {PacketKind::data, 1, pn});
+    encode_data_frame(w, {0, pn * 100, 100});
+    pkt.resize(w.written());
+    ASSERT_EQ(rx.on_datagram_received(Time::zero(), pkt, sink), TransportError::ok);
+    const bool acked = rx.poll_transmit(Time::zero(), out).has_value();
+    acks += acked;
+    if (pn < 4) EXPECT_TRUE(acked) << pn;
+  }
+  // 4 at once, then one per 8 of the next 16.
+  EXPECT_EQ(acks, 4 + 2);
+}
+
 TEST(FlowControl, SlowReceiverIsNotFlooded) {
   SenderConfig sc;
   sc.initial_max_data = Bytes::kib(64);

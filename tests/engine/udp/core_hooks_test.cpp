@@ -152,6 +152,29 @@ TEST(CoreHooks, RateCapHoldsTheWireRate) {
   }
 }
 
+// The I/O allowance (pacing × reaction time) waits for a measured rate:
+// before the first ack the pacing rate is a guess (326 Mbit/s for 1472-byte
+// packets), and the first flight was 55 packets instead of the controller's
+// ten — ~300 ms of queue for two lanes on a 4 Mbit/s uplink.
+TEST(CoreHooks, TheFirstFlightIsTheControllersInitialWindow) {
+  auto limited = std::make_unique<LaneLimitsController>(controller(), LaneLimits{std::nullopt, Duration::millis(2)});
+  LaneLimitsController* cc = limited.get();
+  VirtualLane lane(std::move(limited), Duration::millis(10));
+  uint64_t first_flight = 0;  // packets sent before the first ack can be back (20 ms)
+  lane.on_transmit = [&](const transport::Transmit&) {
+    if (lane.now < Time::zero() + Duration::millis(20)) ++first_flight;
+  };
+  for (uint64_t p = 0; p < 8; ++p) lane.sender->enqueue(DataRange{p, 0, 1 << 20});
+  ASSERT_TRUE(lane.run_until_acked(Time::zero() + Duration::seconds(5)));
+  // Ten packets (an eleventh fits when the packets are a little short of
+  // the window's 1472 bytes each); 55 with the allowance from the start.
+  EXPECT_GE(first_flight, 10u);
+  EXPECT_LE(first_flight, 11u);
+  // Once acks measured a rate the allowance is back: at least pacing × 2 ms.
+  ASSERT_FALSE(cc->bandwidth_estimate().is_zero());
+  EXPECT_GE(cc->congestion_window().count(), cc->pacing_rate().bytes_in(Duration::millis(2)).count());
+}
+
 TEST(PieceLedger, GivesBytesWithinThePieceAndAcksOnce) {
   auto data = std::make_shared<std::vector<uint8_t>>(1000);
   for (size_t i = 0; i < data->size(); ++i) (*data)[i] = static_cast<uint8_t>(i);
