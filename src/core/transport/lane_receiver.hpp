@@ -5,9 +5,10 @@
 //
 // Ack policy (RFC 9000 §13.2.1-2): ack every `ack_every` ack-eliciting
 // packets, at once when a packet arrives out of order, and otherwise within
-// `max_ack_delay`; the first `quick_acks` packets one by one. MAX_DATA rides on every feedback packet (so it is
-// effectively reliable), and a window update goes out on its own once the
-// application has consumed a quarter of the window since the last one.
+// `max_ack_delay`; the first `quick_acks` packets one by one. MAX_DATA
+// rides on every feedback packet (so it is effectively reliable), and a
+// window update goes out on its own once the application has consumed a
+// quarter of the window since the last one.
 #pragma once
 
 #include <cstdint>
