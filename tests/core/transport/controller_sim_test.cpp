@@ -85,7 +85,7 @@ INSTANTIATE_TEST_SUITE_P(Loss, DelayUnderRandomLoss,
 // above their minimum (host jitter), and with 1 % loss, a lane needs more
 // in flight than one BDP over the minimum RTT: packets lost and not yet
 // declared, and delivered ones whose ack comes late. Capped at one BDP
-// exactly, the lane ran window-limited after every pause: 0.94 of the line
+// exactly, the lane ran window-limited after every pause: 0.93 of the line
 // here, and ~1 % under its estimate on netlab's loss1.
 TEST(DelayUnderRandomLoss, KeepsItsRateWhenTheLinkPausesNowAndThen) {
   SimConfig cfg;
