@@ -99,6 +99,21 @@ TEST(LabModel, GsoOnlyWhereLossIsPerPacket) {
   EXPECT_TRUE(lab.wants_gso(0, Dir::down));
 }
 
+// A super-packet crosses the model in one piece: on a slow link its first
+// segment would arrive a whole burst late, so the kernel cuts it there.
+TEST(LabModel, GsoOnlyWhereASuperPacketCrossesAboutAsItsSegmentsWould) {
+  LabModel lab({link("A:rate=4Mbit"), link("B:rate=100Mbit,up.rate=10Mbit"), link("C:rate=32Mbit")}, 1);
+  EXPECT_FALSE(lab.wants_gso(0, Dir::up));
+  EXPECT_FALSE(lab.wants_gso(0, Dir::down));
+  EXPECT_FALSE(lab.wants_gso(1, Dir::up));
+  EXPECT_TRUE(lab.wants_gso(1, Dir::down));
+  EXPECT_TRUE(lab.wants_gso(2, Dir::up));
+  // A rate change is a change of mind, as a loss change is.
+  ASSERT_EQ(lab.schedule(event("link=A,rate=200Mbit"), at(0s)), "");
+  lab.apply_due_events(at(0s));
+  EXPECT_TRUE(lab.wants_gso(0, Dir::up));
+}
+
 TEST(LabModel, EachDirectionHasItsOwnLossStream) {
   LabModel lab({link("A:loss=50%")}, 3);
   std::vector<bool> up, down;

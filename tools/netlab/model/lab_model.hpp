@@ -45,8 +45,9 @@ class LabModel {
   std::optional<std::size_t> find(const std::string& name) const;
 
   /// Whether the kernel may hand this direction TCP super-packets: only when
-  /// the link allows GSO and the direction has no random loss, so that loss
-  /// stays per 1500-byte packet.
+  /// the link allows GSO, the direction has no random loss, so that loss
+  /// stays per 1500-byte packet, and it is fast enough (32 Mbit/s) that a
+  /// super-packet delivered in one piece arrives about when its segments would.
   bool wants_gso(std::size_t link, Dir dir) const;
 
  private:
