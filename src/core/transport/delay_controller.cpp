@@ -290,18 +290,6 @@ void DelayController::update_probe_rtt(const CongestionEvent& ev) {
 }
 
 void DelayController::update_outputs(const CongestionEvent& ev) {
-  if (!rtt_seen_ && ev.rtt.has_sample) {
-    rtt_seen_ = true;
-    // The first RTT replaces the nominal 1 ms the initial pacing rate was
-    // guessed over (Linux BBR re-initialises on its first sample likewise).
-    // Kept, the guess paced startup at ~330 Mbit/s whatever the path: on a
-    // 4 Mbit/s uplink every round left in one burst of up to 64 KiB, 130 ms
-    // of the link, which the bottleneck queued and the lane's RTT samples
-    // then took for the path's base (docs/transport.md, "Startup's pace").
-    // A known path's rate was measured already and stays.
-    if (hint_rate_.is_zero())
-      pacing_rate_ = Rate::over(cwnd_, std::max(ev.rtt.smoothed, kNominalRtt)) * kStartupPacingGain;
-  }
   const Rate bw = bw_filter_.best();
   if (!bw.is_zero()) {
     const Rate target = bw * pacing_gain_;

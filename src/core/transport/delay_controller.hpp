@@ -77,7 +77,6 @@ class DelayController final : public CongestionController {
   int full_bw_rounds_ = 0;
   bool filled_pipe_ = false;
   Rate hint_rate_;  // a start hint's rate (zero: none): startup ends when it is reached
-  bool rtt_seen_ = false;  // the initial pacing rate was re-based on the first RTT sample
   std::shared_ptr<SharedBaseRtt> shared_base_;  // the path's lanes' smallest RTT (ControllerConfig)
   std::shared_ptr<SharedStartup> shared_startup_;  // the path's lanes' one startup (ControllerConfig)
   // The path's base RTT as of the last sample: min_rtt_, or the smaller one

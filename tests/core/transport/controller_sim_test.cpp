@@ -363,44 +363,6 @@ TEST(DelayController, LanesOfOneFastPathStillFillItQuickly) {
   }
 }
 
-// Before any RTT sample the initial window is paced over a nominal 1 ms
-// (~330 Mbit/s for ten 1472-byte packets): a guess. The first sample must
-// replace it. Kept, startup went on at that pace (it never slows down), so
-// on a 4 Mbit/s uplink each round left as one burst of tens of packets —
-// which netlab's link delivered whole and the lane took for its base RTT.
-TEST(DelayController, StartupPacesOverTheFirstMeasuredRttNotTheNominalOne) {
-  constexpr uint64_t kPacket = 1472;
-  auto first_ack = [&](std::optional<StartHint> hint) {
-    ControllerConfig cfg;
-    cfg.max_datagram_size = Bytes(kPacket);
-    cfg.start = hint;
-    auto cc = make_controller("delay", cfg);
-    const Rate before = cc->pacing_rate();
-    const Bytes window = cc->congestion_window();
-    const Duration rtt = Duration::millis(23);
-    const AckedPacket acked{0, Bytes(kPacket), Time::zero()};
-    CongestionEvent ev;
-    ev.now = Time::zero() + rtt;
-    ev.prior_in_flight = window;
-    ev.in_flight = window - Bytes(kPacket);
-    ev.acked = std::span<const AckedPacket>(&acked, 1);
-    ev.rate = RateSample{true, false, Rate::over(Bytes(kPacket), rtt), Bytes(kPacket), rtt, 0};
-    ev.rtt = RttView{true, true, rtt, rtt, rtt, rtt};
-    ev.total_delivered = kPacket;
-    cc->on_congestion_event(ev);
-    return std::make_tuple(before, cc->pacing_rate(), Rate::over(window, rtt) * 2.77);
-  };
-  const auto [guess, paced, over_rtt] = first_ack(std::nullopt);
-  std::printf("  ten packets: %.1f Mbit/s before the first sample, %.1f after (window over 23 ms x 2.77: %.1f)\n",
-              mbit(guess), mbit(paced), mbit(over_rtt));
-  EXPECT_GE(mbit(guess), 100.0);  // the nominal 1 ms
-  EXPECT_LE(mbit(paced), mbit(over_rtt) * 1.01);
-  EXPECT_GE(mbit(paced), mbit(over_rtt) * 0.99);
-  // A known path's pace was measured: the first sample leaves it.
-  const auto [hinted, hinted_after, unused] = first_ack(StartHint{Rate::mbit(400), Duration::millis(40)});
-  EXPECT_EQ(mbit(hinted_after), mbit(hinted));
-}
-
 // Fast start: a known path's last figures (StartHint) let startup begin
 // from half its old BDP. 64 MiB over 500 Mbit/s with a 40 ms RTT: ten packets
 // need ~8 round trips to fill the pipe, the hint about one.
