@@ -18,11 +18,11 @@
 //    this changes nothing. Not before the controller has measured a rate:
 //    until then its pacing rate is a guess (BBR's: the initial window over
 //    a nominal 1 ms, × 2.77 — 326 Mbit/s for 1472-byte packets), and that
-//    × 2 ms made a lane's first flight 55 packets instead of 10. On a
-//    4 Mbit/s uplink two lanes' first flights stood ~300 ms in the queue;
-//    every RTT sample of the start read that queue, the path's base was
-//    taken ~80 ms too high, and the water mark missed a standing +60 ms
-//    for whole transfers (netlab uplink4, half the runs).
+//    × 2 ms made a lane's first flight 55 packets instead of 10: on a
+//    4 Mbit/s uplink two lanes' first flights stood ~300 ms in the queue,
+//    and every RTT sample of the start read part of it as path. (Most of
+//    the +60 ms netlab's uplink4 then showed was its emulator delivering
+//    bursts in one piece; docs/benchmarks.md, "The emulator's lumps".)
 #pragma once
 
 #include <memory>
