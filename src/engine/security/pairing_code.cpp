@@ -127,7 +127,10 @@ Result<PairingCode> PairingCode::parse(std::string_view typed) {
     const std::string& typed_word = parts[i];
     auto index = find_code_word(typed_word);
     if (!index) {
-      if (auto legacy = parse_legacy(typed)) return legacy;
+      // Not read as the older format, though a number and four words can
+      // come to its 24 symbols: one in 32 of those checks by chance, and a
+      // typo then went out as an older code and cost an attempt. That
+      // format is shown in six groups, never a number and four words.
       std::string msg = "unknown word '" + typed_word + "' in the pairing code";
       if (const auto near = nearest_code_words(typed_word); !near.empty()) {
         msg += " (did you mean ";
