@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <vector>
 
 #include <unistd.h>
@@ -176,6 +177,40 @@ TEST(Lab, EachLinkIsItsOwnSubnetAndNothingLeaksToTheHost) {
   EXPECT_EQ(sh("ip -o addr | grep -c '10\\.77\\.' || true").output, "0\n");
   EXPECT_EQ(sh("ip route | grep -c '10\\.77\\.' || true").output, "0\n");
   EXPECT_NE(sh("ip link show nl-A").exit_code, 0);
+}
+
+TEST(Lab, TraceShowsEachPacketEnteringAndLeavingAfterTheDelay) {
+  SKIP_UNLESS_LAB_CAN_RUN();
+  Lab lab("trace");
+  const std::string trace = "/tmp/" + lab.prefix() + ".trace";
+  const auto up = lab.up("--trace " + trace + " --link 'L:delay=5ms'");
+  ASSERT_EQ(up.exit_code, 0) << up.output;
+  ASSERT_EQ(lab.exec("snd", "ping -n -q -c 5 -i 0.05 10.77.1.2").exit_code, 0);
+  ASSERT_EQ(lab.down().exit_code, 0);  // the emulator flushes the trace as it stops
+  const std::string text = sh("cat " + trace + "; rm -f " + trace).output;
+  ASSERT_EQ(text.rfind("# netlab-emu packet trace", 0), 0u) << text.substr(0, 200);
+  // Lines in order: "TIME_US EVENT LINK DIR ...". Each echo request enters
+  // going up and leaves 5 ms later; the replies come back down the same way.
+  std::vector<long long> up_in, up_out, down_in, down_out;
+  std::istringstream lines(text);
+  std::string line;
+  std::getline(lines, line);
+  while (std::getline(lines, line)) {
+    std::istringstream w(line);
+    long long t = 0;
+    std::string event, link, dir;
+    w >> t >> event >> link >> dir;
+    ASSERT_EQ(link, "0") << line;
+    auto& v = dir == "up" ? (event == "i" ? up_in : up_out) : (event == "i" ? down_in : down_out);
+    v.push_back(t);
+  }
+  ASSERT_GE(up_in.size(), 5u) << text;
+  ASSERT_EQ(up_in.size(), up_out.size()) << text;
+  ASSERT_EQ(down_in.size(), down_out.size()) << text;
+  ASSERT_GE(down_in.size(), 5u) << text;
+  for (size_t i = 0; i < up_in.size(); ++i) EXPECT_GE(up_out[i] - up_in[i], 5000) << "packet " << i << "\n" << text;
+  for (size_t i = 0; i < down_in.size(); ++i)
+    EXPECT_GE(down_out[i] - down_in[i], 5000) << "packet " << i << "\n" << text;
 }
 
 TEST(Lab, DownCleansUpAfterACrash) {

@@ -69,6 +69,8 @@ std::unique_ptr<Emulator> Emulator::create(const EmulatorOptions& options, std::
   }
   if (snd_ns >= 0) close(snd_ns);
   if (rcv_ns >= 0) close(rcv_ns);
+  if (error.empty() && !options.trace_path.empty() && !emu->trace_.open(options.trace_path))
+    error = emu->trace_.error();
   if (error.empty()) emu->sync_gso();
   for (const Side& s : emu->sides_)
     for (const TunDevice* d : {&s.snd, &s.rcv})
@@ -107,6 +109,7 @@ void Emulator::read_frames(std::size_t link, Dir dir, TimePoint t) {
     const WireSize ws = wire_size(frame);
     Packet p{ws.bytes, ws.packets, 0, std::vector<std::byte>(frame.begin(), frame.end())};
     ++io_[link * 2 + static_cast<std::size_t>(dir)].frames_read;
+    trace_.record(t, 'i', link, dir == Dir::up, frame);
     lab_.handle_packet(link, dir, std::move(p), t);
   }
 }
@@ -119,6 +122,7 @@ void Emulator::deliver_due(TimePoint t) {
       IoCounters& io = io_[i * 2 + static_cast<std::size_t>(dir)];
       while (auto p = lab_.poll_delivery(i, dir, t)) {
         io.record_lateness(now() - p->due);
+        trace_.record(t, 'o', i, dir == Dir::up, p->data);
         if (write(fd, p->data.data(), p->data.size()) < 0) ++io.write_errors;
       }
     }
@@ -190,6 +194,11 @@ int Emulator::run() {
                    std::strerror(errno));
   }
   start_ns_ = monotonic_ns();
+  if (trace_.enabled()) {
+    timespec wall{};
+    clock_gettime(CLOCK_REALTIME, &wall);
+    trace_.header(static_cast<double>(wall.tv_sec) + static_cast<double>(wall.tv_nsec) / 1e9);
+  }
 
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -253,6 +262,7 @@ int Emulator::run() {
     deliver_due(t);
   }
   report();
+  trace_.flush();
   return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "emu/packet_trace.hpp"
 #include "emu/stats_report.hpp"
 #include "emu/tun_device.hpp"
 #include "model/lab_model.hpp"
@@ -25,6 +26,7 @@ struct EmulatorOptions {
   std::string control_fifo;       // optional: event lines, or "stats"
   std::string stats_json_path;    // optional: written on SIGUSR1 and at exit
   std::string stats_text_path;    // optional: same, as text
+  std::string trace_path;         // optional: a line per packet in and out (packet_trace.hpp)
   // Run at a real-time priority (SCHED_FIFO). The delay accuracy of the lab
   // is the emulator's wake-up latency, and on a busy two-core machine a
   // normal process waits milliseconds for a core. The loop always sleeps in
@@ -68,6 +70,7 @@ class Emulator {
   std::vector<Side> sides_;
   std::vector<IoCounters> io_;
   std::vector<std::byte> scratch_;
+  PacketTrace trace_;
   std::uint64_t report_seq_ = 0;
   std::int64_t start_ns_ = 0;  // CLOCK_MONOTONIC at t = 0
 

@@ -137,6 +137,8 @@ int main(int argc, char** argv) {
   app.add_option("--control", options.control_fifo, "FIFO to read event lines (or 'stats') from at run time");
   app.add_option("--stats-json", options.stats_json_path, "write counters as JSON here on SIGUSR1 and at exit");
   app.add_option("--stats-text", options.stats_text_path, "write counters as text here on SIGUSR1 and at exit");
+  app.add_option("--trace", options.trace_path,
+                 "write a line per packet as it enters and leaves a link here (times, ports, TCP seq/ack, length)");
   app.add_flag("--daemon", daemon, "run in the background once the devices exist");
   app.add_option("--pidfile", pidfile, "with --daemon: write the emulator's pid here");
   app.add_option("--log", log, "with --daemon: append messages and counters here");

@@ -23,29 +23,33 @@ constexpr std::uint8_t VIRTIO_NET_HDR_GSO_ECN = 0x80;
 
 std::uint8_t byte_at(std::span<const std::byte> s, std::size_t i) { return std::to_integer<std::uint8_t>(s[i]); }
 
-/// Length of the IP and TCP (or UDP) headers at the start of `ip`, or 0 if it is not that protocol.
-std::size_t transport_header_bytes(std::span<const std::byte> ip, bool udp) {
-  if (ip.empty()) return 0;
-  std::size_t ip_len = 0;
-  std::uint8_t protocol = 0;
+}  // namespace
+
+IpHeader parse_ip_header(std::span<const std::byte> ip) {
+  if (ip.empty()) return {};
   switch (byte_at(ip, 0) >> 4) {
     case 4:
-      if (ip.size() < 20) return 0;
-      ip_len = (byte_at(ip, 0) & 0x0f) * 4u;
-      protocol = byte_at(ip, 9);
-      break;
+      if (ip.size() < 20) return {};
+      return {byte_at(ip, 9), (byte_at(ip, 0) & 0x0f) * 4u};
     case 6:
-      if (ip.size() < 40) return 0;
-      ip_len = 40;  // the kernel does not segment packets with extension headers into TSO here
-      protocol = byte_at(ip, 6);
-      break;
+      if (ip.size() < 40) return {};
+      // The kernel does not segment packets with extension headers into TSO here.
+      return {byte_at(ip, 6), 40};
     default:
-      return 0;
+      return {};
   }
-  if (udp) return protocol == 17 && ip.size() >= ip_len + 8 ? ip_len + 8 : 0;
-  if (protocol != 6 || ip.size() < ip_len + 20) return 0;
-  const std::size_t tcp_len = (byte_at(ip, ip_len + 12) >> 4) * 4u;
-  return ip_len + tcp_len;
+}
+
+namespace {
+
+/// Length of the IP and TCP (or UDP) headers at the start of `ip`, or 0 if it is not that protocol.
+std::size_t transport_header_bytes(std::span<const std::byte> ip, bool udp) {
+  const IpHeader h = parse_ip_header(ip);
+  if (h.bytes == 0) return 0;
+  if (udp) return h.protocol == 17 && ip.size() >= h.bytes + 8 ? h.bytes + 8 : 0;
+  if (h.protocol != 6 || ip.size() < h.bytes + 20) return 0;
+  const std::size_t tcp_len = (byte_at(ip, h.bytes + 12) >> 4) * 4u;
+  return h.bytes + tcp_len;
 }
 
 }  // namespace

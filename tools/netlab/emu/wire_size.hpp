@@ -17,6 +17,13 @@ struct WireSize {
   std::uint32_t packets = 1;  // number of segments
 };
 
+/// An IP packet's transport protocol and header length (0: not IPv4 or IPv6, or too short).
+struct IpHeader {
+  std::uint8_t protocol = 0;
+  std::size_t bytes = 0;
+};
+IpHeader parse_ip_header(std::span<const std::byte> ip);
+
 /// `frame` is a virtio_net_hdr followed by an IP packet. Frames that cannot
 /// be parsed count as one packet of their IP length.
 WireSize wire_size(std::span<const std::byte> frame);
