@@ -104,12 +104,6 @@ constexpr double kScavengerQuietRtts = 8;
 constexpr Duration kPeakMemory = Duration::seconds(30);
 }  // namespace
 
-bool kernel_sends_pairs(std::string_view congestion_control, Rate pacing) {
-  // bbr_min_tso_segs: one segment below bbr_min_tso_rate (1.2 Mbit/s).
-  if (congestion_control == "bbr") return pacing.bits_per_second() >= 1.2e6;
-  return !congestion_control.empty();  // not known: allow for lone segments, as before
-}
-
 TcpGroupCap::TcpGroupCap(const TcpGroupCapConfig& cfg) : cfg_(cfg) {}
 
 Duration TcpGroupCap::ack_gaps(Bytes mss) const {
@@ -198,25 +192,13 @@ void TcpGroupCap::update_lane(Lane& l, const TcpLaneSample& s, Time now) {
     Duration sample = latest_rtt_sample(l.last, t, t.mss);
     if (l.min_rtt.ns() > 0) sample = std::max(sample, l.min_rtt);
     l.latest = sample;
-    // Under a cap the kernel paces the lane's segments apart; the ACK of a
-    // lone one waits for the next (kDelayedAckMax): never count that wait
-    // as queue. A compensated sample never reads below the lowest RTT the
-    // kernel saw on this lane (tcpi_min_rtt: from the segment each ACK was
-    // sent for, no ACK wait in it) — not below the lane's own filtered base:
-    // a lane that opened behind a queue (a trial stream's start) and was
-    // capped before it saw the path empty then kept that queue in its base,
-    // and its current read as the group's queue for good: on netlab a third
-    // lane of a 4 Mbit/s uplink held the group at 1.5 Mbit/s, reading 6-9 ms.
-    // The gap is the pace the kernel sends at: the cap, or its own rate if lower.
-    // A lane that sends pairs has each pair ACKed at once: the first
-    // segment's ACK waits for the second to cross the bottleneck, whose
-    // rate is the group's (kernel_sends_pairs).
-    if (l.cap && l.delays.has_sample() && l.cap->bytes_per_second() > 0) {
-      const Rate pace = s.pacing.is_zero() ? *l.cap : std::min(*l.cap, s.pacing);
-      Duration wait = pace.transfer_time(t.mss);
-      if (s.sends_pairs && !bottleneck_.is_zero()) wait = std::min(wait, bottleneck_.transfer_time(t.mss));
-      sample = std::max(sample - std::min(kDelayedAckMax, wait), l.floor());
-    }
+    // No allowance for ACK timing: braid's receiver ACKs each segment as it
+    // reads it (lanes::recv_all's ack_each_read). The kernel alone holds a
+    // lone segment's ACK until the next segment, and a pacing gap (up to
+    // 40 ms) then stood in every sample; the allowance made for it here was
+    // right only while the receiver's count of segments kept in step with
+    // the sender's pairs, and read the queue high by a pair's gap when it
+    // did not (netlab uplink10: three lanes held at 7 of 10 Mbit/s).
     l.delays.on_sample(now, sample);
     l.last_ack = now;
   }

@@ -16,8 +16,8 @@
 // among the lanes by what each delivers:
 //
 //  - queueing delay: per lane the kernel's srtt, de-smoothed by the ACKs
-//    since the last look and less the receiver's delayed-ACK wait
-//    (`latest_rtt_sample`), filtered as RFC 6817
+//    since the last look (`latest_rtt_sample`; braid's receiver ACKs each
+//    segment as it reads it, so no ACK waits), filtered as RFC 6817
 //    does; the group's delay is the mean current delay of the lanes acked
 //    lately, weighted by their rates, less the smallest base of any lane (the kernel's min_rtt
 //    counts: the handshake's RTT) — they cross one queue, and a lane that
@@ -82,21 +82,7 @@ struct TcpLaneSample {
   Duration min_rtt;  // tcpi_min_rtt (0: not known): the lane's base, before its own samples show one
   Rate pacing;       // tcpi_pacing_rate, the kernel's own pace under any cap (0: not known)
   bool app_limited = false;  // nothing waits in its socket (tcpi_notsent_bytes 0): it sends what it is given
-  /// The kernel sends this lane's segments at least two at a time
-  /// (kernel_sends_pairs): the receiver ACKs each pair at once, so an ACK
-  /// waits only for the pair's second segment to cross the bottleneck, not
-  /// for the lane's next send a pacing gap later.
-  bool sends_pairs = false;
 };
-
-/// Whether a Linux socket under `congestion_control` paced at `pacing`
-/// sends at least two segments at a time: TSO autosizing's minimum burst is
-/// tcp_min_tso_segs (2) unless the controller says otherwise, and bbr says
-/// one below 1.2 Mbit/s (bbr_min_tso_segs); an unknown controller (empty)
-/// counts as lone segments. Allowing for a lone segment's
-/// ACK wait on a lane that sends pairs read the queue low by the lane's gap:
-/// 2 lanes on netlab's 4 Mbit/s uplink held 11 ms of queue for a 5 ms target.
-bool kernel_sends_pairs(std::string_view congestion_control, Rate pacing);
 
 /// What a lane gets: its cap, and whether its kernel controller should start over.
 struct TcpLaneDecision {

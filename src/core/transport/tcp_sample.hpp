@@ -3,10 +3,9 @@
 // smoothed RTT into a delay sample.
 //
 // At a few segments per RTT the kernel's srtt is a poor delay signal: it
-// moves 1/8 per ACK, and the receiver holds the ACK of a lone segment until
-// the next one arrives. So a delay sample is the srtt de-smoothed by the
-// number of ACKs since the last look (latest_rtt_sample), less the ACK wait
-// the cap allows for (≤ kDelayedAckMax).
+// moves 1/8 per ACK. So a delay sample is the srtt de-smoothed by the
+// number of ACKs since the last look (latest_rtt_sample). The receiver ACKs
+// each segment as it reads it (lanes::recv_all): no ACK wait stands in it.
 #pragma once
 
 #include <cstdint>
@@ -34,16 +33,6 @@ struct TcpSample {
 
 /// The smallest RTT a sample may show (loopback is faster than a tick).
 inline constexpr Duration kMinTcpRtt = Duration::micros(100);
-/// The longest a receiver holds the ACK of a lone segment: Linux's delayed-
-/// ACK timer (40 ms at first, TCP_DELACK_MIN) fires on the kernel tick after
-/// it, 40-44 ms at HZ=250 (Debian's and netlab's kernels). A sender paced
-/// down to a few segments per RTT sends them one by one (bbr below
-/// 1.2 Mbit/s), so each RTT sample carries up to one inter-segment gap of
-/// ACK delay: at 2 MSS per RTT the srtt doubles and reads as a queue of one
-/// base RTT (netlab: 20 ms of phantom queue that held a scavenger at its
-/// floor long after its competitor had left). With 40 the samples at the
-/// floor still read 0-4 ms of queue.
-inline constexpr Duration kDelayedAckMax = Duration::millis(44);
 
 /// The RTT sample behind the kernel's smoothed srtt at `cur`: the srtt
 /// de-smoothed by the ACKs since `prev` (RFC 6298 moves it 1/8 per ACK).

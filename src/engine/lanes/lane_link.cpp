@@ -1,6 +1,7 @@
 #include "engine/lanes/lane_link.hpp"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <openssl/rand.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -49,6 +50,10 @@ LaneLink::LaneLink(security::UniqueFd fd, uint32_t lane_id, uint64_t session_id,
       opener_(std::move(opener)) {
   struct stat st{};
   socket_ = ::fstat(fd_.get(), &st) != 0 || S_ISSOCK(st.st_mode);
+  int protocol = 0;
+  socklen_t protocol_len = sizeof protocol;
+  tcp_ = socket_ && ::getsockopt(fd_.get(), SOL_SOCKET, SO_PROTOCOL, &protocol, &protocol_len) == 0 &&
+         protocol == IPPROTO_TCP;
   if (!socket_) ::fcntl(fd_.get(), F_SETFL, ::fcntl(fd_.get(), F_GETFL) | O_NONBLOCK);
 }
 
@@ -83,7 +88,7 @@ bool LaneLink::send_bytes(const uint8_t* data, size_t len, int& err) {
 }
 
 bool LaneLink::recv_bytes(uint8_t* data, size_t len, int& err) {
-  if (socket_) return recv_all(fd_.get(), data, len, err);
+  if (socket_) return recv_all(fd_.get(), data, len, err, tcp_);
   while (len > 0) {
     if (shut_) {
       err = ECONNABORTED;

@@ -122,6 +122,7 @@ class LaneLink {
   std::vector<uint8_t> rbuf_;
   std::atomic<bool> shut_{false};
   bool socket_ = true;
+  bool tcp_ = false;  // a TCP socket: its reads send held-back ACKs at once (recv_all)
   std::atomic<uint64_t> bytes_sent_{0};
   std::atomic<uint64_t> bytes_received_{0};
   std::array<std::atomic<uint64_t>, security::kFrameStatusCount> rejected_{};

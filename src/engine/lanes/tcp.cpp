@@ -126,9 +126,9 @@ bool send_all(int fd, const uint8_t* data, size_t len, int& err) {
   return true;
 }
 
-bool recv_all(int fd, uint8_t* data, size_t len, int& err) {
+bool recv_all(int fd, uint8_t* data, size_t len, int& err, bool ack_each_read) {
   while (len > 0) {
-    ssize_t n = ::recv(fd, data, len, MSG_WAITALL);
+    ssize_t n = ::recv(fd, data, len, ack_each_read ? 0 : MSG_WAITALL);
     if (n < 0) {
       if (errno == EINTR) continue;
       err = errno;
@@ -137,6 +137,23 @@ bool recv_all(int fd, uint8_t* data, size_t len, int& err) {
     if (n == 0) {
       err = 0;
       return false;
+    }
+    if (ack_each_read) {
+      // Linux ACKs every second full segment at once. Once the receiver
+      // also talks on the connection (braid's acknowledges pieces: the
+      // kernel's interactive mode), it holds the ACK of a lone one until
+      // the next arrives (or its delayed-ACK timer, 40 ms), even after the
+      // data is read. A paced sender sends pairs; once a single segment has
+      // put the count out of step, every pair's second segment waits for the next pair:
+      // a pacing gap (10 ms at 2.3 Mbit/s) in every RTT sample of that
+      // lane, which the sender's delay-based cap read as queue, and the
+      // lower rate it chose made the gap longer (netlab uplink10: three
+      // lanes fell from 9.5 to 4 Mbit/s with 2 ms of real queue; seen with
+      // `netlab up --trace`). TCP_QUICKACK after a read sends an ACK the
+      // kernel holds, now that the data is read; it is not sticky, so once
+      // per read (a read returns as data arrives: no MSG_WAITALL).
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
     }
     data += n;
     len -= static_cast<size_t>(n);

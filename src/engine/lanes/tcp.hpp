@@ -76,9 +76,6 @@ struct TcpKernelInfo {
   uint32_t unacked = 0;         // segments in flight
   uint32_t notsent_bytes = 0;   // written by us, not yet sent by the kernel
   bool delivery_rate_app_limited = false;  // the latest sample was limited by what we gave, not the path
-  /// TCP_CONGESTION ("bbr", "cubic"…): filled by lanes that know it (a
-  /// socket's controller is chosen once), empty from tcp_kernel_info.
-  std::string congestion_control;
 };
 /// Reads TCP_INFO (tcp_info.cpp); false if the socket has none.
 bool tcp_kernel_info(int fd, TcpKernelInfo& out);
@@ -88,8 +85,9 @@ bool tcp_kernel_info(int fd, TcpKernelInfo& out);
 bool tcp_path_info(int fd, uint32_t& rtt_us, uint32_t& retransmits);
 
 /// Whole-buffer send/receive on a blocking socket. false on error or EOF
-/// (`err` = errno, 0 for EOF).
+/// (`err` = errno, 0 for EOF). `ack_each_read` (TCP sockets): no ACK the
+/// kernel holds back waits beyond the read of its data (tcp.cpp says why).
 bool send_all(int fd, const uint8_t* data, size_t len, int& err);
-bool recv_all(int fd, uint8_t* data, size_t len, int& err);
+bool recv_all(int fd, uint8_t* data, size_t len, int& err, bool ack_each_read = false);
 
 }  // namespace braid::lanes

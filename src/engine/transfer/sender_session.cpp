@@ -1104,7 +1104,6 @@ void SenderSession::cap_delay_groups_locked(Time n) {
     s.min_rtt = Duration::micros(k.min_rtt_us);
     s.pacing = Rate::bytes_per_sec(static_cast<double>(k.pacing_rate));
     s.app_limited = k.notsent_bytes == 0;
-    s.sends_pairs = transport::kernel_sends_pairs(k.congestion_control, s.pacing);
     groups[key].push_back({l, s});
   }
   for (auto& [key, members] : groups) {

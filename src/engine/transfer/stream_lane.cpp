@@ -343,13 +343,7 @@ void StreamLane::add_to_report(LaneReport& r) const {
   r.tcp_pacing = tp;
 }
 
-bool StreamLane::tcp_info(lanes::TcpKernelInfo& out) const {
-  if (!opts_.tcp || !lanes::tcp_kernel_info(link_->fd(), out)) return false;
-  std::lock_guard lock(pace_mu_);
-  if (congestion_control_.empty()) congestion_control_ = lanes::congestion_control_of(link_->fd());
-  out.congestion_control = congestion_control_;
-  return true;
-}
+bool StreamLane::tcp_info(lanes::TcpKernelInfo& out) const { return opts_.tcp && lanes::tcp_kernel_info(link_->fd(), out); }
 
 nlohmann::json StreamLane::sample() const {
   nlohmann::json j = nlohmann::json::object();

@@ -118,7 +118,6 @@ class StreamLane final : public DataLane {
   // Rate caps: --rate-limit's share (set_rate) and the group's cap
   // (set_delay_cap); the socket gets the lower.
   mutable std::mutex pace_mu_;
-  mutable std::string congestion_control_;  // the socket's, read once (tcp_info)
   std::optional<Rate> rate_cap_;
   std::optional<Rate> delay_cap_;  // the coupled default cap (set_delay_cap)
   /// Puts `want` on the socket (SO_MAX_PACING_RATE) unless it is there already.

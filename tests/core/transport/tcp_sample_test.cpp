@@ -79,7 +79,6 @@ TEST(TcpGroupCap, AWrongLowSampleNeverBecomesALanesBase) {
       s.tcp = {now, srtt[i], acked[i], 0, acks[i], 0, kMss};
       s.min_rtt = min_rtt;
       s.pacing = Rate::bytes_per_sec(1e6);
-      s.sends_pairs = true;
       lanes.push_back(s);
     }
     cap.on_samples(now, lanes);
