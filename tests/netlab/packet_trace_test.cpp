@@ -60,6 +60,8 @@ TEST(PacketTrace, FlagsReadAsTcpdumpPrintsThem) {
             "1 o 0 down tcp 1 2 3 4 0 F.\n");
   EXPECT_EQ(trace_line(1, 'o', 0, false, summarize_packet(tcp4(1, 2, 3, 4, 0x04, 0))),
             "1 o 0 down tcp 1 2 3 4 0 R\n");
+  EXPECT_EQ(trace_line(1, 'o', 0, false, summarize_packet(tcp4(1, 2, 3, 4, 0xff, 0))),
+            "1 o 0 down tcp 1 2 3 4 0 FSRP.UEW\n");
 }
 
 TEST(PacketTrace, AUdpDatagramOverIpv6ShowsPortsAndLength) {
@@ -86,6 +88,15 @@ TEST(PacketTrace, WhatItCannotParseIsOther) {
   truncated_tcp.resize(kVnetHeaderBytes + 20 + 10);  // TCP header cut short
   EXPECT_EQ(summarize_packet(truncated_tcp).protocol, 0);
   EXPECT_EQ(summarize_packet(std::vector<std::byte>(3)).protocol, 0);
+  std::vector<std::byte> short_ihl = tcp4(1, 2, 3, 4, 0x10, 0);
+  short_ihl[kVnetHeaderBytes] = std::byte{0x44};  // an IPv4 header of 16 bytes: not a header
+  EXPECT_EQ(summarize_packet(short_ihl).protocol, 0);
+  std::vector<std::byte> short_tcp = tcp4(1, 2, 3, 4, 0x10, 0);
+  short_tcp[kVnetHeaderBytes + 20 + 12] = std::byte{4 << 4};  // a TCP data offset of 16 bytes
+  EXPECT_EQ(summarize_packet(short_tcp).protocol, 0);
+  std::vector<std::byte> fragment = tcp4(1, 2, 3, 4, 0x10, 100);
+  fragment[kVnetHeaderBytes + 7] = std::byte{0x10};  // a later fragment: its payload is not a TCP header
+  EXPECT_EQ(summarize_packet(fragment).protocol, 0);
   EXPECT_EQ(trace_line(0, 'i', 0, true, PacketSummary{}), "0 i 0 up other 0 0 0 0 0 -\n");
 }
 

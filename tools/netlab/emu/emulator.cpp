@@ -121,9 +121,10 @@ void Emulator::deliver_due(TimePoint t) {
       const int fd = egress_fd(i, dir);
       IoCounters& io = io_[i * 2 + static_cast<std::size_t>(dir)];
       while (auto p = lab_.poll_delivery(i, dir, t)) {
-        io.record_lateness(now() - p->due);
-        trace_.record(t, 'o', i, dir == Dir::up, p->data);
+        const TimePoint written = now();
+        io.record_lateness(written - p->due);
         if (write(fd, p->data.data(), p->data.size()) < 0) ++io.write_errors;
+        else trace_.record(written, 'o', i, dir == Dir::up, p->data);  // when it left, lateness and all
       }
     }
   }
@@ -173,6 +174,7 @@ void Emulator::read_control(TimePoint t) {
 }
 
 void Emulator::report() {
+  trace_.flush();  // `netlab stats` (SIGUSR1) and the exit: the trace is readable up to now
   const TimePoint t = now();
   const std::string text = stats_text(lab_, io_, t);
   std::fputs(text.c_str(), stderr);
@@ -262,7 +264,6 @@ int Emulator::run() {
     deliver_due(t);
   }
   report();
-  trace_.flush();
   return 0;
 }
 

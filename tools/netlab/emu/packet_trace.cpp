@@ -21,32 +21,28 @@ PacketSummary summarize_packet(std::span<const std::byte> frame) {
   if (frame.size() < kVnetHeaderBytes) return s;
   const auto ip = frame.subspan(kVnetHeaderBytes);
   const IpHeader h = parse_ip_header(ip);
-  if (h.bytes == 0) return s;
-  if (h.protocol == 17 && ip.size() >= h.bytes + 8) {
-    s.protocol = 17;
-    s.src_port = static_cast<std::uint16_t>(be(ip, h.bytes, 2));
-    s.dst_port = static_cast<std::uint16_t>(be(ip, h.bytes + 2, 2));
-    s.payload = static_cast<std::uint32_t>(ip.size() - h.bytes - 8);
-  } else if (h.protocol == 6 && ip.size() >= h.bytes + 20) {
-    const std::size_t t = h.bytes;
-    const std::size_t tcp_len = (std::to_integer<std::size_t>(ip[t + 12]) >> 4) * 4;
-    s.protocol = 6;
-    s.src_port = static_cast<std::uint16_t>(be(ip, t, 2));
-    s.dst_port = static_cast<std::uint16_t>(be(ip, t + 2, 2));
+  const bool udp = h.protocol == 17;
+  const std::size_t headers = transport_header_bytes(ip, udp);
+  if (headers == 0) return s;  // neither TCP nor UDP, or cut short
+  const std::size_t t = h.bytes;
+  s.protocol = h.protocol;
+  s.src_port = static_cast<std::uint16_t>(be(ip, t, 2));
+  s.dst_port = static_cast<std::uint16_t>(be(ip, t + 2, 2));
+  s.payload = static_cast<std::uint32_t>(ip.size() - headers);
+  if (!udp) {
     s.seq = be(ip, t + 4, 4);
     s.ack = be(ip, t + 8, 4);
     s.tcp_flags = std::to_integer<std::uint8_t>(ip[t + 13]);
-    s.payload = ip.size() >= t + tcp_len ? static_cast<std::uint32_t>(ip.size() - t - tcp_len) : 0;
   }
   return s;
 }
 
 std::string trace_line(std::int64_t time_us, char event, std::size_t link, bool up, const PacketSummary& s) {
-  char flags[8] = {};
+  char flags[9] = {};
   int n = 0;
-  // tcpdump's letters: SYN, FIN, RST, PSH, then '.' for ACK; ECE and CWR last.
-  constexpr std::pair<std::uint8_t, char> kLetters[] = {{0x02, 'S'}, {0x01, 'F'}, {0x04, 'R'}, {0x08, 'P'},
-                                                        {0x10, '.'}, {0x40, 'E'}, {0x80, 'C'}};
+  // tcpdump's letters, in its order: FIN SYN RST PSH, '.' for ACK, URG, ECE, CWR.
+  constexpr std::pair<std::uint8_t, char> kLetters[] = {{0x01, 'F'}, {0x02, 'S'}, {0x04, 'R'}, {0x08, 'P'},
+                                                        {0x10, '.'}, {0x20, 'U'}, {0x40, 'E'}, {0x80, 'W'}};
   for (const auto& [bit, letter] : kLetters)
     if (s.tcp_flags & bit) flags[n++] = letter;
   if (n == 0) flags[n++] = '-';

@@ -27,7 +27,7 @@ PacketSummary summarize_packet(std::span<const std::byte> frame);
 /// "TIME_US EVENT LINK DIR PROTO SPORT DPORT SEQ ACK LEN FLAGS": TIME_US
 /// since the emulator started, EVENT `i` (read from the device it entered
 /// by) or `o` (written to the other side), DIR up or down, FLAGS as tcpdump
-/// prints them (S F R P . E C).
+/// prints them (F S R P . U E W).
 std::string trace_line(std::int64_t time_us, char event, std::size_t link, bool up, const PacketSummary& s);
 
 /// Appends trace lines to a file, buffered; closed (and flushed) on destruction.

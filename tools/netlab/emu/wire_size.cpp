@@ -28,9 +28,13 @@ std::uint8_t byte_at(std::span<const std::byte> s, std::size_t i) { return std::
 IpHeader parse_ip_header(std::span<const std::byte> ip) {
   if (ip.empty()) return {};
   switch (byte_at(ip, 0) >> 4) {
-    case 4:
-      if (ip.size() < 20) return {};
-      return {byte_at(ip, 9), (byte_at(ip, 0) & 0x0f) * 4u};
+    case 4: {
+      const std::size_t header = (byte_at(ip, 0) & 0x0f) * 4u;
+      if (ip.size() < 20 || header < 20 || ip.size() < header) return {};
+      // A fragment after the first carries no transport header.
+      if (((byte_at(ip, 6) & 0x1f) << 8 | byte_at(ip, 7)) != 0) return {};
+      return {byte_at(ip, 9), header};
+    }
     case 6:
       if (ip.size() < 40) return {};
       // The kernel does not segment packets with extension headers into TSO here.
@@ -40,19 +44,15 @@ IpHeader parse_ip_header(std::span<const std::byte> ip) {
   }
 }
 
-namespace {
-
-/// Length of the IP and TCP (or UDP) headers at the start of `ip`, or 0 if it is not that protocol.
 std::size_t transport_header_bytes(std::span<const std::byte> ip, bool udp) {
   const IpHeader h = parse_ip_header(ip);
   if (h.bytes == 0) return 0;
   if (udp) return h.protocol == 17 && ip.size() >= h.bytes + 8 ? h.bytes + 8 : 0;
   if (h.protocol != 6 || ip.size() < h.bytes + 20) return 0;
   const std::size_t tcp_len = (byte_at(ip, h.bytes + 12) >> 4) * 4u;
+  if (tcp_len < 20 || ip.size() < h.bytes + tcp_len) return 0;
   return h.bytes + tcp_len;
 }
-
-}  // namespace
 
 WireSize wire_size(std::span<const std::byte> frame) {
   if (frame.size() < kVnetHeaderBytes) return {static_cast<std::uint32_t>(frame.size()), 1};

@@ -24,6 +24,10 @@ struct IpHeader {
 };
 IpHeader parse_ip_header(std::span<const std::byte> ip);
 
+/// Length of the IP and TCP (or, with `udp`, UDP) headers at the start of
+/// `ip`; 0 if it is not that protocol or its headers are cut short.
+std::size_t transport_header_bytes(std::span<const std::byte> ip, bool udp);
+
 /// `frame` is a virtio_net_hdr followed by an IP packet. Frames that cannot
 /// be parsed count as one packet of their IP length.
 WireSize wire_size(std::span<const std::byte> frame);
