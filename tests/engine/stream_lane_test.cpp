@@ -19,25 +19,10 @@
 #include <gtest/gtest.h>
 
 #include "engine/lanes/lane_link.hpp"
+#include "tcp_pair.hpp"
 
 namespace braid::transfer {
 namespace {
-
-/// A connected loopback TCP pair: {client, server}.
-std::pair<security::UniqueFd, security::UniqueFd> tcp_pair() {
-  security::UniqueFd listener(::socket(AF_INET, SOCK_STREAM, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  EXPECT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  EXPECT_EQ(::listen(listener.get(), 1), 0);
-  EXPECT_EQ(::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
-  security::UniqueFd client(::socket(AF_INET, SOCK_STREAM, 0));
-  EXPECT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  security::UniqueFd server(::accept(listener.get(), nullptr, nullptr));
-  return {std::move(client), std::move(server)};
-}
 
 class Zeros : public PieceSource {
  public:
@@ -92,7 +77,7 @@ TEST(StreamLane, WhatThePeerSaidBeforeResettingArrivesBeforeTheLaneIsClosed) {
   // reading what it was sent (the kernel answers with a reset) while the
   // lane is in the middle of sending pieces, so the lane's write fails first.
   security::LaneSecret secret;
-  auto [client_fd, server_fd] = tcp_pair();
+  auto [client_fd, server_fd] = test::tcp_pair();
   std::string error;
   auto client = lanes::LaneLink::create(std::move(client_fd), 7, 0, secret, security::Role::client, error);
   ASSERT_TRUE(client) << error;

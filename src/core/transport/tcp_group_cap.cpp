@@ -107,7 +107,8 @@ constexpr Duration kPeakMemory = Duration::seconds(30);
 TcpGroupCap::TcpGroupCap(const TcpGroupCapConfig& cfg) : cfg_(cfg) {}
 
 Duration TcpGroupCap::ack_gaps(Bytes mss) const {
-  // Three ACKs' spacing at R (a pair of segments per ACK): at a
+  // Three ACKs' spacing at R (two segments per ACK, as a receiver that
+  // does not ACK on read, an older braid's, sends them): at a
   // scavenger's floor an ACK comes once per RTT or less, and a silence of
   // one loop RTT (30 ms) held its rate and ended its refill half the time.
   return capped_ && rate_.bytes_per_second() > 0 ? rate_.transfer_time(Bytes(mss.count() * 2)) * 3.0
@@ -222,7 +223,8 @@ void TcpGroupCap::measure_queue(Time now) {
     if (l.last_ack != Time::never() && now - l.last_ack <= fresh) {
       // Weighted by what the lane carries: a lane that carries little (one
       // just opened, a trial stream, one the scheduler left dry) sends lone
-      // segments whose ACKs wait, and its samples read high.
+      // segments, each sample one ACK's timing (a busy host's scheduling),
+      // and its samples read high.
       const double w = l.share_rate.bytes_per_second() + 0.01 * total_share + 1e-9;
       current_sum += (l.delays.base() + l.delays.queuing_delay()).to_seconds() * w;
       weights += w;

@@ -58,7 +58,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <string_view>
 #include <vector>
 
 #include "core/transport/ledbat.hpp"

@@ -13,7 +13,8 @@ Duration latest_rtt_sample(const TcpSample& prev, const TcpSample& s, Bytes mss)
   // took ~2 s to show a drained queue on netlab (and so held the cap at its
   // floor that long after the competitor left). k is the ACKs received
   // (tcpi_segs_in); without that count, the segments acked bound it from
-  // above — but a receiver ACKs every second segment, and counting
+  // above — but a receiver may ACK only every second segment (the kernel's
+  // own rule; braid's now ACKs on read), and counting
   // segments left half of a drained queue's srtt in the samples (read as
   // a queue of 20-30 ms, it ended the slow start after a restart).
   // Under loss the segments acked undercount: ACKs that SACK segments

@@ -4,8 +4,9 @@
 //
 // At a few segments per RTT the kernel's srtt is a poor delay signal: it
 // moves 1/8 per ACK. So a delay sample is the srtt de-smoothed by the
-// number of ACKs since the last look (latest_rtt_sample). The receiver ACKs
-// each segment as it reads it (lanes::recv_all): no ACK wait stands in it.
+// number of ACKs since the last look (latest_rtt_sample). braid's receiver
+// ACKs each segment as it reads it (lanes::recv_all), so no held ACK stands
+// in it; a receiver slow to read (a busy host) still adds its delay.
 #pragma once
 
 #include <cstdint>

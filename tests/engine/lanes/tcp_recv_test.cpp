@@ -6,8 +6,6 @@
 // pacing gap in every RTT sample, which the sender's cap read as queue.
 #include "engine/lanes/tcp.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,32 +19,18 @@
 #include <gtest/gtest.h>
 
 #include "engine/security/unique_fd.h"
+#include "../tcp_pair.hpp"
 
 namespace braid::lanes {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// A connected loopback TCP pair: {client, server}.
-std::pair<security::UniqueFd, security::UniqueFd> tcp_pair() {
-  security::UniqueFd listener(::socket(AF_INET, SOCK_STREAM, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  EXPECT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  EXPECT_EQ(::listen(listener.get(), 1), 0);
-  EXPECT_EQ(::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
-  security::UniqueFd client(::socket(AF_INET, SOCK_STREAM, 0));
-  EXPECT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  security::UniqueFd server(::accept(listener.get(), nullptr, nullptr));
-  return {std::move(client), std::move(server)};
-}
-
 uint32_t unacked(int fd) {
   tcp_info ti{};
   socklen_t len = sizeof ti;
-  return ::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 ? ti.tcpi_unacked : 0;
+  EXPECT_EQ(::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len), 0) << "no TCP_INFO: nothing is measured";
+  return ti.tcpi_unacked;
 }
 
 /// The pattern of a paced lane whose ACK count is out of step: the receiver
@@ -56,7 +40,7 @@ uint32_t unacked(int fd) {
 /// unacknowledged 18 ms after they were sent (loopback's RTT is µs).
 int pairs_with_an_ack_held(bool ack_each_read) {
   constexpr int kAnswered = 4, kPairs = 40;
-  auto [client, server] = tcp_pair();
+  auto [client, server] = test::tcp_pair();
   int one = 1;
   ::setsockopt(client.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   int mss = 0;
@@ -71,6 +55,7 @@ int pairs_with_an_ack_held(bool ack_each_read) {
     for (int i = 0; i < kAnswered; ++i)
       read_ok = read_ok && recv_all(fd, in.data(), segment, err, ack_each_read) && send_all(fd, answer, 10, err);
     read_ok = read_ok && recv_all(fd, in.data(), in.size(), err, ack_each_read);
+    if (!read_ok) ::shutdown(fd, SHUT_RDWR);  // the sender fails at once rather than fill the buffers
   });
   std::vector<uint8_t> out(2 * segment, 7);
   int err = 0;
@@ -93,15 +78,16 @@ int pairs_with_an_ack_held(bool ack_each_read) {
 }
 
 TEST(TcpRecv, EachReadSendsTheAckTheKernelHeldForALoneSegment) {
-  // A busy machine can delay the reader's wake-up now and then: a few late ones are allowed.
-  EXPECT_LE(pairs_with_an_ack_held(true), 3);
+  // 0 of 40 here. A busy machine can delay the reader's wake-up past the
+  // 18 ms now and then (make test runs tests side by side): a few such are allowed.
+  EXPECT_LE(pairs_with_an_ack_held(true), 6);
 }
 
 TEST(TcpRecv, WithoutItALoneSegmentsAckWaitsForTheNextPair) {
   // The kernel behaviour the option exists for (here: 20 of 40, every
   // second pair). If this stops holding, the option costs a syscall per
   // read for nothing.
-  EXPECT_GE(pairs_with_an_ack_held(false), 8);
+  EXPECT_GE(pairs_with_an_ack_held(false), 14);
 }
 
 }  // namespace
