@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -78,16 +79,21 @@ int pairs_with_an_ack_held(bool ack_each_read) {
 }
 
 TEST(TcpRecv, EachReadSendsTheAckTheKernelHeldForALoneSegment) {
-  // 0 of 40 here. A busy machine can delay the reader's wake-up past the
-  // 18 ms now and then (make test runs tests side by side): a few such are allowed.
+  // 0 of 40 measured. A busy machine can delay the reader's wake-up past
+  // the 18 ms now and then (make test runs tests side by side): a few such
+  // are allowed.
   EXPECT_LE(pairs_with_an_ack_held(true), 6);
-}
-
-TEST(TcpRecv, WithoutItALoneSegmentsAckWaitsForTheNextPair) {
-  // The kernel behaviour the option exists for (here: 20 of 40, every
-  // second pair). If this stops holding, the option costs a syscall per
-  // read for nothing.
-  EXPECT_GE(pairs_with_an_ack_held(false), 14);
+  // What that is worth: without it the kernel held every second pair's ACK
+  // (20 of 40) in most runs here, but whether it enters its interactive
+  // mode depends on timing (once, beside other tests, it held 1). Up to
+  // three tries for a run that shows the hold; none is a skip that says so.
+  int held_without = 0;
+  for (int attempt = 0; attempt < 3 && held_without < 14; ++attempt)
+    held_without = std::max(held_without, pairs_with_an_ack_held(false));
+  if (held_without < 14)
+    GTEST_SKIP() << "the kernel held only " << held_without
+                 << " of 40 ACKs without ack_each_read in three tries: this run cannot show what the option is for";
+  EXPECT_LE(pairs_with_an_ack_held(true), 6) << "again, beside a kernel seen holding ACKs";
 }
 
 }  // namespace
