@@ -29,9 +29,15 @@ constexpr double kMaxRttsPerLook = 2.0;
 constexpr double kRateRtts = 4;
 constexpr double kBottleneckWindowRtts = 10;
 // With a queue of at least half the target the link is busy: its rate is
-// the mean acked rate over this many RTTs.
+// the mean acked rate since the queue stood, over at most this many RTTs
+// and at least kBusyMinRtts. Not further back than the queue: a group
+// whose kernels' start-up had just met it measured the link over 8 RTTs
+// of their slow start, at a quarter of its rate, drained to that and
+// climbed back at the probing gain (two lanes on a 500 Mbit/s, 40 ms
+// netlab link were capped at 140 Mbit/s as a 64 MiB transfer began).
 constexpr double kBusyQueue = 0.5;
 constexpr double kBusyRateRtts = 8;
+constexpr double kBusyMinRtts = 2;
 // A queue above 2 × target that outlasts max(1 s, 10 RTTs) while the cap
 // is draining, and has not shrunk by a quarter meanwhile, is not the
 // group's: under a cap at half the link its own drains by half a second per
@@ -289,6 +295,14 @@ TcpGroupCap::Look TcpGroupCap::read_lanes(Time now, const std::vector<TcpLaneSam
   // keep the plain target: they look at queues well above it.
   const double segments = std::max(1.0, look.recent.bytes_per_second() * look.rtt.to_seconds() / mss.count());
   look.steer_target = cfg_.target + look.rtt * std::max(0.0, 1.0 / segments - 1.0 / kTrustedSegments);
+  // Busy: a queue stands (kBusyQueue), since when on the delivery clock.
+  if (!have_queue_ || queue_ < look.steer_target * kBusyQueue) {
+    busy_since_ = Time::never();
+  } else {
+    if (busy_since_ == Time::never()) busy_since_ = clock_;
+    const Time since = std::clamp(busy_since_, clock_ - look.rtt * kBusyRateRtts, clock_ - look.rtt * kBusyMinRtts);
+    look.busy = acked_since(clock_, since);
+  }
   return look;
 }
 
@@ -345,7 +359,9 @@ bool TcpGroupCap::engage(const Look& look) {
     return false;  // the kernels' start-up has not built a queue yet
   }
   capped_ = true;
-  rate_ = std::max(look.recent, look.floor);
+  // The queue the kernels' start-up built says the link is full: at what
+  // is acked while it stands, not at the start-up's mean (look.recent).
+  rate_ = std::max(std::max(look.recent, look.busy), look.floor);
   return true;
 }
 
@@ -370,13 +386,13 @@ void TcpGroupCap::steer(const Look& look) {
                        1.0 + (kMaxProbe - 1.0) * (steer_target - queue_).to_seconds() / steer_target.to_seconds());
     // Of the RTTs since the last look, at most kMaxRttsPerLook count.
     const double rtts = std::min(look.dt.to_seconds() / look.rtt.to_seconds(), kMaxRttsPerLook);
-    // With a queue standing the link is busy, and the acked rate over
-    // several RTTs is its rate without the max filter's bias (bursts of
+    // With a queue standing the link is busy, and the acked rate while it
+    // stands is its rate without the max filter's bias (bursts of
     // compressed ACKs read 5 % high, which held the queue that many RTTs
-    // of k above the target); without one, the filter's larger rate lets
-    // the group find a link that got faster.
-    Rate b = bottleneck_;
-    if (queue_ >= steer_target * kBusyQueue) b = std::min(b, acked_since(clock_, clock_ - look.rtt * kBusyRateRtts));
+    // of k above the target) and without the lag of its windows (a
+    // start-up's rates from before the link was full); without one, the
+    // filter's larger rate lets the group find a link that got faster.
+    const Rate b = look.busy.is_zero() ? bottleneck_ : look.busy;
     Rate next = b * factor;
     // A scavenger drains from its own rate, compounding per RTT as LEDBAT++
     // does: from the acked rate over 8 RTTs (an RTT of a competitor's queue

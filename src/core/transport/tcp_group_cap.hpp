@@ -139,6 +139,7 @@ class TcpGroupCap {
     Duration dt;            // since the last look (0 at the first)
     Rate floor;             // the group's floor: two segments per rtt
     Rate recent;            // the group's acked rate over the last kRateRtts rtts of the delivery clock
+    Rate busy;              // its acked rate while a queue stands (kBusyQueue; 0: none stands)
     Duration steer_target;  // the target, widened while the evidence is thin (kTrustedSegments)
     bool silent = false;    // no lane acked for the hold: nothing new to steer by
     bool app_limited = false;  // no lane has data waiting in its socket
@@ -174,6 +175,7 @@ class TcpGroupCap {
   Duration queue_;
   Duration base_;  // the group's base RTT: the smallest of its lanes'
   bool have_queue_ = false;
+  Time busy_since_ = Time::never();  // a queue has stood since (delivery clock; never: none stands)
 
   bool capped_ = false;
   Rate rate_;
