@@ -13,6 +13,14 @@ acked piece, and the issue's bound: 1.25 x the fluid bound + 3 RTTs, where
 the fluid bound is the bytes at the links' payload rate plus one RTT.
 Writes netlab-short.json in --out (default bench/out). Needs root and the
 netlab (exit 77 when the lab cannot run here).
+
+The lab's two hosts start TCP connections as Linux does by default. To
+measure what their settings cost (docs/transport.md, "Initial windows"):
+  --initcwnd N  every route of both namespaces gets `initcwnd N initrwnd N`;
+  --rmem BYTES  both namespaces' net.ipv4.tcp_rmem default (the receiver's
+                first window);
+  --send-arg A  passed to each `braid send` (repeatable), e.g.
+                --send-arg=--latency-target --send-arg=0.
 """
 import argparse
 import datetime
@@ -20,11 +28,33 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netbench as nb  # noqa: E402
+
+
+def tune_hosts(lab, initcwnd, rmem):
+    """The lab's hosts as an administrator may set them: every route's initial windows, tcp_rmem's default."""
+    for side in ("snd", "rcv"):
+        ns = f"{lab.prefix}-{side}"
+        if initcwnd:
+            routes = subprocess.run(["ip", "-n", ns, "route", "show"], capture_output=True, text=True,
+                                    check=True).stdout.splitlines()
+            for route in routes:
+                words = route.split()
+                for opt in ("initcwnd", "initrwnd"):  # an earlier value would stand twice
+                    if opt in words:
+                        i = words.index(opt)
+                        del words[i:i + 2]
+                subprocess.run(["ip", "-n", ns, "route", "change", *words, "initcwnd", str(initcwnd),
+                                "initrwnd", str(initcwnd)], check=True)
+        if rmem:
+            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w",
+                            f"net.ipv4.tcp_rmem=4096 {rmem} {max(rmem, 33554432)}"], check=True)
+        nb.log(f"{ns}: initcwnd {initcwnd or 'default'}, tcp_rmem default {rmem or 'default'}")
 
 
 def main():
@@ -40,6 +70,9 @@ def main():
     ap.add_argument("--cases", default="first_contact,known_peer", help="comma-separated")
     ap.add_argument("--no-mptcp", action="store_true", help="skip MPTCP's runs")
     ap.add_argument("--keep-logs", action="store_true", help="keep each run's logs and reports under OUT/logs")
+    ap.add_argument("--initcwnd", type=int, help="the lab's routes start TCP with this window (initcwnd and initrwnd)")
+    ap.add_argument("--rmem", type=int, help="the lab's tcp_rmem default, bytes (a receiver's first window)")
+    ap.add_argument("--send-arg", action="append", default=[], help="an argument for each braid send (repeatable)")
     args = ap.parse_args()
     sc = nb.load_scenario("short64")
     try:
@@ -57,7 +90,8 @@ def main():
     payload_rate = sum(l["rate_bps"] * nb.Bench.payload_factor(l) for l in sc["links"]) / 8
     res = {"scenario": sc["name"], "links": sc["links"], "rtt_s": rtt, "runs": args.runs,
            "started": datetime.datetime.now().isoformat(timespec="seconds"), "load_avg_at_start": os.getloadavg(),
-           "command": "bench/netlab/short " + " ".join(sys.argv[1:]), "sizes": []}
+           "command": "bench/netlab/short " + " ".join(sys.argv[1:]), "sizes": [],
+           "hosts": {"initcwnd": args.initcwnd, "rmem_default": args.rmem}, "send_args": args.send_arg}
     builds = [tuple(x.split("=", 1)) for x in args.braid] or [("", tools["braid"])]
     res["builds"] = {label: path for label, path in builds}
     workdir = tempfile.mkdtemp(prefix="netbench-short-", dir=args.workdir)
@@ -67,6 +101,7 @@ def main():
             shutil.rmtree(os.path.join(workdir, d), ignore_errors=True)
     try:
         b.lab.up()
+        tune_hosts(b.lab, args.initcwnd, args.rmem)
         for mib in [int(x) for x in args.sizes.split(",")]:
             b.size = mib << 20
             fluid = b.size / payload_rate + rtt
@@ -80,13 +115,13 @@ def main():
                     if case == "known_peer":
                         for label, path in builds:  # pairs and leaves the path figures: not measured
                             b.tools["braid"] = path
-                            b.braid([0, 1], src, workdir)
+                            b.braid([0, 1], src, workdir, extra=args.send_arg)
                     for k in range(args.runs):
                         for label, path in builds:
                             b.tools["braid"] = path
                             if case == "first_contact":
                                 fresh()
-                            r = b.braid([0, 1], src, workdir, code=case == "first_contact")
+                            r = b.braid([0, 1], src, workdir, code=case == "first_contact", extra=args.send_arg)
                             runs[label].append({x: r.get(x) for x in ("wall_seconds", "seconds", "first_byte_seconds",
                                                                       "mbit")})
                             nb.log(f"{mib} MiB {label + ' ' if label else ''}{kind} {case} run {k + 1}: command to exit "
