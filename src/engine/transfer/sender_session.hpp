@@ -385,10 +385,12 @@ class SenderSession : private DataLaneEvents {
   // the machine the new list (session::Sender::set_paths).
   void watch_network();
   void replan_paths();
+  void wake_watcher();  // after closing_ or replan_requested_ is set
   LanePlan plan_;  // what the paths were planned from (the host's network read again each time); under mu_
   bool replan_requested_ = false;  // the receiver's addresses changed; under mu_
   std::string last_plan_;          // the last plan handed to the machine; under mu_
   security::UniqueFd watch_fd_;    // rtnetlink, opened before the host is first read
+  security::UniqueFd watch_wake_;  // eventfd: wakes the watcher (wake_watcher)
   std::thread watcher_;
 };
 
