@@ -16,9 +16,11 @@ netlab (exit 77 when the lab cannot run here).
 
 The lab's two hosts start TCP connections as Linux does by default. To
 measure what their settings cost (docs/transport.md, "Initial windows"):
-  --initcwnd N  every route of both namespaces gets `initcwnd N initrwnd N`;
+  --initcwnd N  every route of both namespaces starts TCP's congestion
+                window at N segments (`ip route change … initcwnd N`);
   --rmem BYTES  both namespaces' net.ipv4.tcp_rmem default (the receiver's
-                first window);
+                first window; the minimum kept, the maximum raised to it if
+                lower);
   --send-arg A  passed to each `braid send` (repeatable), e.g.
                 --send-arg=--latency-target --send-arg=0.
 """
@@ -37,24 +39,34 @@ import netbench as nb  # noqa: E402
 
 
 def tune_hosts(lab, initcwnd, rmem):
-    """The lab's hosts as an administrator may set them: every route's initial windows, tcp_rmem's default."""
+    """The lab's hosts as an administrator may set them: its IPv4 and IPv6 routes' initial congestion window, and
+    tcp_rmem's default (its minimum and maximum kept). Returns what was set, for the JSON."""
+    done = {}
     for side in ("snd", "rcv"):
         ns = f"{lab.prefix}-{side}"
         if initcwnd:
-            routes = subprocess.run(["ip", "-n", ns, "route", "show"], capture_output=True, text=True,
-                                    check=True).stdout.splitlines()
-            for route in routes:
-                words = route.split()
-                for opt in ("initcwnd", "initrwnd"):  # an earlier value would stand twice
-                    if opt in words:
-                        i = words.index(opt)
-                        del words[i:i + 2]
-                subprocess.run(["ip", "-n", ns, "route", "change", *words, "initcwnd", str(initcwnd),
-                                "initrwnd", str(initcwnd)], check=True)
+            for family in ("-4", "-6"):
+                routes = json.loads(subprocess.run(["ip", "-j", family, "-n", ns, "route", "show"], capture_output=True,
+                                                   text=True, check=True).stdout or "[]")
+                for r in routes:  # the lab's own: a prefix on a device, from the kernel
+                    if "dev" not in r or r.get("type", "unicast") != "unicast":
+                        continue
+                    cmd = ["ip", family, "-n", ns, "route", "change", r["dst"], "dev", r["dev"]]
+                    for key, word in (("protocol", "proto"), ("scope", "scope"), ("prefsrc", "src"),
+                                      ("metric", "metric")):
+                        if key in r:
+                            cmd += [word, str(r[key])]
+                    subprocess.run(cmd + ["initcwnd", str(initcwnd)], check=True)
         if rmem:
-            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w",
-                            f"net.ipv4.tcp_rmem=4096 {rmem} {max(rmem, 33554432)}"], check=True)
-        nb.log(f"{ns}: initcwnd {initcwnd or 'default'}, tcp_rmem default {rmem or 'default'}")
+            cur = subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-n", "net.ipv4.tcp_rmem"], capture_output=True,
+                                 text=True, check=True).stdout.split()
+            value = f"{cur[0]} {rmem} {max(int(cur[2]), rmem)}"
+            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"net.ipv4.tcp_rmem={value}"], check=True)
+            done[f"{side}_tcp_rmem"] = value
+        nb.log(f"{ns}: initcwnd {initcwnd or 'default'}, tcp_rmem {done.get(side + '_tcp_rmem', 'default')}")
+    if initcwnd:
+        done["initcwnd"] = initcwnd
+    return done
 
 
 def main():
@@ -70,7 +82,7 @@ def main():
     ap.add_argument("--cases", default="first_contact,known_peer", help="comma-separated")
     ap.add_argument("--no-mptcp", action="store_true", help="skip MPTCP's runs")
     ap.add_argument("--keep-logs", action="store_true", help="keep each run's logs and reports under OUT/logs")
-    ap.add_argument("--initcwnd", type=int, help="the lab's routes start TCP with this window (initcwnd and initrwnd)")
+    ap.add_argument("--initcwnd", type=int, help="the lab's routes start TCP's congestion window at N segments")
     ap.add_argument("--rmem", type=int, help="the lab's tcp_rmem default, bytes (a receiver's first window)")
     ap.add_argument("--send-arg", action="append", default=[], help="an argument for each braid send (repeatable)")
     args = ap.parse_args()
@@ -90,8 +102,8 @@ def main():
     payload_rate = sum(l["rate_bps"] * nb.Bench.payload_factor(l) for l in sc["links"]) / 8
     res = {"scenario": sc["name"], "links": sc["links"], "rtt_s": rtt, "runs": args.runs,
            "started": datetime.datetime.now().isoformat(timespec="seconds"), "load_avg_at_start": os.getloadavg(),
-           "command": "bench/netlab/short " + " ".join(sys.argv[1:]), "sizes": [],
-           "hosts": {"initcwnd": args.initcwnd, "rmem_default": args.rmem}, "send_args": args.send_arg}
+           "command": "bench/netlab/short " + " ".join(sys.argv[1:]), "sizes": [], "hosts": {},
+           "send_args": args.send_arg}
     builds = [tuple(x.split("=", 1)) for x in args.braid] or [("", tools["braid"])]
     res["builds"] = {label: path for label, path in builds}
     workdir = tempfile.mkdtemp(prefix="netbench-short-", dir=args.workdir)
@@ -101,7 +113,7 @@ def main():
             shutil.rmtree(os.path.join(workdir, d), ignore_errors=True)
     try:
         b.lab.up()
-        tune_hosts(b.lab, args.initcwnd, args.rmem)
+        res["hosts"] = tune_hosts(b.lab, args.initcwnd, args.rmem)
         for mib in [int(x) for x in args.sizes.split(",")]:
             b.size = mib << 20
             fluid = b.size / payload_rate + rtt

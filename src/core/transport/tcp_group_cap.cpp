@@ -395,9 +395,9 @@ void TcpGroupCap::steer(const Look& look) {
     const Rate b = look.busy.is_zero() ? bottleneck_ : look.busy;
     Rate next = b * factor;
     // A scavenger drains from its own rate, compounding per RTT as LEDBAT++
-    // does: from the acked rate over 8 RTTs (an RTT of a competitor's queue
-    // each) it gave a joining cubic flow only 0.84 of its solo rate in its
-    // second second (0.97 before the group cap).
+    // does: when it drained from the busy rate alone (then over 8 RTTs, an
+    // RTT of a competitor's queue each) it gave a joining cubic flow only
+    // 0.84 of its solo rate in its second second (0.97 before the group cap).
     if (cfg_.yields && queue_ > steer_target && look.dt > Duration::zero())
       next = std::min(next, rate_ * std::pow(factor, rtts));
     // Below the target R also grows from itself, by the same factor per
@@ -515,7 +515,7 @@ std::vector<TcpLaneDecision> TcpGroupCap::on_samples(Time now, const std::vector
   update_room(look);
   // Uncapped this round (the kernels start, or another flow holds the
   // queue): no decisions beyond the defaults. A cap engaged this round
-  // starts at the recent rate: it is steered from the next.
+  // starts at the rate engage() gives it: it is steered from the next.
   if (!capped_ || competing_) {
     if (!engage(look)) return caps;
   } else {

@@ -23,10 +23,12 @@
 //    counts: the handshake's RTT) — they cross one queue, and a lane that
 //    opened while the others already sent never saw the empty path;
 //  - no cap until the kernels' start-up has met the queue (3/4 target):
-//    an idle path fills at the kernel's own pace;
+//    an idle path fills at the kernel's own pace, and the cap starts at
+//    what is acked while that queue stands;
 //  - then R = B × a factor, B the bottleneck's rate estimate (the largest
 //    acked rate of the group over 4 RTTs seen in the last 10 RTTs; with a
-//    queue standing, the mean acked rate over 8 RTTs — RTTs of a clock
+//    queue standing, the mean acked rate since it began to stand, over
+//    2 to 8 RTTs — RTTs of a clock
 //    that stops while the whole group is silent, so an outage does not
 //    age the estimate away): above the target
 //    1 − k (q − target) / rtt, which drains the excess in about rtt / k
@@ -139,7 +141,7 @@ class TcpGroupCap {
     Duration dt;            // since the last look (0 at the first)
     Rate floor;             // the group's floor: two segments per rtt
     Rate recent;            // the group's acked rate over the last kRateRtts rtts of the delivery clock
-    Rate busy;              // its acked rate while a queue stands (kBusyQueue; 0: none stands)
+    Rate busy;              // its acked rate while a queue stands (kBusyQueue; 0: none stands, or nothing acked)
     Duration steer_target;  // the target, widened while the evidence is thin (kTrustedSegments)
     bool silent = false;    // no lane acked for the hold: nothing new to steer by
     bool app_limited = false;  // no lane has data waiting in its socket
@@ -152,7 +154,8 @@ class TcpGroupCap {
   /// The path's peak, and room the lanes leave unused: refilling or not.
   void update_room(const Look& look);
   /// Uncapped (the kernels' start, another flow's queue): engages the cap
-  /// at the recent rate once it is due; false while the group stays uncapped.
+  /// once it is due, at the recent rate or what is acked while the queue
+  /// stands, the larger; false while the group stays uncapped.
   bool engage(const Look& look);
   /// Capped: R for this round, from the queue against the target.
   void steer(const Look& look);
