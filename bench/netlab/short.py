@@ -30,7 +30,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -43,27 +42,23 @@ def tune_hosts(lab, initcwnd, rmem):
     tcp_rmem's default (its minimum and maximum kept). Returns what was set, for the JSON."""
     done = {}
     for side in ("snd", "rcv"):
-        ns = f"{lab.prefix}-{side}"
         if initcwnd:
             for family in ("-4", "-6"):
-                routes = json.loads(subprocess.run(["ip", "-j", family, "-n", ns, "route", "show"], capture_output=True,
-                                                   text=True, check=True).stdout or "[]")
-                for r in routes:  # the lab's own: a prefix on a device, from the kernel
+                for r in json.loads(lab.run(side, "ip", "-j", family, "route", "show").stdout or "[]"):
                     if "dev" not in r or r.get("type", "unicast") != "unicast":
-                        continue
-                    cmd = ["ip", family, "-n", ns, "route", "change", r["dst"], "dev", r["dev"]]
+                        continue  # the lab's own routes are a prefix on a device, from the kernel
+                    cmd = ["ip", family, "route", "change", r["dst"], "dev", r["dev"]]
                     for key, word in (("protocol", "proto"), ("scope", "scope"), ("prefsrc", "src"),
                                       ("metric", "metric")):
                         if key in r:
                             cmd += [word, str(r[key])]
-                    subprocess.run(cmd + ["initcwnd", str(initcwnd)], check=True)
+                    lab.run(side, *cmd, "initcwnd", str(initcwnd))
         if rmem:
-            cur = subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-n", "net.ipv4.tcp_rmem"], capture_output=True,
-                                 text=True, check=True).stdout.split()
+            cur = lab.run(side, "sysctl", "-n", "net.ipv4.tcp_rmem").stdout.split()
             value = f"{cur[0]} {rmem} {max(int(cur[2]), rmem)}"
-            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"net.ipv4.tcp_rmem={value}"], check=True)
+            lab.run(side, "sysctl", "-q", "-w", f"net.ipv4.tcp_rmem={value}")
             done[f"{side}_tcp_rmem"] = value
-        nb.log(f"{ns}: initcwnd {initcwnd or 'default'}, tcp_rmem {done.get(side + '_tcp_rmem', 'default')}")
+        nb.log(f"{side}: initcwnd {initcwnd or 'default'}, tcp_rmem {done.get(side + '_tcp_rmem', 'default')}")
     if initcwnd:
         done["initcwnd"] = initcwnd
     return done
