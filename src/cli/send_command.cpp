@@ -347,8 +347,8 @@ void add_send_command(CLI::App& app) {
   cmd->add_option("--avoid", args->avoid, "An interface not to use while any other reaches the receiver (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--metered", args->metered,
-                  "IFACE=RATE: the lanes leaving through IFACE share at most RATE, e.g. wwan0=5Mbit/s (repeatable; "
-                  "within --rate-limit)")
+                  "IFACE=RATE: the lanes leaving through IFACE share at most RATE on the wire, e.g. wwan0=5Mbit/s "
+                  "(repeatable; within --rate-limit)")
       ->allow_extra_args(false);
   cmd->add_option("--max-lanes", args->max_lanes, "Most lanes to open (default 16)")->check(CLI::Range(1, 256));
   cmd->add_option("--transport", args->transport,
@@ -359,7 +359,8 @@ void add_send_command(CLI::App& app) {
   cmd->add_flag("--background", args->background,
                 "Yield to other traffic: UDP lanes run --cc background, TCP lanes get a pacing cap from their "
                 "delay (both step aside while another flow needs the path)");
-  cmd->add_option("--rate-limit", args->rate_limit, "Cap the whole transfer, e.g. 200Mbit/s (split over the lanes)");
+  cmd->add_option("--rate-limit", args->rate_limit,
+                  "Cap what the whole transfer puts on the network, headers in, e.g. 200Mbit/s (split over the lanes)");
   cmd->add_option("--latency-target", args->latency_target,
                   "Queueing delay the TCP lanes leaving by one interface aim for together, so a slow uplink stays "
                   "responsive (default 5ms; 0: each lane's kernel controller runs free)");

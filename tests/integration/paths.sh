@@ -21,8 +21,8 @@
 #                   mid-transfer and s2 takes over within 2 s
 #   rate-limit      two links (100 Mbit/s each), --rate-limit 60Mbit/s while
 #                   the second goes down and comes back: every 1 s window
-#                   after the first 2 s (the links' byte counters, in file
-#                   bytes) but the last within 5 % of 60 Mbit/s
+#                   after the first 2 s (the links' byte counters: the limit
+#                   counts the wire) but the last within 5 % of 60 Mbit/s
 #   new-link        one link (50 Mbit/s); mid-transfer a second one is made
 #                   on both hosts: the receiver advertises its new address,
 #                   the sender opens lanes on it within 1 s of hearing it and
@@ -33,7 +33,7 @@
 #                   carries at most 10 Mbit/s (its counter, over the transfer)
 #                   and is used; s1 the rest
 #   rate-unequal    links of 100 and 10 Mbit/s under --rate-limit 60Mbit/s: after
-#                   the first second the transfer runs at >= 0.85 of the limit
+#                   the first second the wire carries >= 0.85 of the limit
 #                   (median of its seconds; an even split per lane would give
 #                   the slow link half of it: ~40)
 #   link-local      link 1 has IPv4 (lane 0 goes there), link 2 nothing but
@@ -265,10 +265,6 @@ t0 = rows[0][0]
 pts = [(r[0] - t0, r[1] + r[2]) for r in rows]
 moving = [p for i, p in enumerate(pts) if i and p[1] > pts[i - 1][1] + 50000]
 start, end = moving[0][0], moving[-1][0]
-size = 72 << 20
-wire = pts[-1][1] - pts[0][1]
-# Wire bytes per file byte (headers, frames, acks' share): from the whole run.
-per_file_byte = wire / size
 def at(t):  # counter at time t, linear between samples
     for (a, x), (b, y) in zip(pts, pts[1:]):
         if a <= t <= b:
@@ -279,9 +275,11 @@ t = start + 2.0
 # Up to the last second: the transfer's tail (its last pieces finishing one
 # lane after another) is below any cap.
 while t + 1.0 <= end - 1.0:
-    rates.append((at(t + 1.0) - at(t)) * 8 / per_file_byte / 1e6)
+    rates.append((at(t + 1.0) - at(t)) * 8 / 1e6)
     t += 1.0
-print(f'{per_file_byte:.3f} wire bytes per file byte; file Mbit/s per second after the first 2 s:', [round(r, 1) for r in rates])
+# The limit counts what the network carries (IP packets); the counters add
+# Ethernet's 14 bytes a packet (~1 %).
+print('wire Mbit/s per second after the first 2 s:', [round(r, 1) for r in rates])
 # Over the cap is what the limit must never do; under it, a little is the
 # machine (both cores shared with other tests: 56 Mbit/s seen), a lot is a
 # cap that did not follow the lanes that remain (half of it: one path's share).
@@ -336,7 +334,8 @@ rep = json.load(open(w + '/send.json'))
 secs = rep['seconds']
 m2 = d2 * 8 / secs / 1e6
 print(f's1 {d1 * 8 / secs / 1e6:.1f} Mbit/s, s2 (metered at 10) {m2:.2f} Mbit/s on the wire over {secs:.2f} s')
-# The wire carries ~3 % more than the file (headers, frames, acks).
+# The cap counts IP packets; the counter adds Ethernet's 14 bytes a packet
+# (~1 %), and the handshakes before the transfer's clock starts.
 sys.exit(0 if 3 < m2 <= 10 * 1.08 and d1 > 4 * d2 else 1)
 PY
   ;;
@@ -356,19 +355,18 @@ rows = [list(map(float, l.split())) for l in open(w + '/tx.txt') if len(l.split(
 pts = [(r[0] - rows[0][0], r[1] + r[2]) for r in rows]
 moving = [p for i, p in enumerate(pts) if i and p[1] > pts[i - 1][1] + 50000]
 start, end = moving[0][0], moving[-1][0]
-per_file_byte = (pts[-1][1] - pts[0][1]) / (48 << 20)
 def at(t):
     for (a, x), (b, y) in zip(pts, pts[1:]):
         if a <= t <= b:
             return x + (y - x) * (t - a) / (b - a)
     return pts[-1][1]
 # Seconds after the first (the lanes' first measurements) and before the
-# last (the end game), in file bytes.
+# last (the end game), on the wire: what the limit counts.
 rates, t = [], start + 1.0
 while t + 1.0 <= end - 1.0:
-    rates.append((at(t + 1.0) - at(t)) * 8 / per_file_byte / 1e6)
+    rates.append((at(t + 1.0) - at(t)) * 8 / 1e6)
     t += 1.0
-print(f"{rep['rate_mbit_per_sec']:.1f} Mbit/s overall; each second after the first:", [round(r, 1) for r in rates])
+print(f"{rep['rate_mbit_per_sec']:.1f} Mbit/s of file overall; on the wire each second after the first:", [round(r, 1) for r in rates])
 sys.exit(0 if len(rates) >= 3 and statistics.median(rates) >= 51 and max(rates) <= 63 else 1)
 PY
   ;;

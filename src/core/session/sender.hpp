@@ -235,7 +235,8 @@ struct CancelPiece {
   uint32_t transfer = 0;
   core::PieceId piece = 0;
 };
-/// Cap the lane's sending rate (none: no cap).
+/// Cap what the lane puts on the network, IP and transport headers
+/// included: what a metered plan bills (none: no cap).
 struct SetLaneRate {
   LaneNo lane = 0;
   std::optional<Rate> rate;

@@ -66,7 +66,8 @@ struct TcpKernelInfo {
   uint32_t min_rtt_us = 0;      // windowed minimum RTT
   uint64_t bytes_acked = 0;     // cumulative
   uint32_t total_retrans = 0;   // retransmitted segments, cumulative
-  uint32_t snd_mss = 0;
+  uint32_t snd_mss = 0;         // payload bytes per full segment (options taken off)
+  uint32_t pmtu = 0;            // the path's MTU: a full segment's IP packet, headers in
   uint32_t snd_cwnd = 0;        // segments
   uint64_t pacing_rate = 0;     // bytes/s: the kernel's own pacing rate, under any cap
   uint64_t delivery_rate = 0;   // bytes/s: the latest delivery-rate sample

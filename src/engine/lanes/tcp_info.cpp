@@ -18,6 +18,7 @@ bool tcp_kernel_info(int fd, TcpKernelInfo& out) {
   out.rtt_us = info.tcpi_rtt;
   out.total_retrans = info.tcpi_total_retrans;
   out.snd_mss = info.tcpi_snd_mss;
+  out.pmtu = info.tcpi_pmtu;
   out.snd_cwnd = info.tcpi_snd_cwnd;
   // Older kernels return a shorter struct: the fields past its end stay zero.
   out.pacing_rate = len > offsetof(struct tcp_info, tcpi_pacing_rate) ? info.tcpi_pacing_rate : 0;

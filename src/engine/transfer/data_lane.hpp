@@ -90,6 +90,7 @@ class DataLane {
   virtual void cancel_piece(uint32_t transfer, core::PieceId piece) = 0;
   /// The transfer ended: drop everything of it.
   virtual void drop_transfer(uint32_t transfer) = 0;
+  /// Caps what the lane puts on the network, headers included (SetLaneRate).
   virtual void set_rate(std::optional<Rate> rate) = 0;
   /// Flushes queued messages (bounded), then ends the lane.
   virtual void close(const std::string& reason) = 0;

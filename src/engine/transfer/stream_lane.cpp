@@ -294,6 +294,11 @@ void StreamLane::apply_cap_locked(std::optional<Rate> want) {
 
 void StreamLane::set_rate(std::optional<Rate> rate) {
   if (!opts_.tcp) return;
+  // The cap counts what the network carries (IP and TCP headers in: a
+  // metered plan bills them); the kernel paces segments' payload.
+  lanes::TcpKernelInfo k;
+  if (rate && lanes::tcp_kernel_info(link_->fd(), k) && k.snd_mss > 0 && k.pmtu > k.snd_mss)
+    rate = *rate * (static_cast<double>(k.snd_mss) / k.pmtu);
   std::lock_guard lock(pace_mu_);
   rate_cap_ = rate;
   // At once: unpaced, a loopback lane moves megabytes before the next look.

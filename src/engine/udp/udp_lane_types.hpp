@@ -43,7 +43,7 @@ struct UdpLaneConfig {
   SocketAddress remote;
   size_t packet_size = kDefaultPacketSize;  // --packet-size, 1200..9000, or 0: the path MTU's
   std::string cc = "delay";           // --cc NAME; "background" for --background
-  std::optional<Rate> rate_limit;     // --rate-limit: caps the pacing rate
+  std::optional<Rate> rate_limit;     // --rate-limit: caps what the lane puts on the network, headers in
   /// The window covers at least pacing rate × this (lane_limits_controller.hpp).
   Duration io_reaction = Duration::millis(2);
   /// The pacer's burst allowance in time at the current rate (the core's

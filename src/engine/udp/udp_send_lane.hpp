@@ -24,6 +24,8 @@
 // bytes, seal, queue → flush (sendmmsg + GSO) → sleep until poll_timeout().
 #pragma once
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -58,7 +60,8 @@ class UdpSendLane {
   /// Drops the piece: nothing more of it is sent or resent, no ack event
   /// comes for it, and the lane lets go of its bytes.
   void cancel_piece(uint64_t piece);
-  /// Caps the lane's pacing rate from now on (none: no cap).
+  /// Caps what the lane puts on the network from now on, IP and UDP
+  /// headers included (none: no cap).
   void set_rate_limit(std::optional<Rate> rate);
   /// Ends the lane; on_closed(reason) follows on the I/O thread. Idempotent.
   void close(const std::string& reason = "closed by the engine");
@@ -107,6 +110,7 @@ class UdpSendLane {
   Duration first_contact_timeout_;
   std::atomic<bool> heard_peer_{false};
   SocketAddress local_;
+  int remote_family_ = AF_INET;  // for the headers a cap counts
   Time last_heard_;
   uint64_t packets_retransmitted_ = 0;
   uint64_t pieces_acked_ = 0;
