@@ -84,8 +84,7 @@ security::UniqueFd listen_tcp(const Endpoint& where, std::string& error) {
 void tune_lane_socket(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  int lowat = kNotSentLowat;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat);
+  set_notsent_lowat(fd, kNotSentLowat);
   // A lane whose peer vanished (a cable pulled, a host gone, a NAT that
   // forgot us) errors out in about 15 s instead of hanging:
   //  - idle, keepalive probes start after 5 s of silence, 3 probes 2 s apart
@@ -167,6 +166,16 @@ bool set_max_pacing_rate(int fd, Rate rate) {
   if (::setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &v, sizeof v) == 0) return true;
   uint32_t v32 = static_cast<uint32_t>(std::min<unsigned long>(v, UINT32_MAX - 1));
   return ::setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &v32, sizeof v32) == 0;
+}
+
+int notsent_lowat_for(std::optional<Rate> cap) {
+  if (!cap) return kNotSentLowat;
+  const double want = cap->bytes_per_second() * kNotSentSecondsCapped;
+  return static_cast<int>(std::clamp(want, double{kNotSentLowatFloor}, double{kNotSentLowat}));
+}
+
+bool set_notsent_lowat(int fd, int bytes) {
+  return ::setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &bytes, sizeof bytes) == 0;
 }
 
 bool set_congestion_control(int fd, const std::string& name) {

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/units.hpp"
@@ -19,6 +20,16 @@ namespace braid::lanes {
 /// decides what is in flight: TCP_NOTSENT_LOWAT lets the kernel hold at most
 /// this much not-yet-sent data beyond what is in flight on the wire.
 constexpr int kNotSentLowat = 512 * 1024;
+/// Under a pacing cap the kernel drains that slowly: 512 KiB is 0.84 s at
+/// 5 Mbit/s, bytes the scheduler can no longer move to a faster lane and a
+/// metered link carries after the transfer has ended. A capped lane keeps
+/// this much of its rate unsent instead, at least kNotSentLowatFloor.
+constexpr double kNotSentSecondsCapped = 0.05;
+constexpr int kNotSentLowatFloor = 64 * 1024;
+/// The low-water mark for a lane paced at `cap` (none: kNotSentLowat).
+int notsent_lowat_for(std::optional<Rate> cap);
+/// TCP_NOTSENT_LOWAT; false if the kernel refused.
+bool set_notsent_lowat(int fd, int bytes);
 
 /// Connects with a timeout; binds to `local` first if it is set (port 0),
 /// and to the interface `device` if it is not empty (SO_BINDTODEVICE: the
