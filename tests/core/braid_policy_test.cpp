@@ -3,6 +3,7 @@
 
 #include <numeric>
 
+#include "core/policies/planning.hpp"
 #include "scheduler_harness.hpp"
 
 namespace braid::core {
@@ -148,6 +149,49 @@ TEST(BraidPolicy, StalledLaneIsProbedAgainAfterBackOff) {
   EXPECT_GT(wake, at_ms(3000));
   d = drain(s, wake);
   EXPECT_EQ(assigned_to(d, a), Bytes::kib(64)) << "one small probe after the back-off";
+}
+
+// The end of a metered transfer (integration.paths.metered): a piece whose
+// two copies are both on the metered link's lanes (one had stalled and the
+// other rescued it) while the fast link's lanes idle. With two copies at
+// most, nobody could copy it again and the transfer waited ~1 s for the
+// slow lanes; a third copy goes to the fast lane, which beats them both.
+TEST(BraidPolicy, APieceOnlySlowLanesHoldIsCopiedToAnIdleFastLane) {
+  auto setup = [](Scheduler& s, bool one_copy_fast) {
+    const LaneId fast = s.add_lane({"fast", Rate::mbit(100), Duration::millis(1)}, at_ms(0));
+    const LaneId slow_a = s.add_lane({"slow-a", Rate::mbit(5), Duration::millis(1)}, at_ms(0));
+    const LaneId other = s.add_lane({"other", Rate::mbit(one_copy_fast ? 100 : 5), Duration::millis(1)}, at_ms(0));
+    return std::tuple{fast, slow_a, other};
+  };
+  for (bool one_copy_fast : {false, true}) {
+    ScriptedPolicy* scripted = nullptr;
+    auto policy = std::make_unique<ScriptedPolicy>("braid");
+    scripted = policy.get();
+    Scheduler s(ChunkPlan(Bytes::mib(1), Bytes::mib(1)), std::move(policy));
+    const auto [fast, slow_a, other] = setup(s, one_copy_fast);
+    scripted->script()->push_back(Pick{slow_a, 0, std::nullopt, false, std::nullopt});
+    scripted->script()->push_back(Pick{other, 0, std::nullopt, true, std::nullopt});
+    drain(s, at_ms(0));
+    s.on_send_started(slow_a, 0, at_ms(0));
+    s.on_send_started(other, 0, at_ms(0));
+    ASSERT_EQ(s.active_copies(0), 2u);
+    const Time now = at_ms(20);
+    const auto d = planning::best_duplicate(s, fast, now);
+    const auto when = planning::next_duplicate_time(s, at_ms(0));
+    if (one_copy_fast) {
+      // One copy lands in ~85 ms on a lane as fast: a third would waste it.
+      EXPECT_FALSE(d) << "copied although a copy as fast is on its way";
+      EXPECT_FALSE(when && *when <= at_ms(100)) << "woken to copy what the fast copy delivers first";
+    } else {
+      // The slow copies land after ~1.7 s; the fast lane delivers in ~105 ms.
+      ASSERT_TRUE(d) << "no third copy: the transfer waits for the slow lanes";
+      EXPECT_EQ(d->lane, fast);
+      EXPECT_TRUE(d->duplicate);
+      EXPECT_EQ(d->piece, 0u);
+      // And nothing past three copies.
+      EXPECT_FALSE(planning::best_duplicate(s, fast, now, 2));
+    }
+  }
 }
 
 }  // namespace braid::core

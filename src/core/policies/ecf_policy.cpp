@@ -16,7 +16,8 @@ std::optional<Pick> EcfPolicy::pick(const Scheduler& s, Time now) {
   if (!next) {
     for (LaneId l : lanes) {
       if (s.active_flights(l) > 0) continue;
-      if (auto d = planning::best_duplicate(s, l, now)) return d;
+      // Two copies at most: the reference keeps the rule it was measured with.
+      if (auto d = planning::best_duplicate(s, l, now, 2)) return d;
     }
     return std::nullopt;
   }

@@ -1,6 +1,8 @@
 #include "core/policies/planning.hpp"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 namespace braid::core::planning {
 
@@ -84,6 +86,20 @@ Duration duplicate_margin(Duration theirs_from_now) {
 
 }  // namespace
 
+bool holds_copy(const Scheduler& s, LaneId l, PieceId piece) {
+  for (const auto& f : s.flights(l))
+    if (f.active() && f.piece == piece) return true;
+  return false;
+}
+
+Time earliest_copy(const Scheduler& s, PieceId piece, Time now) {
+  Time best = Time::never();
+  for (LaneId l : live_lanes(s))
+    for (const auto& f : s.flights(l))
+      if (f.active() && f.piece == piece) best = std::min(best, s.expected_completion(l, f, now));
+  return best;
+}
+
 std::optional<Pick> best_duplicate(const Scheduler& s, LaneId l, Time now, uint32_t max_copies) {
   if (s.planning_rate(l).is_zero()) return std::nullopt;
   std::optional<Pick> best;
@@ -92,8 +108,9 @@ std::optional<Pick> best_duplicate(const Scheduler& s, LaneId l, Time now, uint3
     if (other == l) continue;
     for (const auto& f : s.flights(other)) {
       if (!f.active() || s.active_copies(f.piece) >= max_copies) continue;
-      if (s.plan().piece(f.piece).state == PieceState::delivered) continue;
-      const Time theirs = s.expected_completion(other, f, now);
+      if (s.plan().piece(f.piece).state == PieceState::delivered || holds_copy(s, l, f.piece)) continue;
+      // Against the copy that lands first: one more only where it beats them all.
+      const Time theirs = s.active_copies(f.piece) > 1 ? earliest_copy(s, f.piece, now) : s.expected_completion(other, f, now);
       const Time mine = s.completion_if_assigned(l, f.length, now);
       if (mine + duplicate_margin(theirs - now) >= theirs) continue;
       const Duration gain = theirs - mine;
@@ -170,21 +187,29 @@ std::optional<Time> next_duplicate_time(const Scheduler& s, Time now, uint32_t m
   for (LaneId l : live_lanes(s)) {
     const Rate mine = s.planning_rate(l);
     if (mine.is_zero() || s.active_flights(l) > 0 || s.consecutive_stalls(l) > 0) continue;
+    // Per piece, the moment a copy on `l` would beat every copy it has.
+    std::map<PieceId, Time> pays_off;
+    std::set<PieceId> never;
     for (LaneId other : live_lanes(s)) {
-      const Rate theirs = s.planning_rate(other);
-      if (other == l || theirs.is_zero()) continue;
+      if (other == l) continue;
       for (const auto& f : s.flights(other)) {
-        if (f.state != FlightState::sending || s.active_copies(f.piece) >= max_copies) continue;
+        if (!f.active() || s.active_copies(f.piece) >= max_copies || s.planning_rate(other).is_zero()) continue;
+        if (f.state != FlightState::sending) {
+          never.insert(f.piece);  // a queued copy is best_move's: a copy on l only loses ground to it
+          continue;
+        }
         // Past its predicted ack p, a piece counts as late by as long again
         // (expected_completion), so at time t it is due at 2t - p; an idle lane
         // delivers it at t + d. The copy pays off once t > p + d + margin.
         const Time p = s.predicted_ack(other, f, now);
         const Duration d = mine.transfer_time(f.length) + s.planning_rtt(l);
         const Duration wait = std::max(d + Duration::millis(2), d / 0.9) + Duration::micros(1);
-        const Time t = p + wait;
-        if (t > now && (!earliest || t < *earliest)) earliest = t;
+        auto [it, fresh] = pays_off.try_emplace(f.piece, p + wait);
+        if (!fresh) it->second = std::max(it->second, p + wait);
       }
     }
+    for (const auto& [piece, t] : pays_off)
+      if (!never.contains(piece) && t > now && (!earliest || t < *earliest)) earliest = t;
   }
   return earliest;
 }

@@ -50,10 +50,16 @@ WaterFill water_fill(const Scheduler& s, Time now, Bytes remaining, const std::v
 inline constexpr double kPlanError = 0.1;
 WaterFill end_plan(const Scheduler& s, Time now, Bytes remaining);
 
+/// Most live copies of one piece. Two bound the waste; a third is for a
+/// piece whose two copies both sit on slow lanes (a metered link's lanes,
+/// one rescuing the other) while a fast lane idles at the end.
+inline constexpr uint32_t kMaxCopies = 3;
+
 /// End of transfer: the in-flight piece on another lane that lane `l` could
-/// deliver soonest relative to its current lane, if `l` would beat that lane
-/// by a useful margin. Pieces with `max_copies` live copies are skipped.
-std::optional<Pick> best_duplicate(const Scheduler& s, LaneId l, Time now, uint32_t max_copies = 2);
+/// deliver soonest relative to its copies, if `l` would beat every copy of
+/// it by a useful margin. Pieces with `max_copies` live copies, or one on
+/// `l`, are skipped.
+std::optional<Pick> best_duplicate(const Scheduler& s, LaneId l, Time now, uint32_t max_copies = kMaxCopies);
 
 /// While work is still unassigned: a piece on another lane expected to land
 /// after the plan's end by more than its own bytes would cost the lanes
@@ -75,6 +81,6 @@ std::optional<Pick> best_move(const Scheduler& s, LaneId l, Time now);
 /// The earliest moment after `now` at which best_duplicate() would start
 /// answering for some idle lane because a piece has become late enough.
 /// Nothing else happens at the end of a transfer to wake the scheduler then.
-std::optional<Time> next_duplicate_time(const Scheduler& s, Time now, uint32_t max_copies = 2);
+std::optional<Time> next_duplicate_time(const Scheduler& s, Time now, uint32_t max_copies = kMaxCopies);
 
 }  // namespace braid::core::planning
