@@ -23,8 +23,10 @@ constexpr int kNotSentLowat = 512 * 1024;
 /// Under a pacing cap the kernel drains that slowly: 512 KiB is 0.84 s at
 /// 5 Mbit/s, bytes the scheduler can no longer move to a faster lane and a
 /// metered link carries after the transfer has ended. A capped lane keeps
-/// this much of its rate unsent instead, at least kNotSentLowatFloor.
-constexpr double kNotSentSecondsCapped = 0.05;
+/// this much of its rate unsent instead, at least kNotSentLowatFloor: caps
+/// above ~21 Mbit/s keep 512 KiB. 50 ms cost the coupled cap on a 10 Mbit/s
+/// uplink 2 % in half the runs (bench/netlab/udp uplink10); 200 ms nothing.
+constexpr double kNotSentSecondsCapped = 0.2;
 constexpr int kNotSentLowatFloor = 64 * 1024;
 /// The low-water mark for a lane paced at `cap` (none: kNotSentLowat).
 int notsent_lowat_for(std::optional<Rate> cap);
