@@ -46,7 +46,7 @@ size_t Scheduler::active_flights(LaneId l) const {
 Time Scheduler::projected_tx_end(LaneId l, const Flight* target, Time now) const {
   // One transmitter, pieces in the order the lane was given them. An engine
   // lane reports a piece started once it hands it to its socket, so several
-  // may be "sending" at once (a TCP lane's kernel buffer holds 512 KiB): a
+  // may be "sending" at once (a TCP lane's kernel holds up to 512 KiB unsent): a
   // piece cannot go out before the ones ahead of it have, whenever it started.
   const Rate r = planning_rate(l);
   Time line = Time::zero();

@@ -152,10 +152,13 @@ TEST(BraidPolicy, StalledLaneIsProbedAgainAfterBackOff) {
 }
 
 // The end of a metered transfer (integration.paths.metered): a piece whose
-// two copies are both on the metered link's lanes (one had stalled and the
-// other rescued it) while the fast link's lanes idle. With two copies at
-// most, nobody could copy it again and the transfer waited ~1 s for the
-// slow lanes; a third copy goes to the fast lane, which beats them both.
+// two copies are both on the metered link's lanes (one rescued it from the
+// other, whose lane had stalled on another piece) while the fast link's
+// lanes idle. With two copies
+// at most, nobody could copy it again and the transfer waited for the slow
+// lanes (0.63 s in the trace); a third copy goes to the fast lane, which
+// beats them both. The wake-up for a third copy comes when it beats every
+// copy: with one of them as fast as the idle lane, once that one is late.
 TEST(BraidPolicy, APieceOnlySlowLanesHoldIsCopiedToAnIdleFastLane) {
   auto setup = [](Scheduler& s, bool one_copy_fast) {
     const LaneId fast = s.add_lane({"fast", Rate::mbit(100), Duration::millis(1)}, at_ms(0));
@@ -177,11 +180,17 @@ TEST(BraidPolicy, APieceOnlySlowLanesHoldIsCopiedToAnIdleFastLane) {
     ASSERT_EQ(s.active_copies(0), 2u);
     const Time now = at_ms(20);
     const auto d = planning::best_duplicate(s, fast, now);
-    const auto when = planning::next_duplicate_time(s, at_ms(0));
     if (one_copy_fast) {
       // One copy lands in ~85 ms on a lane as fast: a third would waste it.
       EXPECT_FALSE(d) << "copied although a copy as fast is on its way";
-      EXPECT_FALSE(when && *when <= at_ms(100)) << "woken to copy what the fast copy delivers first";
+      // Once it is late by more than the idle lane needs (85 ms + 85 ms +
+      // 10 %: ~179 ms), the slow copy still far off, a third copy pays.
+      const auto when = planning::next_duplicate_time(s, now);
+      ASSERT_TRUE(when) << "never woken: the end waits for the slow copy";
+      EXPECT_GT(*when, at_ms(170));
+      EXPECT_LT(*when, at_ms(190)) << "woken only when the slow copy is late too";
+      EXPECT_FALSE(planning::best_duplicate(s, fast, *when - Duration::millis(5)));
+      EXPECT_TRUE(planning::best_duplicate(s, fast, *when)) << "woken for a copy pick() declines";
     } else {
       // The slow copies land after ~1.7 s; the fast lane delivers in ~105 ms.
       ASSERT_TRUE(d) << "no third copy: the transfer waits for the slow lanes";

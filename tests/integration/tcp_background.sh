@@ -11,7 +11,8 @@
 #   rate-limit  with --rate-limit the pacing thread keeps each lane's cap at its
 #               share, and the kernel's own pacing rate (tcpi_pacing_rate)
 #               stays under it: SO_MAX_PACING_RATE reached the socket; the
-#               report's `pacing_cap_bytes_per_sec` is that share.
+#               report's `pacing_cap_bytes_per_sec` is that share less its
+#               IP and TCP headers' part (the kernel paces payload).
 # One case per run: tcp_background.sh BRAID_BINARY CASE.
 set -uo pipefail
 BRAID=$1

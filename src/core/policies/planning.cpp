@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
+#include <vector>
 
 namespace braid::core::planning {
 
@@ -92,16 +92,23 @@ bool holds_copy(const Scheduler& s, LaneId l, PieceId piece) {
   return false;
 }
 
-Time earliest_copy(const Scheduler& s, PieceId piece, Time now) {
-  Time best = Time::never();
+// When each piece in flight lands at the earliest, over all its copies.
+std::map<PieceId, Time> first_landings(const Scheduler& s, Time now) {
+  std::map<PieceId, Time> out;
   for (LaneId l : live_lanes(s))
-    for (const auto& f : s.flights(l))
-      if (f.active() && f.piece == piece) best = std::min(best, s.expected_completion(l, f, now));
-  return best;
+    for (const auto& f : s.flights(l)) {
+      if (!f.active()) continue;
+      const Time t = s.expected_completion(l, f, now);
+      auto [it, fresh] = out.try_emplace(f.piece, t);
+      if (!fresh) it->second = std::min(it->second, t);
+    }
+  return out;
 }
 
 std::optional<Pick> best_duplicate(const Scheduler& s, LaneId l, Time now, uint32_t max_copies) {
   if (s.planning_rate(l).is_zero()) return std::nullopt;
+  // Against the copy that lands first: one more only where it beats them all.
+  const std::map<PieceId, Time> lands = first_landings(s, now);
   std::optional<Pick> best;
   Duration best_gain = Duration::zero();
   for (LaneId other : live_lanes(s)) {
@@ -109,8 +116,7 @@ std::optional<Pick> best_duplicate(const Scheduler& s, LaneId l, Time now, uint3
     for (const auto& f : s.flights(other)) {
       if (!f.active() || s.active_copies(f.piece) >= max_copies) continue;
       if (s.plan().piece(f.piece).state == PieceState::delivered || holds_copy(s, l, f.piece)) continue;
-      // Against the copy that lands first: one more only where it beats them all.
-      const Time theirs = s.active_copies(f.piece) > 1 ? earliest_copy(s, f.piece, now) : s.expected_completion(other, f, now);
+      const Time theirs = lands.at(f.piece);
       const Time mine = s.completion_if_assigned(l, f.length, now);
       if (mine + duplicate_margin(theirs - now) >= theirs) continue;
       const Duration gain = theirs - mine;
@@ -183,33 +189,53 @@ std::optional<Pick> best_move(const Scheduler& s, LaneId l, Time now) {
 }
 
 std::optional<Time> next_duplicate_time(const Scheduler& s, Time now, uint32_t max_copies) {
+  // A piece's copies, each as best_duplicate sees it at a later time t: a
+  // copy being sent lands at its predicted ack p until then, and past it is
+  // counted as late by as long again (expected_completion: 2t - p); a
+  // queued copy lands at p; an unmeasured lane's copy never.
+  struct Copy {
+    Time p;
+    bool sending;
+  };
+  std::map<PieceId, std::vector<Copy>> copies;
+  for (LaneId other : live_lanes(s))
+    for (const auto& f : s.flights(other)) {
+      if (!f.active() || s.active_copies(f.piece) >= max_copies) continue;
+      if (s.planning_rate(other).is_zero()) {
+        copies[f.piece];  // beaten whenever: adds no condition
+        continue;
+      }
+      copies[f.piece].push_back({s.predicted_ack(other, f, now), f.state == FlightState::sending});
+    }
   std::optional<Time> earliest;
   for (LaneId l : live_lanes(s)) {
     const Rate mine = s.planning_rate(l);
     if (mine.is_zero() || s.active_flights(l) > 0 || s.consecutive_stalls(l) > 0) continue;
-    // Per piece, the moment a copy on `l` would beat every copy it has.
-    std::map<PieceId, Time> pays_off;
-    std::set<PieceId> never;
-    for (LaneId other : live_lanes(s)) {
-      if (other == l) continue;
-      for (const auto& f : s.flights(other)) {
-        if (!f.active() || s.active_copies(f.piece) >= max_copies || s.planning_rate(other).is_zero()) continue;
-        if (f.state != FlightState::sending) {
-          never.insert(f.piece);  // a queued copy is best_move's: a copy on l only loses ground to it
-          continue;
+    for (const auto& [piece, cs] : copies) {
+      const Duration d = mine.transfer_time(s.plan().piece(piece).length) + s.planning_rtt(l);
+      const auto beats_all = [&](Time t) {
+        for (const auto& c : cs) {
+          const Time theirs = c.sending && t > c.p ? t + (t - c.p) : c.p;
+          if (t + d + duplicate_margin(theirs - t) >= theirs) return false;
         }
-        // Past its predicted ack p, a piece counts as late by as long again
-        // (expected_completion), so at time t it is due at 2t - p; an idle lane
-        // delivers it at t + d. The copy pays off once t > p + d + margin.
-        const Time p = s.predicted_ack(other, f, now);
-        const Duration d = mine.transfer_time(f.length) + s.planning_rtt(l);
-        const Duration wait = std::max(d + Duration::millis(2), d / 0.9) + Duration::micros(1);
-        auto [it, fresh] = pays_off.try_emplace(f.piece, p + wait);
-        if (!fresh) it->second = std::max(it->second, p + wait);
+        return true;
+      };
+      // A copy being sent is beaten once t > p + wait, and stays beaten; the
+      // first such moment at which the others are beaten too (on time, or late
+      // as well) is when a copy on `l` starts to pay.
+      const Duration wait = std::max(d + Duration::millis(2), d / 0.9) + Duration::micros(1);
+      std::vector<Time> candidates;
+      for (const auto& c : cs)
+        if (c.sending && c.p + wait > now) candidates.push_back(c.p + wait);
+      std::sort(candidates.begin(), candidates.end());
+      for (Time t : candidates) {
+        if (earliest && t >= *earliest) break;
+        if (beats_all(t)) {
+          earliest = t;
+          break;
+        }
       }
     }
-    for (const auto& [piece, t] : pays_off)
-      if (!never.contains(piece) && t > now && (!earliest || t < *earliest)) earliest = t;
   }
   return earliest;
 }

@@ -287,7 +287,8 @@ void StreamLane::apply_cap_locked(std::optional<Rate> want) {
   if (on_socket_set_ && want == on_socket_) return;
   const bool ok = want ? lanes::set_max_pacing_rate(link_->fd(), *want) : lanes::clear_max_pacing_rate(link_->fd());
   if (ok) {
-    lanes::set_notsent_lowat(link_->fd(), lanes::notsent_lowat_for(want));
+    const int lowat = lanes::notsent_lowat_for(want);
+    if (lowat != lowat_on_socket_ && lanes::set_notsent_lowat(link_->fd(), lowat)) lowat_on_socket_ = lowat;
     on_socket_ = want;
     on_socket_set_ = true;
   }

@@ -124,6 +124,7 @@ class StreamLane final : public DataLane {
   void apply_cap_locked(std::optional<Rate> want);
   std::optional<Rate> on_socket_;
   bool on_socket_set_ = false;
+  int lowat_on_socket_ = lanes::kNotSentLowat;  // TCP_NOTSENT_LOWAT, set with the cap
   struct PacingState {
     bool active = false;
     double cap = -1, queue_ms = 0, srtt_ms = 0, min_rtt_ms = 0;
