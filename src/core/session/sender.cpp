@@ -679,11 +679,20 @@ void Sender::push_request_message(LaneNo lane, const ToReceiver& msg) {
   const auto* done = std::get_if<wire::Done>(&msg);
   if (done && transfer_ && transfer_->id == done->transfer_id && transfer_->last)
     push(SendMessage{lane, wire::Bye{done->transfer_id}});
-  // An offer in parts: every part follows its head on the same lane, each
-  // time it is sent (the receiver ignores the parts it has already).
+  // An offer in parts: the parts follow their head on the same lane, each
+  // time it is sent (the receiver ignores the parts it has already). Not
+  // those whose every entry it accepted: it has them (a repeated head
+  // hears its accept_part again), and on a million entries they are most
+  // of the offer. The first part it may lack starts at or before the first
+  // entry it has not accepted, so what it holds always ends where the
+  // parts sent again begin, or past it.
   const auto* offer = std::get_if<wire::Offer>(&msg);
-  if (offer && offer->continued && transfer_ && transfer_->id == offer->transfer_id)
-    for (size_t k = 1; k < transfer_->frames_sent; ++k) push(SendMessage{lane, make_offer_part(k)});
+  if (offer && offer->continued && transfer_ && transfer_->id == offer->transfer_id) {
+    const Transfer& t = *transfer_;
+    size_t k = 1;
+    while (k < t.frames_sent && k + 1 < t.offer_cuts.size() && t.offer_cuts[k + 1] <= t.early_entries) ++k;
+    for (; k < t.frames_sent; ++k) push(SendMessage{lane, make_offer_part(k)});
+  }
 }
 
 void Sender::resend_requests_from(LaneNo dead, Time now) {
