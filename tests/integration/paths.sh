@@ -30,8 +30,10 @@
 #                   lanes close within 1 s of the sender seeing it, and the
 #                   receiver is told
 #   metered         two links (100 Mbit/s each), `--metered s2=10Mbit/s`: s2
-#                   carries at most 10 Mbit/s (its counter, over the transfer)
-#                   and is used; s1 the rest
+#                   carries at most 10 Mbit/s (its counter, over the transfer:
+#                   the cap counts the wire) and is used; s1 the rest
+#   metered-udp     the same over UDP lanes (`--transport udp`), which pace
+#                   datagrams: each takes its IP and UDP headers off its share
 #   rate-unequal    links of 100 and 10 Mbit/s under --rate-limit 60Mbit/s: after
 #                   the first second the wire carries >= 0.85 of the limit
 #                   (median of its seconds; an even split per lane would give
@@ -320,12 +322,12 @@ sys.exit(0 if ok else 1)
 PY
   grep -q 'closed by the sender: its path went away' "$W/recv.err" || fail "the receiver was not told why the lanes closed"
   ;;
-metered)
+metered|metered-udp)
   two_subnets 100mbit 100mbit
   random_file "$W/src/data.bin" $((48 << 20)) paths
   start_recv
   b1=$(tx_bytes s1); b2=$(tx_bytes s2)
-  send --metered s2=10Mbit/s
+  if [ "$CASE" = metered-udp ]; then send --metered s2=10Mbit/s --transport udp; else send --metered s2=10Mbit/s; fi
   d1=$(( $(tx_bytes s1) - b1 )); d2=$(( $(tx_bytes s2) - b2 ))
   py "$W" "$d1" "$d2" <<'PY' || fail "the metered interface was not held to its cap"
 import json, sys
