@@ -39,6 +39,28 @@ std::string lane_table(const transfer::TransferReport& r) {
                        l.lane_id, l.udp->packets_sent, l.udp->packets_lost, l.udp->packets_retransmitted,
                        rtt(l.udp->srtt_ms), rtt(l.udp->min_rtt_ms), rate(l.udp->cc_rate_bytes_per_sec));
   }
+  // Per path, the interface its lanes left by (lane 0 is not bound, but
+  // the routes sent it by one): what each carried, so a metered link's
+  // part reads at a glance.
+  struct PathSum {
+    std::string name;
+    uint64_t bytes = 0, wire = 0;
+    size_t lanes = 0;
+  };
+  std::vector<PathSum> paths;
+  for (const auto& l : r.lanes) {
+    const std::string name = l.leaves_by.empty() ? "(unknown)" : l.leaves_by;
+    auto it = std::find_if(paths.begin(), paths.end(), [&](const PathSum& p) { return p.name == name; });
+    if (it == paths.end()) it = paths.insert(paths.end(), PathSum{name});
+    it->bytes += l.bytes;
+    it->wire += l.wire_bytes;
+    ++it->lanes;
+  }
+  if (paths.size() > 1)
+    for (const auto& p : paths)
+      out += fmt::format("path {}: {} over {} {} = {}; {} written to its sockets\n", p.name, size(p.bytes), p.lanes,
+                         p.lanes == 1 ? "lane" : "lanes",
+                         rate(r.seconds > 0 ? static_cast<double>(p.bytes) / r.seconds : 0), size(p.wire));
   // A resumed transfer's rate is over the bytes this run sent, so say how many were not sent.
   const std::string resumed =
       r.resumed_bytes ? fmt::format(" ({} resumed from an earlier run, {} sent)", size(r.resumed_bytes),

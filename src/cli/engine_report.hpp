@@ -11,7 +11,8 @@
 
 namespace braid::cli {
 
-/// The per-lane table of one transfer, with a totals line.
+/// The per-lane table of one transfer, a line per path when the lanes
+/// left by more than one (their interface), and a totals line.
 std::string lane_table(const transfer::TransferReport& r);
 /// send --sync: the dry run's plan (one line a file) and one line of what the sync did.
 std::string sync_summary(const transfer::TransferReport& r);

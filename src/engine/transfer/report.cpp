@@ -49,6 +49,7 @@ nlohmann::json to_json(const LaneReport& l) {
           {"open_at_end", l.open_at_end},
           {"close_reason", l.close_reason}};
   if (!l.interface.empty()) j["interface"] = l.interface;
+  if (!l.leaves_by.empty()) j["leaves_by"] = l.leaves_by;
   if (l.udp) {
     j["packets_sent"] = l.udp->packets_sent;
     j["packets_lost"] = l.udp->packets_lost;

@@ -47,6 +47,7 @@ struct LaneReport {
   std::string local;
   std::string remote;
   std::string interface;     // the interface it was bound to; empty: not bound
+  std::string leaves_by;     // the interface its packets leave by: bound, or where the routes sent it (lane 0); empty: unknown
   uint64_t bytes = 0;        // bytes this lane delivered first (useful)
   uint64_t acked_bytes = 0;  // all bytes acked on it, duplicates included
   uint64_t wire_bytes = 0;   // bytes written to its socket in this transfer (frames, headers, tags)

@@ -272,6 +272,7 @@ TransferReport SenderSession::build_report_locked(const files::SourceTree& tree)
       l.local = v.path.local;
       l.remote = v.path.remote;
     }
+    l.leaves_by = !l.interface.empty() ? l.interface : v.path.interface;
     l.name = "lane" + std::to_string(no) + (l.kind == "udp" ? " udp " : " ") + l.local + "->" + l.remote;
     l.chunks = st.pieces;
     l.share = static_cast<double>(l.bytes) / total;
