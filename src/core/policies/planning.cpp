@@ -200,11 +200,8 @@ std::optional<Time> next_duplicate_time(const Scheduler& s, Time now, uint32_t m
   std::map<PieceId, std::vector<Copy>> copies;
   for (LaneId other : live_lanes(s))
     for (const auto& f : s.flights(other)) {
-      if (!f.active() || s.active_copies(f.piece) >= max_copies) continue;
-      if (s.planning_rate(other).is_zero()) {
-        copies[f.piece];  // beaten whenever: adds no condition
-        continue;
-      }
+      // An unmeasured lane's copy lands never: beaten whenever, no condition.
+      if (!f.active() || s.active_copies(f.piece) >= max_copies || s.planning_rate(other).is_zero()) continue;
       copies[f.piece].push_back({s.predicted_ack(other, f, now), f.state == FlightState::sending});
     }
   std::optional<Time> earliest;

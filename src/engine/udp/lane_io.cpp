@@ -63,10 +63,11 @@ std::unique_ptr<LaneIo> LaneIo::create(const UdpLaneConfig& cfg, transport::Pack
   if (!io->socket) return nullptr;
   io->socket->set_fault_injection(cfg.fault);
   io->packet_size = cfg.packet_size;
+  io->ip_udp_headers = cfg.local.family() == AF_INET ? 28 : 48;
   if (io->packet_size == kPathMtuPacketSize) {
     // A receiving lane (not connected yet) takes whatever size comes.
     const size_t mtu = io->socket->path_mtu();
-    const size_t ip_udp = cfg.local.family() == AF_INET ? 28 : 48;
+    const size_t ip_udp = io->ip_udp_headers;
     if (mtu == 0) {
       io->packet_size = cfg.remote.valid() ? kEthernetPacketSize : kMaxPacketSize;
     } else if (mtu < kMinPacketSize + ip_udp) {

@@ -29,6 +29,8 @@ struct LaneIo {
   LaneClock clock;
   /// The datagram size in use: the configured one, or the path MTU's.
   size_t packet_size = 0;
+  /// What the network adds to each datagram: the IP and UDP headers.
+  size_t ip_udp_headers = 28;
 
   /// `sends` is the packet kind this end sends (data for a sending lane);
   /// it opens the other kind. Empty with `error` set on failure.

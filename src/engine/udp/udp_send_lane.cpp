@@ -15,13 +15,12 @@ namespace {
 constexpr uint64_t kMaxRange = uint64_t{1} << 30;
 
 // A lane's cap counts what the network carries (SetLaneRate: IP and
-// transport headers in); the pacer counts datagrams. Each datagram of
-// `packet` bytes costs an IP and a UDP header more on the interface.
-std::optional<Rate> datagram_rate(std::optional<Rate> on_wire, size_t packet, int family) {
+// transport headers in); the pacer counts datagrams, each of which costs
+// its IP and UDP headers more on the interface.
+std::optional<Rate> datagram_rate(std::optional<Rate> on_wire, const LaneIo& io) {
   if (!on_wire) return on_wire;
-  const double headers = (family == AF_INET6 ? 40 : 20) + 8;
-  const double p = static_cast<double>(packet);
-  return *on_wire * (p / (p + headers));
+  const double p = static_cast<double>(io.packet_size);
+  return *on_wire * (p / (p + static_cast<double>(io.ip_udp_headers)));
 }
 }  // namespace
 
@@ -48,13 +47,13 @@ std::unique_ptr<UdpSendLane> UdpSendLane::start(const UdpLaneConfig& cfg, UdpSen
     error = "unknown congestion controller '" + cfg.cc + "'";
     return nullptr;
   }
-  auto limited = std::make_unique<LaneLimitsController>(std::move(cc), LaneLimits{datagram_rate(cfg.rate_limit, io->packet_size, cfg.remote.family()), cfg.io_reaction});
+  auto limited =
+      std::make_unique<LaneLimitsController>(std::move(cc), LaneLimits{datagram_rate(cfg.rate_limit, *io), cfg.io_reaction});
   LaneLimitsController* limits = limited.get();
   auto sender = std::make_unique<transport::LaneSender>(sc, std::move(limited));
   std::unique_ptr<UdpSendLane> lane(
       new UdpSendLane(events, std::move(io), std::move(sender), cfg.idle_timeout, cfg.first_contact_timeout));
   lane->limits_ = limits;
-  lane->remote_family_ = cfg.remote.family();
   lane->thread_ = std::thread([l = lane.get()] { l->run(); });
   return lane;
 }
@@ -101,7 +100,7 @@ void UdpSendLane::set_rate_limit(std::optional<Rate> rate) {
   {
     std::lock_guard lock(mu_);
     Command c{Command::Kind::rate, 0, 0, 0, nullptr, std::nullopt};
-    c.rate = datagram_rate(rate, io_->packet_size, remote_family_);
+    c.rate = datagram_rate(rate, *io_);
     inbox_.push_back(std::move(c));
     has_commands_ = true;
   }

@@ -24,8 +24,6 @@
 // bytes, seal, queue → flush (sendmmsg + GSO) → sleep until poll_timeout().
 #pragma once
 
-#include <sys/socket.h>
-
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -110,7 +108,6 @@ class UdpSendLane {
   Duration first_contact_timeout_;
   std::atomic<bool> heard_peer_{false};
   SocketAddress local_;
-  int remote_family_ = AF_INET;  // for the headers a cap counts
   Time last_heard_;
   uint64_t packets_retransmitted_ = 0;
   uint64_t pieces_acked_ = 0;
