@@ -19,6 +19,11 @@ ChunkPlan::ChunkPlan(Bytes total, Bytes chunk_size) : total_(total), chunk_size_
   unassigned_bytes_ = total;
 }
 
+Bytes ChunkPlan::delivered_prefix() const {
+  while (prefix_chunks_ < chunk_count() && chunk_delivered(prefix_chunks_)) ++prefix_chunks_;
+  return std::min(total_, Bytes(uint64_t{prefix_chunks_} * chunk_size_.count()));
+}
+
 std::vector<std::optional<PieceId>> ChunkPlan::extend(Bytes new_total, const std::vector<ByteRange>& delivered) {
   std::vector<std::optional<PieceId>> out(delivered.size());
   if (new_total <= total_) return out;

@@ -71,6 +71,11 @@ class ChunkPlan {
   bool complete() const { return delivered_bytes_ == total_; }
   uint32_t delivered_chunks() const { return delivered_chunks_; }
   bool chunk_delivered(ChunkIndex c) const { return chunk_delivered_[c] == chunk_length(c).count(); }
+  /// Where the first chunk not wholly delivered begins (total() once every
+  /// chunk is): no byte before it is read again, so a sender may let go of
+  /// the files that lie wholly before it (issue 18). Amortized O(1): it only
+  /// moves forward.
+  Bytes delivered_prefix() const;
 
   /// Cuts the first `head` bytes off a pending piece that was never handed out.
   /// The piece keeps the head; the tail becomes a new pending piece right
@@ -126,6 +131,7 @@ class ChunkPlan {
   Bytes unassigned_bytes_;
   Bytes delivered_bytes_;
   uint32_t delivered_chunks_ = 0;
+  mutable ChunkIndex prefix_chunks_ = 0;  // delivered_prefix's cursor: chunks before it are delivered
   bool started_ = false;
 };
 

@@ -1,6 +1,9 @@
 // The transfer's byte space over files, piece and root hashes.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "engine/files/file_layout.hpp"
 #include "engine/files/piece_hasher.hpp"
 
@@ -33,6 +36,42 @@ TEST(FileLayout, RangesSpanFilesAndSkipEmptyOnes) {
   EXPECT_EQ(seen[2].file_offset, 0u);
   EXPECT_EQ(seen[2].length, 3u);
   EXPECT_FALSE(layout.for_each(30, 10, [](const Extent&) { return true; }));  // past the end
+}
+
+// Issue 18: a streamed walk's layout lets go of its front. A walk through
+// it that began before goes on over the files still held (its indices
+// shift under it), and ends (false) when the next file was let go.
+TEST(FileLayout, ItLetsGoOfItsFrontOnlyOnceAsManyGoAsStayAndAWalkOverItSurvives) {
+  FileLayout layout;
+  for (size_t i = 0; i < 8; ++i) layout.append({EntryKind::file, "f" + std::to_string(i), 10, 0644, 0, 0, ""}, i);
+  layout.release_before(3);  // 3 would go, 5 stay: nothing yet
+  EXPECT_EQ(layout.files(), 8u);
+  EXPECT_EQ(layout.start_of(3), 30u);
+  layout.release_before(4);  // 4 go, 4 stay
+  EXPECT_EQ(layout.files(), 4u);
+  EXPECT_EQ(layout.start_of(4), 40u);
+  EXPECT_EQ(layout.start_of(0), 40u);  // the first held
+  EXPECT_EQ(layout.start_of(8), 80u);  // none: the total
+  EXPECT_FALSE(layout.for_each(35, 10, [](const Extent&) { return true; }));  // begins in a file let go
+  // A walk from entry 5 on: entry 5 and 6 go while it is in entry 6.
+  std::vector<size_t> seen;
+  EXPECT_TRUE(layout.for_each(55, 20, [&](const Extent& x) {
+    seen.push_back(x.entry);
+    if (x.entry == 6) layout.release_before(6);
+    return true;
+  }));
+  EXPECT_EQ(seen, (std::vector<size_t>{5, 6, 7}));
+  EXPECT_EQ(layout.files(), 2u);
+  // A file let go ahead of the walk ends it.
+  FileLayout more;
+  for (size_t i = 0; i < 4; ++i) more.append({EntryKind::file, "g" + std::to_string(i), 10, 0644, 0, 0, ""}, i);
+  seen.clear();
+  EXPECT_FALSE(more.for_each(5, 20, [&](const Extent& x) {
+    seen.push_back(x.entry);
+    more.release_before(2);
+    return true;
+  }));
+  EXPECT_EQ(seen, (std::vector<size_t>{0}));
 }
 
 TEST(FileLayout, EachFilesSizeIsTheGapToTheNextAsTheLayoutGrows) {

@@ -275,6 +275,26 @@ TEST(SourceTree, LocalPathsKeepOnePrefixAPathAndOnlyTheEntriesFoundElsewhere) {
                                                            : (s / "two" / rel).string();
     EXPECT_EQ(r.tree.local_path(i), expected) << rel;
   }
+  // Issue 18: a streamed walk lets go of its front; the entries held keep
+  // their index, their local path and their stamp.
+  SourceTree copy = r.tree;
+  const size_t all = copy.size();
+  std::vector<std::string> paths;
+  for (size_t i = 0; i < all; ++i) paths.push_back(copy.local_path(i));
+  copy.release_before(all / 4);  // fewer go than stay: nothing yet
+  EXPECT_EQ(copy.first, 0u);
+  copy.release_before(all - 2);
+  EXPECT_EQ(copy.first, all - 2);
+  EXPECT_EQ(copy.size(), all);
+  EXPECT_EQ(copy.entries.size(), 2u);
+  EXPECT_EQ(copy.stamps.size(), 2u);
+  for (size_t i = all - 2; i < all; ++i) {
+    EXPECT_EQ(copy.local_path(i), paths[i]);
+    EXPECT_EQ(copy.entry(i).path, r.tree.entries[i].path);
+    EXPECT_EQ(copy.stamp(i).ino, r.tree.stamps[i].ino);
+  }
+  EXPECT_LE(copy.local_paths.kept(), 2u);  // the prefix (or path) of each entry held
+  EXPECT_TRUE(check_unchanged(copy, 0).has_value());  // let go: an error, not a read of freed memory
   // Built by hand, prefixes that come back after another are kept again.
   LocalPaths p;
   p.push("/x/a", "a");

@@ -1066,6 +1066,48 @@ TEST_F(SessionFixture, AStreamedOfferIsAnsweredPartByPartAndItsFirstPiecesLandBe
   EXPECT_TRUE(nothing_outside());
 }
 
+// Issue 18: a streamed walk answered part by part holds a window of its
+// entries, not the tree. With a window of one batch, the entries whose
+// bytes are acked leave the sender's tree as the walk goes on (a lane that
+// still read them would fail the transfer), and the tree arrives whole.
+struct WatchHeld : WalkFaults {
+  const files::SourceTree* tree = nullptr;
+  size_t peak = 0;  // entries held, seen before each batch joins
+  void before_batch(size_t walked, bool) override {
+    EXPECT_EQ(walked, tree->size());
+    peak = std::max(peak, tree->entries.size());
+  }
+};
+TEST_F(SessionFixture, AStreamedWalkLetsGoOfTheEntriesWhoseBytesAreAckedAndHoldsAWindow) {
+  const fs::path src = tmp / "src/tree";
+  make_streamed_tree(src, 10);  // 10 × kWalkBatch files of 1 KiB, 11 directories, then 8 files
+  RunningReceiver r(dst, recv_cfg, "window");
+  auto s = connect_ok(r.address(), send_cfg, "window", log);
+  ASSERT_TRUE(s);
+  Streamed walked;
+  auto watch = std::make_shared<WatchHeld>();
+  watch->tree = &walked.tree;
+  TransferOptions opts;
+  opts.walk_window = kWalkBatch;
+  opts.walk_faults = watch;
+  const TransferOutcome out = send_streamed(*s, src, opts, walked);
+  s->close();
+  ASSERT_EQ(out.exit_code, 0) << out.message;
+  const size_t all = 10 * kWalkBatch + 8 + 12;
+  EXPECT_EQ(walked.tree.size(), all);
+  EXPECT_GT(walked.tree.first, 0u) << "no entry was let go";
+  // At most the window and a batch past what is needed, held until as many
+  // have gone as stay (SourceTree::release_before): twice that, and a batch.
+  EXPECT_LE(watch->peak, 2 * (opts.walk_window + kWalkBatch) + kWalkBatch);
+  EXPECT_LT(watch->peak, all / 2);
+  RecordProperty("peak_entries_held", std::to_string(watch->peak));
+  RecordProperty("first_entry_held_at_end", std::to_string(walked.tree.first));
+  EXPECT_EQ(out.report.files, 10 * kWalkBatch + 8);
+  EXPECT_EQ(r.stop(), 0);
+  EXPECT_TRUE(same_tree(src, dst / "tree"));
+  EXPECT_TRUE(nothing_outside());
+}
+
 // The same walk answered whole (the sender does not ask, as protocol 8):
 // nothing can land before the last part, so the wait runs out.
 TEST_F(SessionFixture, AStreamedOfferAnsweredWholeWritesNothingBeforeTheLastPart) {

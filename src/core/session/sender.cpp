@@ -169,6 +169,7 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   t->offer.chunk_size = spec.chunk_size;
   t->offer.entries = std::move(spec.entries);
   t->in_place = spec.entries_in_place;
+  t->in_place_first = spec.entries_in_place_first;
   for (const auto& e : t->entries())
     if (e.kind == wire::EntryKind::file) t->total_bytes += e.size;
   t->offer.discard = spec.discard;
@@ -190,7 +191,7 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   }
   // A big offer goes as several frames (protocol 6): the receiver starts
   // checking the first while the rest are still on the way.
-  transfer_->offer_cuts = wire::offer_cuts(transfer_->entries(), cfg_.offer_part_bytes);
+  transfer_->offer_cuts = wire::offer_cuts(transfer_->entries().whole(), cfg_.offer_part_bytes);
   // A receiver that cannot read the offer would ignore it: say why instead.
   if (const std::string why = unreadable_by_peer({}); !why.empty()) {
     end_transfer(make_outcome(TransferOutcome::End::unsupported, why));
@@ -198,13 +199,14 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   }
   transfer_->frames_sent = transfer_->offer_cuts.size() - 1;
   send_request(Request::Kind::offer,
-               wire::offer_head(transfer_->offer, transfer_->entries(), transfer_->offer_cuts), 0, now);
+               wire::offer_head(transfer_->offer, transfer_->entries().whole(), transfer_->offer_cuts), 0, now);
   check_lanes_left(now);
   return transfer_->id;
 }
 
 std::string Sender::unreadable_by_peer(const wire::ProtocolNeed& also) const {
-  wire::ProtocolNeed need = wire::offer_needs(transfer_->offer, transfer_->entries(), transfer_->offer_cuts.size() > 2);
+  wire::ProtocolNeed need =
+      wire::offer_needs(transfer_->offer, transfer_->entries().whole(), transfer_->offer_cuts.size() > 2);
   if (also.version > need.version) need = also;
   return wire::too_old(need, cfg_.peer);
 }
@@ -213,17 +215,55 @@ void Sender::handle_peer_protocol(const wire::PeerProtocol& peer, Time now, cons
   (void)now;
   cfg_.peer = peer;
   if (!transfer_running() || transfer_->streaming) return;  // a streamed offer starts after the addresses
+  // A receiver that accepted parts has read them: entries it accepted may
+  // have left already (entries_needed_from).
+  if (transfer_->early_entries > 0) return;
   // The offer went already, and a receiver that cannot read it ignores it
   // (the engine's session ends with this transfer: nothing is left waiting).
   if (const std::string why = unreadable_by_peer(also); !why.empty())
     end_transfer(make_outcome(TransferOutcome::End::unsupported, why));
 }
 
+size_t Sender::entries_needed_from() {
+  if (!transfer_ || transfer_->ended || !transfer_->offer.early_answers || transfer_->early_entries == 0 ||
+      !transfer_->sched)
+    return 0;
+  Transfer& t = *transfer_;
+  const auto entries = t.entries();
+  size_t need = std::min(t.early_entries, t.hole_entry);
+  // A lost lane sends the parts again from the one that holds the first
+  // entry not accepted (push_request_message); the head goes from its request.
+  if (t.offer_cuts.size() > 1) {
+    const auto holder = std::upper_bound(t.offer_cuts.begin(), t.offer_cuts.end(), t.early_entries) - 1;
+    if (holder != t.offer_cuts.begin()) need = std::min(need, *holder);
+  }
+  // Entries whose bytes all lie before the delivered prefix are read no more.
+  const uint64_t delivered = t.sched->plan().delivered_prefix().count();
+  while (t.done_entry < need) {
+    const auto& e = entries[t.done_entry];
+    const uint64_t size = e.kind == wire::EntryKind::file ? e.size : 0;
+    if (t.done_start + size > delivered) break;
+    t.done_start += size;
+    ++t.done_entry;
+  }
+  return std::min(need, t.done_entry);
+}
+
+bool Sender::walk_should_wait(size_t walked, size_t window) {
+  const size_t need = entries_needed_from();
+  if (need == 0 || walked - need <= window || !transfer_->streaming) return false;
+  const Transfer& t = *transfer_;
+  const bool unaccepted = t.early_entries < t.offer_cuts.back();
+  const bool undelivered = t.sched->plan().delivered_prefix() < t.sched->plan().total();
+  return unaccepted || undelivered;
+}
+
 void Sender::add_entries(std::vector<wire::ManifestEntry> batch, bool last, Time now) {
   if (!transfer_ || transfer_->ended || !transfer_->streaming) return;
   Transfer& t = *transfer_;
-  for (const auto& e : t.in_place ? std::span<const wire::ManifestEntry>(*t.in_place).subspan(t.measured)
-                                  : std::span<const wire::ManifestEntry>(batch))
+  const auto entries = t.entries();
+  const auto added = t.in_place ? entries.range(t.measured, entries.size()) : std::span<const wire::ManifestEntry>(batch);
+  for (const auto& e : added)
     if (e.kind == wire::EntryKind::file) t.total_bytes += e.size;
   if (!t.in_place)
     t.offer.entries.insert(t.offer.entries.end(), std::make_move_iterator(batch.begin()),
@@ -256,7 +296,7 @@ void Sender::send_offer_frame(size_t k, bool last, Time now) {
   Transfer& t = *transfer_;
   t.frames_sent = k + 1;
   if (k == 0) {
-    wire::Offer head = wire::offer_head(t.offer, t.entries(), t.offer_cuts);
+    wire::Offer head = wire::offer_head(t.offer, t.entries().whole(), t.offer_cuts);  // before any entry left
     head.continued = !last;
     head.early_answers = t.offer.early_answers && !last;
     return send_request(Request::Kind::offer, std::move(head), 0, now);
@@ -273,7 +313,11 @@ void Sender::send_offer_frame(size_t k, bool last, Time now) {
 
 wire::OfferPart Sender::make_offer_part(size_t k) const {
   const Transfer& t = *transfer_;
-  wire::OfferPart p = wire::offer_part(t.id, t.entries(), t.offer_cuts, k);
+  wire::OfferPart p;
+  p.transfer_id = t.id;
+  p.first_entry = static_cast<uint32_t>(t.offer_cuts[k]);
+  const auto part = t.entries().range(t.offer_cuts[k], t.offer_cuts[k + 1]);
+  p.entries.assign(part.begin(), part.end());
   p.last = !t.streaming && k + 2 == t.offer_cuts.size();
   return p;
 }
@@ -790,7 +834,7 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
             push(Note{"accepted_whole", on, "the rest of the offer, after its parts"});
             drain_scheduler(now);
           } else if (const std::string bad =
-                         sync::check_decisions(transfer_->entries(), transfer_->offer.sync.sync, m.files);
+                         sync::check_decisions(transfer_->entries().whole(), transfer_->offer.sync.sync, m.files);
                      !bad.empty()) {
             end_transfer(make_outcome(TransferOutcome::End::peer_error, bad));
           } else if (transfer_->answer_only) {
@@ -804,7 +848,7 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
           } else {
             Transfer& t = *transfer_;
             t.files = m.files;
-            t.kept = sync::kept_records(t.entries(), t.offer.chunk_size, m.files);
+            t.kept = sync::kept_records(t.entries().whole(), t.offer.chunk_size, m.files);
             t.extraneous_count = m.extraneous_count;
             t.sched = std::make_unique<core::Scheduler>(
                 core::ChunkPlan(Bytes(t.total_bytes), Bytes(t.offer.chunk_size)), std::move(t.policy));
@@ -922,11 +966,12 @@ void Sender::grow_plan(Transfer& t, Bytes total) {
 }
 
 std::vector<wire::HeldRange> Sender::holes_up_to(Transfer& t, uint64_t from, uint64_t to) {
-  const auto entries = t.entries().first(t.early_entries);
-  if (t.hole_entry >= entries.size()) return {};
-  auto out = sync::holes_between(entries.subspan(t.hole_entry), t.hole_start, t.offer.chunk_size, from, to);
+  const auto entries = t.entries();
+  if (t.hole_entry >= t.early_entries) return {};
+  auto out =
+      sync::holes_between(entries.range(t.hole_entry, t.early_entries), t.hole_start, t.offer.chunk_size, from, to);
   // Past every entry that ends by `to`: the next call starts at the one that holds it.
-  while (t.hole_entry < entries.size()) {
+  while (t.hole_entry < t.early_entries) {
     const auto& e = entries[t.hole_entry];
     const uint64_t size = e.kind == wire::EntryKind::file ? e.size : 0;
     if (t.hole_start + size > to) break;

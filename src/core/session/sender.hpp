@@ -43,6 +43,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <variant>
 #include <vector>
@@ -128,6 +129,34 @@ struct SenderConfig {
   size_t offer_part_bytes = wire::kOfferPartBytes;
 };
 
+/// The offer's entries the machine can read: entries `first` … size() - 1
+/// (by their index in the whole offer); the ones before have left the
+/// caller's memory.
+struct EntryWindow {
+  size_t first = 0;
+  std::span<const wire::ManifestEntry> held;
+  size_t size() const { return first + held.size(); }
+  /// Reading an entry let go is the machine's bug, never the peer's doing:
+  /// it throws rather than read freed memory.
+  const wire::ManifestEntry& operator[](size_t i) const {
+    if (i < first || i >= size()) throw std::out_of_range("the offer's entry " + std::to_string(i) + " is not held");
+    return held[i - first];
+  }
+  /// Entries [from, to) (from >= first).
+  std::span<const wire::ManifestEntry> range(size_t from, size_t to) const {
+    if (from < first || to < from || to > size())
+      throw std::out_of_range("the offer's entries from " + std::to_string(from) + " are not held");
+    return held.subspan(from - first, to - from);
+  }
+  /// The whole offer, where nothing has left yet.
+  std::span<const wire::ManifestEntry> whole() const {
+    if (first != 0) throw std::out_of_range("the offer's first entries are not held");
+    return held;
+  }
+  auto begin() const { return held.begin(); }
+  auto end() const { return held.end(); }
+};
+
 /// What one transfer should carry.
 struct TransferSpec {
   std::vector<wire::ManifestEntry> entries;
@@ -136,6 +165,11 @@ struct TransferSpec {
   /// anyway). They must stay alive and unchanged until the transfer ends;
   /// the machine stops reading them once the offer is answered.
   const std::vector<wire::ManifestEntry>* entries_in_place = nullptr;
+  /// With entries_in_place: the offer's index of its first element (null:
+  /// 0). A streamed walk lets go of the entries before
+  /// Sender::entries_needed_from() (erases them from the vector's front and
+  /// moves this on), so that a tree of any size is held in a window.
+  const size_t* entries_in_place_first = nullptr;
   /// The entries come in batches (Sender::add_entries) while the caller
   /// still walks the tree: each frame of the offer goes as soon as it is
   /// full, so the receiver holds and checks the first parts while later
@@ -297,6 +331,21 @@ class Sender {
   /// at once; `last` (the walk is over) sends the rest as the last part.
   /// Ignored when no streamed transfer is being offered (it ended, say).
   void add_entries(std::vector<wire::ManifestEntry> batch, bool last, Time now);
+  /// A streamed walk's window (issue 18: memory bounded whatever the tree).
+  /// The first entry of the running transfer the machine may still read:
+  /// the caller may let go of every entry before it (entries_in_place_first).
+  /// 0 unless the receiver answers part by part; then the least of the first
+  /// entry it has not accepted (and the start of the part holding it, which
+  /// a lost lane sends again), the first whose holes are not yet planned,
+  /// and the first whose bytes are not all delivered (a lane may still read
+  /// them). Moves only forward.
+  size_t entries_needed_from();
+  /// Whether a streamed walk that has `walked` entries should wait before
+  /// it adds more: more than `window` past entries_needed_from(), and
+  /// something under way that moves it on without more entries (a sent part
+  /// the receiver has not accepted, or planned bytes not yet delivered).
+  /// Never while the receiver does not answer part by part: nothing would.
+  bool walk_should_wait(size_t walked, size_t window);
   /// Ends the session: bye, then every lane closes.
   void close(Time now);
   /// The user stopped the sender (a signal): the receiver hears `reason` (it
@@ -453,8 +502,10 @@ class Sender {
     /// The offer; its entries are here, or the caller's (`in_place`).
     wire::Offer offer;
     const std::vector<wire::ManifestEntry>* in_place = nullptr;
-    std::span<const wire::ManifestEntry> entries() const {
-      return in_place ? std::span<const wire::ManifestEntry>(*in_place) : offer.entries;
+    const size_t* in_place_first = nullptr;
+    EntryWindow entries() const {
+      if (!in_place) return {0, offer.entries};
+      return {in_place_first ? *in_place_first : 0, *in_place};
     }
     uint64_t total_bytes = 0;  // of the files (regular files laid end to end)
     /// Where the offer is cut into frames (wire::offer_cuts), until it is
@@ -477,6 +528,10 @@ class Sender {
     /// transfer offset `hole_start`.
     size_t hole_entry = 0;
     uint64_t hole_start = 0;
+    /// entries_needed_from's cursor: every entry before `done_entry` lies
+    /// wholly before the plan's delivered prefix; it starts at `done_start`.
+    size_t done_entry = 0;
+    uint64_t done_start = 0;
     size_t measured = 0;     // entries measured into frames (streamed)
     size_t frame_bytes = 0;  // encoded bytes of the frame being filled (streamed)
     bool answer_only = false;

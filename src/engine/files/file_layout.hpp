@@ -49,26 +49,48 @@ class FileLayout {
   }
 
   uint64_t total() const { return total_; }
-  /// Files laid out (entries of size 0 and other kinds take no place).
+  /// Files laid out and still held (entries of size 0 and other kinds take no place).
   size_t files() const { return starts_.size(); }
+  /// Where the first file held of entry `entry` or a later one begins
+  /// (total() if none): the files before it are read no more once the
+  /// entries before `entry` are let go.
+  uint64_t start_of(size_t entry) const {
+    const auto it = std::lower_bound(entry_.begin(), entry_.end(), entry,
+                                     [](uint32_t e, size_t at) { return e < at; });
+    return it == entry_.end() ? total_ : starts_[static_cast<size_t>(it - entry_.begin())];
+  }
+  /// Lets go of the files of entries before `entry` (a streamed walk's
+  /// window, issue 18), as SourceTree::release_before does: once they are
+  /// as many as the files still held (or 65,536).
+  void release_before(size_t entry) {
+    const size_t gone = static_cast<size_t>(
+        std::lower_bound(entry_.begin(), entry_.end(), entry, [](uint32_t e, size_t at) { return e < at; }) -
+        entry_.begin());
+    if (gone == 0 || (gone < starts_.size() - gone && gone < 65536)) return;
+    starts_.erase(starts_.begin(), starts_.begin() + static_cast<ptrdiff_t>(gone));
+    entry_.erase(entry_.begin(), entry_.begin() + static_cast<ptrdiff_t>(gone));
+    gone_ += gone;
+  }
 
   /// Calls fn(const Extent&) for each file region of [offset, offset+length),
   /// in order; stops and returns false as soon as fn returns false.
-  /// It reads the tables afresh at each region, so a layout that only
-  /// grows at its end (append) may grow between two calls of fn.
+  /// It reads the tables afresh at each region, so the layout may grow at
+  /// its end (append) or let go of its front (release_before) between two
+  /// calls of fn; a file let go meanwhile ends the walk (false).
   template <class Fn>
   bool for_each(uint64_t offset, uint64_t length, Fn&& fn) const {
     if (length == 0) return true;
     auto it = std::upper_bound(starts_.begin(), starts_.end(), offset);
     if (it == starts_.begin()) return false;
-    size_t i = static_cast<size_t>(it - starts_.begin()) - 1;
-    while (length > 0 && i < starts_.size()) {
+    size_t at = gone_ + static_cast<size_t>(it - starts_.begin()) - 1;  // counted from the first file ever laid out
+    while (length > 0 && at >= gone_ && at - gone_ < starts_.size()) {
+      const size_t i = at - gone_;
       const uint64_t in_file = offset - starts_[i];
       const uint64_t n = std::min(length, size_of(i) - in_file);
       if (!fn(Extent{entry_[i], in_file, offset, n})) return false;
       offset += n;
       length -= n;
-      ++i;
+      ++at;
     }
     return length == 0;
   }
@@ -79,6 +101,7 @@ class FileLayout {
 
   std::vector<uint64_t> starts_;  // by file laid out: where it begins in the byte space
   std::vector<uint32_t> entry_;   // by file laid out: its index in the manifest
+  size_t gone_ = 0;               // files let go from the front (release_before)
   uint64_t total_ = 0;
 };
 

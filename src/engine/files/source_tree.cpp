@@ -309,7 +309,7 @@ class Walker {
 };
 
 std::optional<std::string> compare(const SourceTree& tree, size_t entry, const struct stat& now, bool by_path) {
-  const FileStamp& was = tree.stamps[entry];
+  const FileStamp& was = tree.stamp(entry);
   const std::string name = "'" + tree.local_path(entry) + "' changed while it was sent: ";
   if (by_path && (now.st_ino != was.ino || now.st_dev != was.dev)) return name + "another file now stands under its name";
   const uint64_t size = static_cast<uint64_t>(now.st_size);
@@ -387,6 +387,14 @@ std::string LocalPaths::of(size_t i, const std::string& rel) const {
   return std::prev(p)->text + rel;
 }
 
+void LocalPaths::release_before(size_t entry) {
+  const auto by_entry = [](const Kept& k, size_t at) { return k.entry < at; };
+  elsewhere_.erase(elsewhere_.begin(), std::lower_bound(elsewhere_.begin(), elsewhere_.end(), entry, by_entry));
+  // The prefix that holds `entry` stays: the last one starting at or before it.
+  auto p = std::lower_bound(prefixes_.begin(), prefixes_.end(), entry + 1, by_entry);
+  if (p != prefixes_.begin()) prefixes_.erase(prefixes_.begin(), std::prev(p));
+}
+
 void LocalPaths::append(LocalPaths&& more) {
   for (auto& k : more.prefixes_)
     if (prefixes_.empty() || prefixes_.back().text != k.text) prefixes_.push_back({count_ + k.entry, std::move(k.text)});
@@ -403,13 +411,29 @@ void append_batch(SourceTree& tree, SourceTree&& batch) {
   tree.file_count += batch.file_count;
 }
 
+void SourceTree::release_before(size_t i) {
+  i = std::min(i, size());
+  if (i <= first) return;
+  const size_t gone = i - first;
+  // Erasing a front moves what stays: done once as many have gone as stay
+  // (or a batch of 65,536), so each entry moves O(1) times on average. The
+  // vectors' capacity stays what the window needed at most.
+  if (gone < entries.size() - gone && gone < 65536) return;
+  for (size_t k = 0; k < gone; ++k)
+    if (entries[k].kind == wire::EntryKind::file) released_hole_bytes += entries[k].size - entries[k].data_bytes();
+  entries.erase(entries.begin(), entries.begin() + static_cast<ptrdiff_t>(gone));
+  stamps.erase(stamps.begin(), stamps.begin() + static_cast<ptrdiff_t>(gone));
+  local_paths.release_before(i);
+  first = i;
+}
+
 void group_hard_links(SourceTree& tree) {
   std::map<std::pair<dev_t, ino_t>, uint32_t> first;
   group_links(tree, 0, first);
 }
 
 std::optional<std::string> check_unchanged(const SourceTree& tree, size_t entry, int fd) {
-  if (entry >= tree.stamps.size()) return "internal error: no manifest entry " + std::to_string(entry);
+  if (entry < tree.first || entry >= tree.size()) return "internal error: no manifest entry " + std::to_string(entry);
   struct stat now {};
   if (::fstat(fd, &now) != 0)
     return "'" + tree.local_path(entry) + "' can no longer be examined: " + std::strerror(errno);
@@ -417,7 +441,7 @@ std::optional<std::string> check_unchanged(const SourceTree& tree, size_t entry,
 }
 
 std::optional<std::string> check_unchanged(const SourceTree& tree, size_t entry) {
-  if (entry >= tree.stamps.size()) return "internal error: no manifest entry " + std::to_string(entry);
+  if (entry < tree.first || entry >= tree.size()) return "internal error: no manifest entry " + std::to_string(entry);
   struct stat now {};
   if (::stat(tree.local_path(entry).c_str(), &now) != 0)
     return "'" + tree.local_path(entry) + "' changed while it was sent: it can no longer be found (" +

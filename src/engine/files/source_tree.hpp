@@ -64,6 +64,8 @@ class LocalPaths {
   void append(LocalPaths&& more);
   /// Prefixes and paths kept whole (for tests: what the saving rests on).
   size_t kept() const { return prefixes_.size() + elsewhere_.size(); }
+  /// Entries before `entry` are asked for no more (SourceTree::release_before).
+  void release_before(size_t entry);
 
  private:
   struct Kept {
@@ -76,13 +78,29 @@ class LocalPaths {
 };
 
 struct SourceTree {
+  /// Entries `first` … size() - 1 of the tree, by their index in the whole
+  /// tree (a streamed walk lets go of the ones before: release_before).
   std::vector<wire::ManifestEntry> entries;
   LocalPaths local_paths;        // one per entry
-  std::vector<FileStamp> stamps;  // one per entry
+  std::vector<FileStamp> stamps;  // one per entry held
   uint64_t total_bytes = 0;
   size_t file_count = 0;
+  size_t first = 0;
+  /// The holes of the sparse files among the entries let go (the report's
+  /// hole bytes are these and the held entries' ones).
+  uint64_t released_hole_bytes = 0;
+  /// Entries walked, the ones let go included.
+  size_t size() const { return first + entries.size(); }
+  /// Entry `i` of the whole tree (i >= first).
+  const wire::ManifestEntry& entry(size_t i) const { return entries[i - first]; }
+  const FileStamp& stamp(size_t i) const { return stamps[i - first]; }
   /// Where entry `i` is on this machine (a followed link to a file: the file's real path).
-  std::string local_path(size_t i) const { return local_paths.of(i, entries[i].path); }
+  std::string local_path(size_t i) const { return local_paths.of(i, entry(i).path); }
+  /// Lets go of the entries before `i` (issue 18: a streamed walk's memory
+  /// is a window, not the tree). They go once they are as many as the
+  /// entries still held (or 65,536), so each entry moves O(1) times on
+  /// average; until then they stay, unread.
+  void release_before(size_t i);
 };
 
 struct SkippedSource {

@@ -44,6 +44,14 @@ class PieceSource {
   virtual bool read(uint64_t offset, uint64_t n, uint8_t* dst, std::string& error) = 0;
   /// Whether frames of this transfer may cross compressed (`--compress`).
   virtual compress::Mode compress() const { return compress::Mode::off; }
+  /// After a failed read at `offset`: the receiver holds these bytes already
+  /// and the source let go of their files (a streamed walk's window). The
+  /// copy being read is stale (another copy was acked): the lane drops it
+  /// as if it were cancelled, and the transfer goes on.
+  virtual bool released(uint64_t offset) const {
+    (void)offset;
+    return false;
+  }
 };
 
 class DataLaneEvents {

@@ -240,7 +240,8 @@ TransferReport SenderSession::build_report_locked(const files::SourceTree& tree)
   r.resume_rejected_bytes = machine_->resume_rejected_bytes();
   const uint64_t not_sent = r.resumed_bytes + machine_->kept_bytes();
   r.sent_bytes = r.bytes - std::min(r.bytes, not_sent);
-  r.hole_bytes = session::sync::hole_bytes(tree.entries, machine_->sync_files());
+  // Entries let go (a streamed walk's window) were never synced: no verdicts name them.
+  r.hole_bytes = tree.released_hole_bytes + session::sync::hole_bytes(tree.entries, machine_->sync_files());
   r.stalls = s.total_stalls();
   r.duplicates = s.total_duplicates();
   r.abandoned = s.total_abandoned();

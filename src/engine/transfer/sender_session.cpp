@@ -819,13 +819,22 @@ TransferOutcome SenderSession::send_walking(const std::vector<std::string>& path
   TransferOutcome out = run_transfer(tree, opts, [&] {
     // Each batch joins `tree` under mu_, where the machine reads it in place.
     walk = files::scan_sources_streamed(paths, scan, kWalkBatch, [&](files::SourceTree&& batch, bool last) {
-      if (opts.walk_faults) opts.walk_faults->before_batch(tree.entries.size(), last);  // only this thread adds to it
-      std::lock_guard lock(mu_);
+      if (opts.walk_faults) opts.walk_faults->before_batch(tree.size(), last);  // only this thread adds to it
+      std::unique_lock lock(mu_);
       if (!active_ || active_->outcome) return !(stopped = true);
+      // A window, not the tree: the entries the transfer reads no more go,
+      // and the walk waits while too many are still needed (acks free them;
+      // their handlers do not wake this thread, hence the short waits).
+      for (;;) {
+        active_->files->release_before(tree, machine_->entries_needed_from());
+        if (!machine_->walk_should_wait(tree.size(), opts.walk_window)) break;
+        cv_.wait_for(lock, std::chrono::milliseconds(5));
+        if (!active_ || active_->outcome) return !(stopped = true);
+      }
       // The lanes read pieces of the entries walked so far meanwhile (protocol 9).
       active_->files->grow(tree, std::move(batch));
       if (last) {
-        log_.write("walked", {{"transfer", active_->id}, {"entries", tree.entries.size()}, {"files", tree.file_count},
+        log_.write("walked", {{"transfer", active_->id}, {"entries", tree.size()}, {"files", tree.file_count},
                               {"bytes", tree.total_bytes},
                               {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count()}});
       }
@@ -887,6 +896,7 @@ std::optional<TransferOutcome> SenderSession::begin_transfer_locked(const files:
   if (!policy) return TransferOutcome{kExitUsage, "unknown policy '" + opts.policy + "'", {}};
   session::TransferSpec spec;
   spec.entries_in_place = &tree.entries;  // no second copy of the offer (tree outlives the transfer)
+  spec.entries_in_place_first = &tree.first;  // a streamed walk lets go of the entries read no more
   spec.streamed = streamed;
   // The source reads what was walked so far (SourceReader::grow): a receiver
   // of protocol 9 may answer part by part and take pieces before the last

@@ -67,6 +67,12 @@ constexpr Duration kBackgroundTarget = Duration::millis(3);
 /// part leaves soon after it is full, and the session's lock is taken
 /// rarely (25 times for 100,000 files).
 constexpr size_t kWalkBatch = 4096;
+/// Entries a streamed walk holds past the first one the transfer still
+/// needs (session::Sender::walk_should_wait): ~6 offer parts, 256 MiB of
+/// 4 KiB files ahead of the acks. With the entries let go lazily
+/// (files::SourceTree::release_before), the sender holds at most ~2 windows
+/// of entries however large the tree (issue 18).
+constexpr size_t kWalkWindow = 65536;
 
 /// What kind of lanes discovered paths (and `--lane` specs without a
 /// `tcp:`/`udp:` prefix) get. `automatic`: see docs/engine.md ("auto").
@@ -158,6 +164,10 @@ struct TransferOptions {
   /// its offer part by part, so pieces flow before the walk ends
   /// (session::TransferSpec::early_pieces). Off: answered whole, as protocol 8.
   bool early_pieces = true;
+  /// A streamed walk answered part by part holds at most this many entries
+  /// past the first one the transfer still needs (kWalkWindow; tests make
+  /// it small to see entries let go on a small tree).
+  size_t walk_window = kWalkWindow;
   /// In-process tests only (never set by the command line): what the
   /// source's disk does to a streamed walk.
   std::shared_ptr<WalkFaults> walk_faults;

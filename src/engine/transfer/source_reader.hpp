@@ -60,7 +60,7 @@ class SourceReader final : public PieceSource {
         tree_(tree),
         hash_(hash),
         layout_(tree.entries),
-        laid_out_(tree.entries.size()),
+        laid_out_(tree.size()),
         fds_(512, [&tree](size_t entry, std::string& error) {
           int fd = ::open(tree.local_path(entry).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
           if (fd < 0) error = "cannot open '" + tree.local_path(entry) + "': " + std::strerror(errno);
@@ -78,8 +78,19 @@ class SourceReader final : public PieceSource {
   void grow(files::SourceTree& tree, files::SourceTree&& batch) {
     std::unique_lock lock(grow_mu_);
     files::append_batch(tree, std::move(batch));
-    for (; laid_out_ < tree_.entries.size(); ++laid_out_) layout_.append(tree_.entries[laid_out_], laid_out_);
+    for (; laid_out_ < tree_.size(); ++laid_out_) layout_.append(tree_.entry(laid_out_), laid_out_);
   }
+  /// The entries before `entry` are read no more (session::Sender::
+  /// entries_needed_from: their bytes are all delivered): the tree and the
+  /// byte space let go of them. A stale copy of a delivered piece that
+  /// still reads them fails, and says so (released()).
+  void release_before(files::SourceTree& tree, size_t entry) {
+    std::unique_lock lock(grow_mu_);
+    tree.release_before(entry);
+    layout_.release_before(tree.first);
+    released_.store(layout_.start_of(tree.first), std::memory_order_release);
+  }
+  bool released(uint64_t offset) const override { return offset < released_.load(std::memory_order_acquire); }
   /// What a read after retire() fails with (the session ignores a read
   /// failure of a transfer that is not the one running, by its id).
   static constexpr std::string_view kRetired = "the transfer has ended: its files are no longer read";
@@ -127,8 +138,12 @@ class SourceReader final : public PieceSource {
     // the lock is let go across each pread and taken again after it; the
     // layout only grows at its end meanwhile, so the walk through it goes on.
     std::shared_lock lock(grow_mu_);
+    if (off < released_.load(std::memory_order_relaxed)) {
+      error = "internal error: a piece of files already let go";
+      return false;
+    }
     const bool ok = layout_.for_each(off, n, [&](const files::Extent& x) {
-      const bool ends_file = x.file_offset + x.length == tree_.entries[x.entry].size;
+      const bool ends_file = x.file_offset + x.length == tree_.entry(x.entry).size;
       // A whole file in this one read (a tree of small files): opened, read
       // and closed here, as the receiver writes it (ReceiveTree::write).
       const bool whole_file = ends_file && x.file_offset == 0;
@@ -154,6 +169,10 @@ class SourceReader final : public PieceSource {
       }
       const int err = errno;
       lock.lock();
+      if (x.entry < tree_.first) {  // let go meanwhile: the piece was delivered
+        error = "internal error: a piece of files already let go";
+        return false;
+      }
       if (left > 0) {
         error = got == 0 ? "'" + tree_.local_path(x.entry) + "' shrank while it was being sent"
                          : std::string("read failed: ") + std::strerror(err);
@@ -185,6 +204,7 @@ class SourceReader final : public PieceSource {
   std::shared_mutex grow_mu_;  // grow(): exclusive; a read's lookups: shared
   files::FileLayout layout_;
   size_t laid_out_;  // the tree's entries in layout_
+  std::atomic<uint64_t> released_{0};  // where the files of the entries held begin
   files::FdCache fds_;
 };
 

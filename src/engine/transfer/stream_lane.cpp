@@ -190,6 +190,11 @@ StreamLane::PieceEnd StreamLane::send_one(const Work& w, std::string& error) {
     }
     const uint64_t n = std::min<uint64_t>(kFrameData, end - off);
     const std::optional<size_t> payload = load_frame(src, a, off, n, hasher, error);
+    if (!payload && src.released(off)) {
+      // A stale copy: the piece was acked on another lane and its files let go.
+      wire::PieceAbort abort{src.transfer_id(), a.piece};
+      return link_->send_message(abort) ? PieceEnd::cancelled : PieceEnd::lane_failed;
+    }
     if (!payload) return PieceEnd::read_failed;
     const auto sending = std::chrono::steady_clock::now();
     if (!link_->send_in_place(wire::FrameType::piece_data, frame_, *payload)) return PieceEnd::lane_failed;

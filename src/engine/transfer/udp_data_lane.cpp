@@ -67,7 +67,8 @@ void UdpDataLane::feeder_loop() {
     std::shared_ptr<uint8_t[]> buf = buffers_->take(len);
     std::string error;
     if (!w.source->read(w.a.offset.count(), len, buf.get(), error)) {
-      events_.on_read_failed(id_, w.source->transfer_id(), error);
+      // A stale copy (acked on another lane, its files let go) is dropped.
+      if (!w.source->released(w.a.offset.count())) events_.on_read_failed(id_, w.source->transfer_id(), error);
       continue;
     }
     files::PieceHasher hasher(w.source->hash());

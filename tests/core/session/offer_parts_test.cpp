@@ -451,6 +451,10 @@ struct EarlyRun {
     Time kill_offer_lane_at = Time::never();
     /// SenderConfig::offer_part_bytes: smaller, more parts.
     size_t offer_part_bytes = wire::kOfferPartBytes;
+    /// As the engine's streamed walk (kWalkWindow): before each batch the
+    /// entries before Sender::entries_needed_from() are erased, and the
+    /// batch waits while walk_should_wait(…, window). 0: every entry stays.
+    size_t window = 0;
   };
   explicit EarlyRun(Options o)
       : opt(o),
@@ -486,6 +490,9 @@ struct EarlyRun {
   Receiver r;
   Time now = t0;
   std::vector<wire::ManifestEntry> walked;
+  size_t walked_first = 0;  // the index of walked[0] (Options::window)
+  size_t peak_held = 0;     // the most entries walked held at once
+  size_t waits = 0;         // steps the walk waited (Options::window)
   struct InFlight {
     Time at;
     LaneNo lane;
@@ -626,17 +633,27 @@ struct EarlyRun {
     spec.streamed = true;
     spec.early_pieces = opt.sender_early;
     spec.entries_in_place = &walked;
+    if (opt.window) spec.entries_in_place_first = &walked_first;
     const auto id = s.start_transfer(std::move(spec), now);
     ASSERT_TRUE(id);
     drain_all();
     size_t at = 0;
     while (!outcome && now < t0 + Duration::seconds(20)) {
       now = now + Duration::millis(1);
-      if (at < entries.size()) {
+      if (at < entries.size() && opt.window) {
+        const size_t need = s.entries_needed_from();
+        ASSERT_GE(need, walked_first) << "the entries needed went back";
+        walked.erase(walked.begin(), walked.begin() + static_cast<ptrdiff_t>(need - walked_first));
+        walked_first = need;
+      }
+      if (at < entries.size() && opt.window && s.walk_should_wait(at, opt.window)) {
+        ++waits;
+      } else if (at < entries.size()) {
         const size_t end = std::min(entries.size(), at + 1000);
         walked.insert(walked.end(), entries.begin() + static_cast<ptrdiff_t>(at),
                       entries.begin() + static_cast<ptrdiff_t>(end));
         at = end;
+        peak_held = std::max(peak_held, walked.size());
         s.add_entries({}, at == entries.size(), now);
         drain_all();
       }
@@ -794,6 +811,58 @@ TEST(StreamedOffer, ALaneLostMidWalkSendsAgainOnlyThePartsNotYetAccepted) {
   // Every part not wholly accepted went again, in order.
   EXPECT_LE(again.front().first_entry, accepted_at_kill);
   EXPECT_EQ(again.back().first_entry + again.back().entries, parts_before);
+}
+
+// Issue 18: the sender's memory is a window of the walk, not the tree. The
+// walk lets go of every entry the machine reads no more (its bytes acked,
+// its part accepted) and waits while the window is full; the machine never
+// reads an entry let go (EntryWindow throws), and the transfer takes about
+// as long as with every entry held.
+TEST(StreamedOffer, AWindowedWalkHoldsAWindowOfEntriesAndTakesAboutAsLong) {
+  const auto entries = tree_4k(150'000);
+  EarlyRun held({});
+  held.run(entries);
+  ASSERT_TRUE(held.outcome);
+  ASSERT_TRUE(held.outcome->verified()) << held.outcome->message;
+  // A window of ~1.5 parts (a part holds ~15,000 of these entries).
+  EarlyRun windowed({.window = 24'000});
+  windowed.run(entries);
+  ASSERT_TRUE(windowed.outcome);
+  ASSERT_TRUE(windowed.outcome->verified()) << windowed.outcome->message;
+  EXPECT_EQ(windowed.r.transfer(1)->verified_bytes, 150'000u * 4096);
+  EXPECT_GT(windowed.waits, 0u) << "the walk never waited: the window shows nothing";
+  EXPECT_LE(windowed.peak_held, 24'000u + 1'000u);  // the window and a batch
+  EXPECT_EQ(held.peak_held, entries.size());  // without a window: the whole tree
+  EXPECT_LT(windowed.ended_at.ns(), held.ended_at.ns() * 11 / 10)
+      << "windowed " << windowed.ended_at.ns() / 1000000 << " ms, held " << held.ended_at.ns() / 1000000 << " ms";
+  RecordProperty("end_ms_held", std::to_string(held.ended_at.ns() / 1000000));
+  RecordProperty("end_ms_windowed", std::to_string(windowed.ended_at.ns() / 1000000));
+}
+
+// A window smaller than a part: the walk must go on while the receiver has
+// accepted every part sent and every planned byte is acked (nothing else
+// would free an entry), so it goes in steps, and still ends.
+TEST(StreamedOffer, AWindowSmallerThanAPartStillEnds) {
+  const auto entries = tree_4k(60'000);
+  EarlyRun run({.window = 4'000});
+  run.run(entries);
+  ASSERT_TRUE(run.outcome);
+  ASSERT_TRUE(run.outcome->verified()) << run.outcome->message;
+  EXPECT_GT(run.waits, 0u);
+  EXPECT_EQ(run.r.transfer(1)->verified_bytes, 60'000u * 4096);
+}
+
+// A lane lost mid-walk under a window: the parts sent again (from the one
+// holding the first entry not accepted) are all still held.
+TEST(StreamedOffer, ALaneLostMidWalkUnderAWindowSendsAgainWhatItStillHolds) {
+  const auto entries = tree_4k(60'000);
+  EarlyRun run({.kill_offer_lane_at = t0 + Duration::millis(35), .offer_part_bytes = 64 * 1024, .window = 6'000});
+  run.run(entries);
+  ASSERT_TRUE(run.outcome);
+  ASSERT_TRUE(run.outcome->verified()) << run.outcome->message;
+  ASSERT_NE(run.killed_at, Time::never());
+  EXPECT_GT(run.walked_first, 0u);
+  EXPECT_EQ(run.r.transfer(1)->verified_bytes, 60'000u * 4096);
 }
 
 /// A receiver that answers part by part, started, its first actions drained.
