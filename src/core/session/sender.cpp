@@ -249,6 +249,11 @@ size_t Sender::entries_needed_from() {
   return std::min(need, t.done_entry);
 }
 
+bool Sender::offer_answered_so_far() const {
+  const Transfer& t = *transfer_;
+  return t.streaming && t.offer.early_answers && !t.offer_cuts.empty() && t.early_entries >= t.offer_cuts.back();
+}
+
 bool Sender::walk_should_wait(size_t walked, size_t window) {
   const size_t need = entries_needed_from();
   if (need == 0 || walked - need <= window || !transfer_->streaming) return false;
@@ -305,6 +310,10 @@ void Sender::send_offer_frame(size_t k, bool last, Time now) {
                          [](const auto& r) { return r.first.kind == Request::Kind::offer; });
   if (it == requests_.end()) return;
   Request& r = it->first;
+  // Every part before this one was accepted: the answer clock stood still
+  // (a walk waiting on its window, or slow to read, is no fault of the
+  // receiver's) and starts with this part.
+  if (t.offer.early_answers && t.early_entries >= t.offer_cuts[k]) r.deadline = now + cfg_.answer_timeout;
   if (r.sent_on == UINT32_MAX) return;  // goes with its head when a message lane opens
   push(SendMessage{r.sent_on, make_offer_part(k)});
   // The receiver answers only after the last part: the wait starts again.
@@ -1514,6 +1523,9 @@ void Sender::handle_timeout(Time now) {
   Request::Kind timed_out_kind = Request::Kind::offer;
   for (const auto& [r, m] : requests_) {
     if (r.deadline > now) continue;
+    // A streamed offer whose every part sent was accepted owes no answer
+    // yet: the walk holds the next part (its window is full, or its disk slow).
+    if (r.kind == Request::Kind::offer && transfer_ && transfer_->streaming && offer_answered_so_far()) continue;
     if (r.kind == Request::Kind::udp_open) {
       unanswered_udp.push_back(r.udp_lane);
     } else {
@@ -1560,8 +1572,11 @@ std::optional<Time> Sender::poll_timeout() const {
     for (const auto& s : slots_)
       if (!s.given_up && !s.lane) take(s.retry_at);
   for (const auto& [r, m] : requests_) {
-    take(r.deadline);
-    take(r.resend_at);
+    // A streamed offer is sent again only when its lane dies, and its
+    // answer clock stands while every part sent is accepted (handle_timeout).
+    const bool streamed_offer = r.kind == Request::Kind::offer && transfer_ && transfer_->streaming;
+    if (!streamed_offer || !offer_answered_so_far()) take(r.deadline);
+    if (!streamed_offer) take(r.resend_at);
   }
   if (transfer_running()) {
     const Transfer& tr = *transfer_;

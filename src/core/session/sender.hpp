@@ -563,6 +563,9 @@ class Sender {
 
   Lane* find(LaneNo id);
   const Lane* find(LaneNo id) const;
+  /// A streamed offer answered part by part whose every part sent was
+  /// accepted: it owes no answer until the walk sends the next.
+  bool offer_answered_so_far() const;
   bool message_lane_open() const;
   /// How long the transfer may go on without a lane that carries messages.
   Duration lane_grace() const;

@@ -455,6 +455,8 @@ struct EarlyRun {
     /// entries before Sender::entries_needed_from() are erased, and the
     /// batch waits while walk_should_wait(…, window). 0: every entry stays.
     size_t window = 0;
+    /// SenderConfig::answer_timeout.
+    Duration answer_timeout = Duration::seconds(300);
   };
   explicit EarlyRun(Options o)
       : opt(o),
@@ -464,6 +466,7 @@ struct EarlyRun {
           c.peer = wire::PeerProtocol{o.receiver_protocol, true};
           c.rate_limit.reset();
           c.offer_part_bytes = o.offer_part_bytes;
+          c.answer_timeout = o.answer_timeout;
           return c;
         }()),
         r([&] {
@@ -493,6 +496,7 @@ struct EarlyRun {
   size_t walked_first = 0;  // the index of walked[0] (Options::window)
   size_t peak_held = 0;     // the most entries walked held at once
   size_t waits = 0;         // steps the walk waited (Options::window)
+  size_t longest_wait = 0;  // the most steps (ms) in a row it waited
   struct InFlight {
     Time at;
     LaneNo lane;
@@ -637,7 +641,7 @@ struct EarlyRun {
     const auto id = s.start_transfer(std::move(spec), now);
     ASSERT_TRUE(id);
     drain_all();
-    size_t at = 0;
+    size_t at = 0, waiting = 0;
     while (!outcome && now < t0 + Duration::seconds(20)) {
       now = now + Duration::millis(1);
       if (at < entries.size() && opt.window) {
@@ -648,7 +652,9 @@ struct EarlyRun {
       }
       if (at < entries.size() && opt.window && s.walk_should_wait(at, opt.window)) {
         ++waits;
+        longest_wait = std::max(longest_wait, ++waiting);
       } else if (at < entries.size()) {
+        waiting = 0;
         const size_t end = std::min(entries.size(), at + 1000);
         walked.insert(walked.end(), entries.begin() + static_cast<ptrdiff_t>(at),
                       entries.begin() + static_cast<ptrdiff_t>(end));
@@ -837,6 +843,25 @@ TEST(StreamedOffer, AWindowedWalkHoldsAWindowOfEntriesAndTakesAboutAsLong) {
       << "windowed " << windowed.ended_at.ns() / 1000000 << " ms, held " << held.ended_at.ns() / 1000000 << " ms";
   RecordProperty("end_ms_held", std::to_string(held.ended_at.ns() / 1000000));
   RecordProperty("end_ms_windowed", std::to_string(windowed.ended_at.ns() / 1000000));
+}
+
+// The walk waiting on its window sends no part, so no accept_part comes:
+// that silence is the sender's own, not a receiver that stopped answering.
+// Here a file of 256 MiB early in the walk holds the window for ~130 ms
+// of the lanes' time, against an answer clock of 6 ms (a part's round trip
+// is 4 ms): it ends verified (the clock
+// stands while every part sent is accepted, and starts with the next).
+TEST(StreamedOffer, AWalkWaitingOnItsWindowIsNotTakenForASilentReceiver) {
+  auto entries = tree_4k(60'000);
+  size_t big = 0;
+  while (entries[big].kind != wire::EntryKind::file) ++big;
+  entries[big].size = 256u << 20;
+  EarlyRun run({.window = 24'000, .answer_timeout = Duration::millis(6)});
+  run.run(entries);
+  ASSERT_TRUE(run.outcome);
+  ASSERT_TRUE(run.outcome->verified()) << run.outcome->message;
+  EXPECT_GT(run.longest_wait, 60u);  // waits well past the clock
+  EXPECT_EQ(run.r.transfer(1)->verified_bytes, 59'999u * 4096 + (256u << 20));
 }
 
 // A window smaller than a part: the walk must go on while the receiver has
