@@ -1072,10 +1072,18 @@ TEST_F(SessionFixture, AStreamedOfferIsAnsweredPartByPartAndItsFirstPiecesLandBe
 // still read them would fail the transfer), and the tree arrives whole.
 struct WatchHeld : WalkFaults {
   const files::SourceTree* tree = nullptr;
+  fs::path dst;
   size_t peak = 0;  // entries held, seen before each batch joins
   void before_batch(size_t walked, bool) override {
     EXPECT_EQ(walked, tree->size());
     peak = std::max(peak, tree->entries.size());
+    // Past the second batch, until the receiver wrote its first chunks
+    // (1,024 files of 1 KiB each): a walk that outran every ack on a loaded
+    // host would let nothing go, and show nothing.
+    if (walked != 2 * kWalkBatch) return;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (files_written(dst).size() < 2048 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 };
 TEST_F(SessionFixture, AStreamedWalkLetsGoOfTheEntriesWhoseBytesAreAckedAndHoldsAWindow) {
@@ -1087,6 +1095,7 @@ TEST_F(SessionFixture, AStreamedWalkLetsGoOfTheEntriesWhoseBytesAreAckedAndHolds
   Streamed walked;
   auto watch = std::make_shared<WatchHeld>();
   watch->tree = &walked.tree;
+  watch->dst = dst;
   TransferOptions opts;
   opts.walk_window = kWalkBatch;
   opts.walk_faults = watch;

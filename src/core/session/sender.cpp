@@ -255,8 +255,11 @@ bool Sender::offer_answered_so_far() const {
 }
 
 bool Sender::walk_should_wait(size_t walked, size_t window) {
-  const size_t need = entries_needed_from();
-  if (need == 0 || walked - need <= window || !transfer_->streaming) return false;
+  if (!transfer_ || transfer_->ended || !transfer_->streaming || !transfer_->offer.early_answers ||
+      transfer_->early_entries == 0 || !transfer_->sched)
+    return false;  // nothing would free an entry: the receiver does not answer part by part (yet)
+  const size_t need = entries_needed_from();  // 0 too while the first file's bytes are not all acked
+  if (walked - need <= window) return false;
   const Transfer& t = *transfer_;
   const bool unaccepted = t.early_entries < t.offer_cuts.back();
   const bool undelivered = t.sched->plan().delivered_prefix() < t.sched->plan().total();
