@@ -53,7 +53,8 @@ TEST(FileLayout, ItLetsGoOfItsFrontOnlyOnceAsManyGoAsStayAndAWalkOverItSurvives)
   EXPECT_EQ(layout.start_of(0), 40u);  // the first held
   EXPECT_EQ(layout.start_of(8), 80u);  // none: the total
   EXPECT_FALSE(layout.for_each(35, 10, [](const Extent&) { return true; }));  // begins in a file let go
-  // A walk from entry 5 on: entry 5 and 6 go while it is in entry 6.
+  // A walk from entry 5 on: entries 4 and 5 go while it is in entry 6
+  // (the indices shift under it), and it goes on to entry 7.
   std::vector<size_t> seen;
   EXPECT_TRUE(layout.for_each(55, 20, [&](const Extent& x) {
     seen.push_back(x.entry);

@@ -90,6 +90,42 @@ TEST(SourceReader, RetireWithNoReadInFlightReturnsAtOnce) {
   EXPECT_EQ(error, SourceReader::kRetired);
 }
 
+// Issue 18: a streamed walk lets go of the entries whose bytes are all
+// acked. A read of them after that (a stale copy of an acked piece, on a
+// lane that was slow to notice the cancel) fails and says the bytes were
+// let go, so the lane drops it instead of ending the transfer; the bytes
+// still held read as before.
+TEST(SourceReader, BytesLetGoFailToReadAndSaySoTheRestStillRead) {
+  files::testing::ScratchTarget dir("source-reader");
+  for (int i = 0; i < 6; ++i) dir.put("src/f" + std::to_string(i), std::string(100, static_cast<char>('a' + i)));
+  auto s = files::scan_sources({dir.at("src").string()}, files::ScanOptions{});
+  ASSERT_TRUE(s.ok()) << s.error;
+  files::SourceTree tree = std::move(s.tree);
+  ASSERT_EQ(tree.size(), 7u);  // src, then f0 … f5 (100 bytes each, laid end to end)
+  auto gate = std::make_shared<Gate>();
+  SourceReader reader(1, tree, wire::HashAlgo::xxh3_128, compress::Mode::off, gate);
+  EXPECT_FALSE(reader.released(0));
+  std::vector<uint8_t> got(200);
+  std::string error, stale_error;
+  // A read of f1 begins (no file touched yet) and the entries before f4
+  // go meanwhile (5 of 7: more than stay, so they are erased).
+  auto stale = std::async(std::launch::async, [&] { return reader.read(100, 100, got.data(), stale_error); });
+  ASSERT_TRUE(gate->wait_inside(1));
+  reader.release_before(tree, 5);
+  EXPECT_EQ(tree.first, 5u);
+  EXPECT_EQ(tree.entries.size(), 2u);
+  gate->open();
+  EXPECT_FALSE(stale.get());
+  EXPECT_TRUE(reader.released(100)) << stale_error;
+  // After the release: f0 … f3 are let go; f4 and f5 read as before.
+  EXPECT_TRUE(reader.released(399));
+  EXPECT_FALSE(reader.released(400));
+  EXPECT_FALSE(reader.read(350, 100, got.data(), error));  // spans f3 (gone) and f4
+  EXPECT_TRUE(reader.released(350));
+  ASSERT_TRUE(reader.read(400, 200, got.data(), error)) << error;
+  EXPECT_EQ(std::string(got.begin(), got.end()), std::string(100, 'e') + std::string(100, 'f'));
+}
+
 size_t layout_first_file(const files::SourceTree& tree) {
   for (size_t i = 0; i < tree.entries.size(); ++i)
     if (tree.entries[i].kind == wire::EntryKind::file) return i;

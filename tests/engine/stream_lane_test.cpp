@@ -107,5 +107,75 @@ TEST(StreamLane, WhatThePeerSaidBeforeResettingArrivesBeforeTheLaneIsClosed) {
   EXPECT_EQ(seen[1].rfind("closed:", 0), 0u);
 }
 
+// Issue 18: a stale copy of a piece acked on another lane, whose files the
+// walk let go (PieceSource::released), is dropped as a cancel: the peer
+// hears piece_abort, the lane goes on with the next piece, and no read
+// failure (which would end the transfer) is reported.
+class LetGoBelow : public PieceSource {
+ public:
+  explicit LetGoBelow(uint64_t below) : below_(below) {}
+  uint32_t transfer_id() const override { return 1; }
+  wire::HashAlgo hash() const override { return wire::HashAlgo::xxh3_128; }
+  bool read(uint64_t off, uint64_t n, uint8_t* dst, std::string& error) override {
+    if (off < below_) {
+      error = "let go";
+      return false;
+    }
+    std::memset(dst, 7, n);
+    return true;
+  }
+  bool released(uint64_t off) const override { return off < below_; }
+
+ private:
+  uint64_t below_;
+};
+
+class CountReadFailures : public Recorder {
+ public:
+  void on_read_failed(LaneNo, uint32_t, const std::string& reason) override {
+    std::lock_guard lock(mu);
+    failures.push_back(reason);
+  }
+  std::mutex mu;
+  std::vector<std::string> failures;
+};
+
+TEST(StreamLane, AStaleCopyOfBytesLetGoIsAbortedAndTheNextPieceGoes) {
+  security::LaneSecret secret;
+  auto [client_fd, server_fd] = test::tcp_pair();
+  std::string error;
+  auto client = lanes::LaneLink::create(std::move(client_fd), 7, 0, secret, security::Role::client, error);
+  ASSERT_TRUE(client) << error;
+  auto server = lanes::LaneLink::create(std::move(server_fd), 7, 0, secret, security::Role::server, error);
+  ASSERT_TRUE(server) << error;
+  CountReadFailures events;
+  StreamLane::Options opts{session::LaneTraits::tcp(std::nullopt), "local", "remote", true, nullptr, {}, {}};
+  StreamLane lane(std::move(client), opts, events);
+  auto source = std::make_shared<LetGoBelow>(uint64_t{1} << 20);
+  for (uint32_t p = 0; p < 2; ++p) {
+    core::Assign a;
+    a.piece = p;
+    a.offset = Bytes(uint64_t{p} << 20);
+    a.length = Bytes::kib(64);
+    lane.send_piece(source, a);
+  }
+  // Piece 0 is aborted before any of its bytes; piece 1's bytes follow.
+  lanes::Incoming in = server->read();
+  ASSERT_EQ(in.status, lanes::ReadStatus::frame) << in.reason;
+  ASSERT_EQ(in.type, wire::FrameType::piece_abort);
+  wire::PieceAbort abort;
+  ASSERT_TRUE(wire::decode(in.payload, abort));
+  EXPECT_EQ(abort.piece, 0u);
+  in = server->read();
+  ASSERT_EQ(in.status, lanes::ReadStatus::frame) << in.reason;
+  ASSERT_EQ(in.type, wire::FrameType::piece_data);
+  wire::PieceHeader h;
+  size_t data_length = 0;
+  ASSERT_TRUE(wire::decode_piece_header(in.payload, h, data_length));
+  EXPECT_EQ(h.piece, 1u);
+  std::lock_guard lock(events.mu);
+  EXPECT_TRUE(events.failures.empty()) << events.failures.front();
+}
+
 }  // namespace
 }  // namespace braid::transfer

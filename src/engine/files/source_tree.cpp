@@ -411,14 +411,20 @@ void append_batch(SourceTree& tree, SourceTree&& batch) {
   tree.file_count += batch.file_count;
 }
 
-void SourceTree::release_before(size_t i) {
+bool SourceTree::lets_go_at(size_t i) const {
   i = std::min(i, size());
-  if (i <= first) return;
+  if (i <= first) return false;
   const size_t gone = i - first;
   // Erasing a front moves what stays: done once as many have gone as stay
   // (or a batch of 65,536), so each entry moves O(1) times on average. The
   // vectors' capacity stays what the window needed at most.
-  if (gone < entries.size() - gone && gone < 65536) return;
+  return gone >= entries.size() - gone || gone >= 65536;
+}
+
+void SourceTree::release_before(size_t i) {
+  if (!lets_go_at(i)) return;
+  i = std::min(i, size());
+  const size_t gone = i - first;
   for (size_t k = 0; k < gone; ++k)
     if (entries[k].kind == wire::EntryKind::file) released_hole_bytes += entries[k].size - entries[k].data_bytes();
   entries.erase(entries.begin(), entries.begin() + static_cast<ptrdiff_t>(gone));

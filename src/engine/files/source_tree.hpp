@@ -101,6 +101,8 @@ struct SourceTree {
   /// entries still held (or 65,536), so each entry moves O(1) times on
   /// average; until then they stay, unread.
   void release_before(size_t i);
+  /// Whether release_before(i) would let any entry go now.
+  bool lets_go_at(size_t i) const;
 };
 
 struct SkippedSource {

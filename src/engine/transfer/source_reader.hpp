@@ -84,7 +84,10 @@ class SourceReader final : public PieceSource {
   /// entries_needed_from: their bytes are all delivered): the tree and the
   /// byte space let go of them. A stale copy of a delivered piece that
   /// still reads them fails, and says so (released()).
+  /// Called by the walk's thread, the tree's only writer: it reads the tree
+  /// unlocked, and takes the lanes' lock only when something goes.
   void release_before(files::SourceTree& tree, size_t entry) {
+    if (!tree.lets_go_at(entry)) return;
     std::unique_lock lock(grow_mu_);
     tree.release_before(entry);
     layout_.release_before(tree.first);
