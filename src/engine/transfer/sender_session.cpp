@@ -481,6 +481,7 @@ void SenderSession::drain_locked() {
   }
   if (!wake)
     if (const auto to = machine_->poll_timeout()) wake = epoch_ + std::chrono::nanoseconds(to->ns()) < planned_wake_;
+  if (!wake && walk_waiting_) wake = !machine_->walk_should_wait(walk_waiting_->walked, walk_waiting_->window);
   if (wake) cv_.notify_all();
 }
 
@@ -823,12 +824,14 @@ TransferOutcome SenderSession::send_walking(const std::vector<std::string>& path
       std::unique_lock lock(mu_);
       if (!active_ || active_->outcome) return !(stopped = true);
       // A window, not the tree: the entries the transfer reads no more go,
-      // and the walk waits while too many are still needed (acks free them;
-      // their handlers do not wake this thread, hence the short waits).
+      // and the walk waits while too many are still needed (drain_locked
+      // wakes it when the acks let it go on; the timeout is a backstop).
       for (;;) {
         active_->files->release_before(tree, machine_->entries_needed_from());
         if (!machine_->walk_should_wait(tree.size(), opts.walk_window)) break;
-        cv_.wait_for(lock, std::chrono::milliseconds(5));
+        walk_waiting_ = WalkWait{tree.size(), opts.walk_window};
+        cv_.wait_for(lock, std::chrono::milliseconds(20));
+        walk_waiting_.reset();
         if (!active_ || active_->outcome) return !(stopped = true);
       }
       // The lanes read pieces of the entries walked so far meanwhile (protocol 9).

@@ -365,6 +365,13 @@ class SenderSession : private DataLaneEvents {
   std::unique_ptr<lanes::LaneLink> early_link_;
   /// The first transfer was offered in TLS's last flight: send() runs it.
   bool offered_early_ = false;
+  /// A streamed walk waiting on its window (send_walking): the entries it
+  /// has walked and its window. drain_locked wakes it the moment the acks
+  /// let it go on, not at its next poll.
+  struct WalkWait {
+    size_t walked = 0, window = 0;
+  };
+  std::optional<WalkWait> walk_waiting_;
   /// The UDP paths open_early_udp_lanes_locked gave the machine.
   std::vector<session::PathSpec> early_udp_paths_;
   std::map<session::LaneNo, std::unique_ptr<DataLane>> lanes_;
