@@ -814,8 +814,8 @@ TEST(ResumeRecorder, WithoutAJournalYetPiecesWaitForIt) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // commits come and find no journal
   EXPECT_EQ(rec.claimed_bytes(), 0u);
   rec.attach(open_journal(dir.fd(), p));
-  // Committed in slices of at most batch_bytes (here one piece each): a
-  // late journal finds nearly every piece waiting (issue 18).
+  // A late journal finds nearly every piece waiting (issue 18): all are
+  // committed at once.
   rec.commit();
   EXPECT_EQ(rec.claimed_bytes(), 4u * 65536);
   rec.stop();

@@ -313,10 +313,13 @@ void Sender::send_offer_frame(size_t k, bool last, Time now) {
                          [](const auto& r) { return r.first.kind == Request::Kind::offer; });
   if (it == requests_.end()) return;
   Request& r = it->first;
-  // Every part before this one was accepted: the answer clock stood still
-  // (a walk waiting on its window, or slow to read, is no fault of the
-  // receiver's) and starts with this part.
-  if (t.offer.early_answers && t.early_entries >= t.offer_cuts[k]) r.deadline = now + cfg_.answer_timeout;
+  // The answer clock starts again with each part: an offer answered whole
+  // cannot be answered before its last (a walk of many minutes is no fault
+  // of the receiver's), and one answered part by part whose every earlier
+  // part was accepted owed nothing meanwhile (its walk waited on its window,
+  // or was slow to read). Only a part still unaccepted keeps the clock going.
+  if (!t.offer.early_answers || t.early_entries == 0 || t.early_entries >= t.offer_cuts[k])
+    r.deadline = now + cfg_.answer_timeout;
   if (r.sent_on == UINT32_MAX) return;  // goes with its head when a message lane opens
   push(SendMessage{r.sent_on, make_offer_part(k)});
   // The receiver answers only after the last part: the wait starts again.
@@ -1579,7 +1582,7 @@ std::optional<Time> Sender::poll_timeout() const {
     // answer clock stands while every part sent is accepted (handle_timeout).
     const bool streamed_offer = r.kind == Request::Kind::offer && transfer_ && transfer_->streaming;
     if (!streamed_offer || !offer_answered_so_far()) take(r.deadline);
-    if (!streamed_offer) take(r.resend_at);
+    if (!streamed_offer && r.sent_on != UINT32_MAX) take(r.resend_at);  // no lane: sent when one opens
   }
   if (transfer_running()) {
     const Transfer& tr = *transfer_;

@@ -37,8 +37,6 @@ std::string errno_text(int e) { return std::strerror(e); }
 
 std::string leaf_of(const std::string& p) { return p.substr(p.rfind('/') + 1); }  // npos + 1 == 0: a top-level name whole
 
-/// Up to this many files, finalize fsyncs each; beyond, one syncfs (see there).
-constexpr size_t kSyncEachFileUpTo = 16;
 /// From this many files, prepare and finalize work on several directories
 /// at once, with up to kMaxFileThreads threads (more would wait on the
 /// file system's own locks; docs/benchmarks.md "Trees of small files").

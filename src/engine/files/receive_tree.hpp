@@ -172,8 +172,10 @@ class ReceiveTree {
   /// Makes the written bytes of a file entry durable (fdatasync). 0 or errno.
   int sync_file(size_t entry);
   /// The same for several entries: one syncfs of the target's file system
-  /// when they are many. 0 or the errno of the first failure.
+  /// when they are more than kSyncEachFileUpTo. 0 or the errno of the first failure.
   int sync_files(const std::set<size_t>& entries);
+  /// Up to this many files, each is fsynced; beyond, one syncfs (sync_files, finalize).
+  static constexpr size_t kSyncEachFileUpTo = 16;
   /// With keep_parts: the entry's temporary file was there already, at its
   /// full size, and was kept as it was (its bytes may be resumed).
   bool part_kept(size_t entry) const { return entry < kept_.size() && kept_[entry]; }

@@ -2,7 +2,6 @@
 
 #include <cstring>
 #include <set>
-#include <span>
 
 namespace braid::files {
 
@@ -80,6 +79,9 @@ void ResumeRecorder::verified(const PieceRecord& r) {
 
 void ResumeRecorder::commit() {
   std::lock_guard one(commit_mu_);
+  // No journal yet: the pieces wait where they are (swapping them out and
+  // back every interval copied them all each time).
+  if (awaiting_journal_) return;
   std::vector<PieceRecord> batch;
   {
     std::lock_guard lock(mu_);
@@ -99,38 +101,33 @@ void ResumeRecorder::commit() {
     }
     if (journal_gone_locked()) return;
   }
-  // In slices of at most batch_bytes: a journal that came late (an offer
-  // answered part by part gets it with its last part, which a walk held
-  // by its window sends near the end) finds nearly every piece waiting,
-  // and the set of files they touched took ~40 bytes a file at once
-  // (40 MB for a million small files; issue 18).
-  for (size_t from = 0; from < batch.size();) {
-    size_t to = from;
-    uint64_t bytes = 0;
-    while (to < batch.size() && (to == from || bytes + batch[to].length <= opts_.batch_bytes)) bytes += batch[to++].length;
-    const std::span<const PieceRecord> slice(batch.data() + from, to - from);
-    from = to;
-    // Every piece in the slice was written before it was reported, so one
-    // fdatasync per file it touched (one syncfs for many) makes all of them durable.
-    std::set<size_t> files;
-    for (const auto& r : slice)
-      (void)tree_.layout().for_each(r.offset, r.length, [&](const Extent& x) {
-        files.insert(x.entry);
-        return true;
-      });
-    if (const int err = tree_.sync_files(files); err != 0) {
-      std::lock_guard j(journal_mu_);
-      (void)give_up_locked(std::string("cannot make the received bytes durable: ") + std::strerror(err));
-      return;
-    }
-    std::lock_guard j(journal_mu_);
-    if (journal_gone_locked()) return;
-    if (const int err = journal_->append_held(std::vector<PieceRecord>(slice.begin(), slice.end())); err != 0) {
-      (void)give_up_locked(std::string("cannot append to the resume journal: ") + std::strerror(err));
-      return;
-    }
-    for (const auto& r : slice) committed_bytes_ += r.length;
+  // Every piece in the batch was written before it was reported, so one
+  // fdatasync per file it touched (one syncfs for many) makes all of them
+  // durable. Past kSyncEachFileUpTo files it is a syncfs whatever they are,
+  // so no more are listed: a journal that came late (an offer answered
+  // part by part gets it with its last part, which a walk held by its
+  // window sends near the end) finds nearly every piece waiting, and their
+  // files took ~40 bytes each at once (40 MB for a million; issue 18).
+  std::set<size_t> files;
+  for (const auto& r : batch) {
+    (void)tree_.layout().for_each(r.offset, r.length, [&](const Extent& x) {
+      files.insert(x.entry);
+      return files.size() <= ReceiveTree::kSyncEachFileUpTo;
+    });
+    if (files.size() > ReceiveTree::kSyncEachFileUpTo) break;
   }
+  if (const int err = tree_.sync_files(files); err != 0) {
+    std::lock_guard j(journal_mu_);
+    (void)give_up_locked(std::string("cannot make the received bytes durable: ") + std::strerror(err));
+    return;
+  }
+  std::lock_guard j(journal_mu_);
+  if (journal_gone_locked()) return;
+  if (const int err = journal_->append_held(batch); err != 0) {
+    (void)give_up_locked(std::string("cannot append to the resume journal: ") + std::strerror(err));
+    return;
+  }
+  for (const auto& r : batch) committed_bytes_ += r.length;
 }
 
 void ResumeRecorder::halt_thread(bool keep_pending) {

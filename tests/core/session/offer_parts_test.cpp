@@ -866,6 +866,29 @@ TEST(StreamedOffer, AWalkWaitingOnItsWindowIsNotTakenForASilentReceiver) {
   EXPECT_EQ(run.r.transfer(1)->verified_bytes, 59'999u * 4096 + (256u << 20));
 }
 
+// An offer answered whole cannot be answered before its last part: the
+// answer clock starts again with each part, so a walk longer than the clock
+// (here 40 ms against 8, a part a ms) is no silence of the receiver's; and once the
+// last part has gone, a receiver that does not answer in time still ends
+// the transfer (its prepare takes 50 ms here).
+TEST(StreamedOffer, AnOfferAnsweredWholeHasItsClockFromTheLastPartAndStillTimesOut) {
+  const auto entries = tree_4k(40'000);
+  // Parts of ~1,000 entries: one a ms, the walk 40 ms.
+  EarlyRun answered({.receiver_early = false, .prepare_whole = Duration::millis(2),
+                     .offer_part_bytes = 64 * 1024, .answer_timeout = Duration::millis(8)});
+  answered.run(entries);
+  ASSERT_TRUE(answered.outcome);
+  EXPECT_TRUE(answered.outcome->verified()) << answered.outcome->message;
+  EXPECT_GT(answered.last_frame_at, t0 + Duration::millis(30));  // the walk outlasted the clock
+  EarlyRun silent({.receiver_early = false, .prepare_whole = Duration::millis(50),
+                   .offer_part_bytes = 64 * 1024, .answer_timeout = Duration::millis(8)});
+  silent.run(entries);
+  ASSERT_TRUE(silent.outcome);
+  EXPECT_EQ(silent.outcome->end, TransferOutcome::End::timed_out) << silent.outcome->message;
+  EXPECT_GE(silent.ended_at, silent.last_frame_at + Duration::millis(8));
+  EXPECT_LT(silent.ended_at, silent.last_frame_at + Duration::millis(20));
+}
+
 // A window smaller than a part: the walk must go on while the receiver has
 // accepted every part sent and every planned byte is acked (nothing else
 // would free an entry), so it goes in steps, and still ends.
