@@ -1077,9 +1077,10 @@ struct WatchHeld : WalkFaults {
   void before_batch(size_t walked, bool) override {
     EXPECT_EQ(walked, tree->size());
     peak = std::max(peak, tree->entries.size());
-    // Past the second batch, until the receiver wrote its first chunks
-    // (1,024 files of 1 KiB each): a walk that outran every ack on a loaded
-    // host would let nothing go, and show nothing.
+    // Past the second batch, until the receiver has begun 2,048 files (two
+    // chunks of 1,024 files of 1 KiB): a walk that outran every ack on a
+    // loaded host would let nothing go, and show nothing (the wait ends
+    // after 20 s; `first` below then fails).
     if (walked != 2 * kWalkBatch) return;
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (files_written(dst).size() < 2048 && std::chrono::steady_clock::now() < until)

@@ -481,7 +481,11 @@ void SenderSession::drain_locked() {
   }
   if (!wake)
     if (const auto to = machine_->poll_timeout()) wake = epoch_ + std::chrono::nanoseconds(to->ns()) < planned_wake_;
-  if (!wake && walk_waiting_) wake = !machine_->walk_should_wait(walk_waiting_->walked, walk_waiting_->window);
+  // Once: the walk takes mu_ back after this drain's caller lets it go.
+  if (walk_waiting_ && !machine_->walk_should_wait(walk_waiting_->walked, walk_waiting_->window)) {
+    walk_waiting_.reset();
+    wake = true;
+  }
   if (wake) cv_.notify_all();
 }
 
