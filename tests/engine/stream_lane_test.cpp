@@ -72,17 +72,28 @@ class Recorder : public DataLaneEvents {
   std::vector<std::string> events_;
 };
 
+/// Both ends of one lane over a loopback TCP connection.
+struct LinkPair {
+  std::unique_ptr<lanes::LaneLink> client, server;
+};
+LinkPair linked() {
+  security::LaneSecret secret;
+  auto [client_fd, server_fd] = test::tcp_pair();
+  std::string error;
+  LinkPair p;
+  p.client = lanes::LaneLink::create(std::move(client_fd), 7, 0, secret, security::Role::client, error);
+  EXPECT_TRUE(p.client) << error;
+  p.server = lanes::LaneLink::create(std::move(server_fd), 7, 0, secret, security::Role::server, error);
+  EXPECT_TRUE(p.server) << error;
+  return p;
+}
+
 TEST(StreamLane, WhatThePeerSaidBeforeResettingArrivesBeforeTheLaneIsClosed) {
   // The receiver that was interrupted: it says why, then closes without
   // reading what it was sent (the kernel answers with a reset) while the
   // lane is in the middle of sending pieces, so the lane's write fails first.
-  security::LaneSecret secret;
-  auto [client_fd, server_fd] = test::tcp_pair();
-  std::string error;
-  auto client = lanes::LaneLink::create(std::move(client_fd), 7, 0, secret, security::Role::client, error);
-  ASSERT_TRUE(client) << error;
-  auto server = lanes::LaneLink::create(std::move(server_fd), 7, 0, secret, security::Role::server, error);
-  ASSERT_TRUE(server) << error;
+  auto [client, server] = linked();
+  ASSERT_TRUE(client && server);
 
   Recorder events;
   StreamLane::Options opts{session::LaneTraits::tcp(std::nullopt), "local", "remote", true, nullptr, {}, {}};
@@ -141,13 +152,8 @@ class CountReadFailures : public Recorder {
 };
 
 TEST(StreamLane, AStaleCopyOfBytesLetGoIsAbortedAndTheNextPieceGoes) {
-  security::LaneSecret secret;
-  auto [client_fd, server_fd] = test::tcp_pair();
-  std::string error;
-  auto client = lanes::LaneLink::create(std::move(client_fd), 7, 0, secret, security::Role::client, error);
-  ASSERT_TRUE(client) << error;
-  auto server = lanes::LaneLink::create(std::move(server_fd), 7, 0, secret, security::Role::server, error);
-  ASSERT_TRUE(server) << error;
+  auto [client, server] = linked();
+  ASSERT_TRUE(client && server);
   CountReadFailures events;
   StreamLane::Options opts{session::LaneTraits::tcp(std::nullopt), "local", "remote", true, nullptr, {}, {}};
   StreamLane lane(std::move(client), opts, events);

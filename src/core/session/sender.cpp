@@ -224,10 +224,27 @@ void Sender::handle_peer_protocol(const wire::PeerProtocol& peer, Time now, cons
     end_transfer(make_outcome(TransferOutcome::End::unsupported, why));
 }
 
+namespace {
+/// Moves a cursor over the offer's entries (`entry`, which starts at
+/// transfer offset `start`) past every entry before `limit` that ends by
+/// byte `to`: it stops at the first that holds a byte past `to`.
+void advance_past(const EntryWindow& entries, size_t limit, uint64_t to, size_t& entry, uint64_t& start) {
+  for (; entry < limit; ++entry) {
+    const auto& e = entries[entry];
+    const uint64_t size = e.kind == wire::EntryKind::file ? e.size : 0;
+    if (start + size > to) break;
+    start += size;
+  }
+}
+}  // namespace
+
+bool Sender::answering_part_by_part() const {
+  return transfer_ && !transfer_->ended && transfer_->offer.early_answers && transfer_->early_entries > 0 &&
+         transfer_->sched;
+}
+
 size_t Sender::entries_needed_from() {
-  if (!transfer_ || transfer_->ended || !transfer_->offer.early_answers || transfer_->early_entries == 0 ||
-      !transfer_->sched)
-    return 0;
+  if (!answering_part_by_part()) return 0;
   Transfer& t = *transfer_;
   const auto entries = t.entries();
   size_t need = std::min(t.early_entries, t.hole_entry);
@@ -238,14 +255,7 @@ size_t Sender::entries_needed_from() {
     if (holder != t.offer_cuts.begin()) need = std::min(need, *holder);
   }
   // Entries whose bytes all lie before the delivered prefix are read no more.
-  const uint64_t delivered = t.sched->plan().delivered_prefix().count();
-  while (t.done_entry < need) {
-    const auto& e = entries[t.done_entry];
-    const uint64_t size = e.kind == wire::EntryKind::file ? e.size : 0;
-    if (t.done_start + size > delivered) break;
-    t.done_start += size;
-    ++t.done_entry;
-  }
+  advance_past(entries, need, t.sched->plan().delivered_prefix().count(), t.done_entry, t.done_start);
   return std::min(need, t.done_entry);
 }
 
@@ -255,9 +265,8 @@ bool Sender::offer_answered_so_far() const {
 }
 
 bool Sender::walk_should_wait(size_t walked, size_t window) {
-  if (!transfer_ || transfer_->ended || !transfer_->streaming || !transfer_->offer.early_answers ||
-      transfer_->early_entries == 0 || !transfer_->sched)
-    return false;  // nothing would free an entry: the receiver does not answer part by part (yet)
+  // Nothing would free an entry while the receiver does not answer part by part (yet).
+  if (!answering_part_by_part() || !transfer_->streaming) return false;
   const size_t need = entries_needed_from();  // 0 too while the first file's bytes are not all acked
   if (walked - need <= window) return false;
   const Transfer& t = *transfer_;
@@ -986,13 +995,7 @@ std::vector<wire::HeldRange> Sender::holes_up_to(Transfer& t, uint64_t from, uin
   auto out =
       sync::holes_between(entries.range(t.hole_entry, t.early_entries), t.hole_start, t.offer.chunk_size, from, to);
   // Past every entry that ends by `to`: the next call starts at the one that holds it.
-  while (t.hole_entry < t.early_entries) {
-    const auto& e = entries[t.hole_entry];
-    const uint64_t size = e.kind == wire::EntryKind::file ? e.size : 0;
-    if (t.hole_start + size > to) break;
-    t.hole_start += size;
-    ++t.hole_entry;
-  }
+  advance_past(entries, t.early_entries, to, t.hole_entry, t.hole_start);
   return out;
 }
 

@@ -563,6 +563,9 @@ class Sender {
 
   Lane* find(LaneNo id);
   const Lane* find(LaneNo id) const;
+  /// The running transfer's receiver has accepted entries part by part and
+  /// pieces flow: only then can entries leave (entries_needed_from).
+  bool answering_part_by_part() const;
   /// A streamed offer answered part by part whose every part sent was
   /// accepted: it owes no answer until the walk sends the next.
   bool offer_answered_so_far() const;

@@ -55,17 +55,14 @@ class FileLayout {
   /// (total() if none): the files before it are read no more once the
   /// entries before `entry` are let go.
   uint64_t start_of(size_t entry) const {
-    const auto it = std::lower_bound(entry_.begin(), entry_.end(), entry,
-                                     [](uint32_t e, size_t at) { return e < at; });
-    return it == entry_.end() ? total_ : starts_[static_cast<size_t>(it - entry_.begin())];
+    const size_t i = held_before(entry);
+    return i == entry_.size() ? total_ : starts_[i];
   }
   /// Lets go of the files of entries before `entry` (a streamed walk's
   /// window, issue 18), as SourceTree::release_before does: once they are
   /// as many as the files still held (or 65,536).
   void release_before(size_t entry) {
-    const size_t gone = static_cast<size_t>(
-        std::lower_bound(entry_.begin(), entry_.end(), entry, [](uint32_t e, size_t at) { return e < at; }) -
-        entry_.begin());
+    const size_t gone = held_before(entry);
     if (gone == 0 || (gone < starts_.size() - gone && gone < 65536)) return;
     starts_.erase(starts_.begin(), starts_.begin() + static_cast<ptrdiff_t>(gone));
     entry_.erase(entry_.begin(), entry_.begin() + static_cast<ptrdiff_t>(gone));
@@ -96,6 +93,12 @@ class FileLayout {
   }
 
  private:
+  /// Files held whose entry comes before `entry`.
+  size_t held_before(size_t entry) const {
+    return static_cast<size_t>(
+        std::lower_bound(entry_.begin(), entry_.end(), entry, [](uint32_t e, size_t at) { return e < at; }) -
+        entry_.begin());
+  }
   /// The size of the i-th file laid out.
   uint64_t size_of(size_t i) const { return (i + 1 < starts_.size() ? starts_[i + 1] : total_) - starts_[i]; }
 
