@@ -104,19 +104,96 @@ TEST(TransferKey, NamesTheContentAndTheSender) {
   EXPECT_EQ(k.tag().find_first_not_of("0123456789abcdef"), std::string::npos);
 }
 
-TEST(TransferKey, AnOfferKeptAsPartsHasTheWholeOffersKey) {
+// The second key, hashed as the parts of an offer answered part by part
+// come: the same whatever the parts, and it tells apart what the first does.
+TEST(TransferKey, TheRunningKeyIsTheSameInAnyPartsAndNamesWhatTheFirstNames) {
   wire::Offer whole = offer_of(1000);
-  for (int i = 0; i < 2500; ++i)
+  for (int i = 0; i < 2500; ++i) {
     whole.entries.push_back({EntryKind::file, "d/f" + std::to_string(i), uint64_t(i), 0644, i, 0, ""});
-  wire::EntryParts parts;
-  for (size_t from = 0; from < whole.entries.size(); from += 700)
-    parts.append(std::make_shared<const std::vector<ManifestEntry>>(
-        whole.entries.begin() + static_cast<ptrdiff_t>(from),
-        whole.entries.begin() + static_cast<ptrdiff_t>(std::min(from + 700, whole.entries.size()))));
-  EXPECT_EQ(transfer_key(wire::offer_fields(whole), parts, identity(3)), transfer_key(whole, identity(3)));
-  wire::Offer other = whole;
-  other.entries[1800].size = 1;
-  EXPECT_NE(transfer_key(wire::offer_fields(whole), parts, identity(3)), transfer_key(other, identity(3)));
+    if (i % 13 == 0) whole.entries.back().owner = wire::OwnerId{uint32_t(i), "someone"};
+  }
+  const TransferKey k = running_transfer_key(whole, identity(3));
+  EXPECT_NE(k, transfer_key(whole, identity(3)));  // another version: another journal name
+  for (const size_t step : {size_t{1}, size_t{700}, size_t{2501}}) {
+    RunningKey parts;
+    for (size_t from = 0; from < whole.entries.size(); from += step)
+      parts.add(std::span<const ManifestEntry>(whole.entries).subspan(from, std::min(step, whole.entries.size() - from)));
+    EXPECT_EQ(parts.entries(), whole.entries.size());
+    EXPECT_EQ(parts.finish(wire::offer_fields(whole), identity(3)), k) << "parts of " << step;
+  }
+  wire::Offer sent = whole;  // another session, sent in parts, answered part by part: the same transfer
+  sent.transfer_id = 42;
+  sent.continued = true;
+  sent.early_answers = true;
+  EXPECT_EQ(running_transfer_key(sent, identity(3)), k);
+  EXPECT_NE(running_transfer_key(whole, identity(2)), k);  // another sender
+  EXPECT_NE(running_transfer_key(whole, identity(3), std::vector<uint32_t>{4}), k);  // other files kept (sync)
+  auto changed = [&](auto&& edit) {
+    wire::Offer x = whole;
+    edit(x);
+    return running_transfer_key(x, identity(3)) != k;
+  };
+  EXPECT_TRUE(changed([](wire::Offer& x) { x.entries[1800].size = 1; }));
+  EXPECT_TRUE(changed([](wire::Offer& x) { x.entries[0].mtime_nsec = 6; }));
+  EXPECT_TRUE(changed([](wire::Offer& x) { x.entries[7].mode = 0600; }));
+  EXPECT_TRUE(changed([](wire::Offer& x) { x.entries[2499].path = "other.bin"; }));
+  EXPECT_TRUE(changed([](wire::Offer& x) { x.entries[14].owner->id = 1; }));  // a detail (entry 14 is the 13th pushed)
+  EXPECT_TRUE(changed([](wire::Offer& x) { x.entries.pop_back(); }));
+  EXPECT_TRUE(changed([](wire::Offer& x) { std::swap(x.entries[3], x.entries[4]); }));  // another layout
+  EXPECT_TRUE(changed([](wire::Offer& x) { x.chunk_size = 1 << 17; }));
+  EXPECT_TRUE(changed([](wire::Offer& x) { x.hash = wire::HashAlgo::sha256; }));
+}
+
+// A whole offer's journal is looked for under both keys: one an older
+// braid left goes by the first; a new one is made under the second.
+TEST(TransferKey, AJournalUnderTheFirstKeyIsStillFound) {
+  TempDir dir;
+  const wire::Offer o = offer_of(1000);
+  const TransferKey first = transfer_key(o, identity(4)), second = running_transfer_key(o, identity(4));
+  EXPECT_EQ(ResumeJournal::key_for(dir.fd(), o, identity(4)), second);
+  EXPECT_FALSE(ResumeJournal::exists(dir.fd(), first));
+  {
+    auto old = open_journal(dir.fd(), JournalParams{first, o.hash, o.chunk_size, o.total_bytes()});
+    ASSERT_TRUE(old);
+    EXPECT_TRUE(ResumeJournal::exists(dir.fd(), first));
+    EXPECT_EQ(ResumeJournal::key_for(dir.fd(), o, identity(4)), first);
+    EXPECT_EQ(ResumeJournal::key_for(dir.fd(), o, identity(5)), running_transfer_key(o, identity(5)));  // not its sender's
+    ASSERT_TRUE(old->remove());
+  }
+  EXPECT_EQ(ResumeJournal::key_for(dir.fd(), o, identity(4)), second);
+}
+
+// The second key's bytes, pinned as the first's are: a journal must
+// outlive an upgrade.
+TEST(TransferKey, TheRunningKeyIsTheHashOfItsEntriesThenTheirCountThenTheFieldsAsBefore) {
+  wire::Offer o = offer_of(1000);
+  o.entries.push_back({EntryKind::directory, "d", 0, 0755, 3, 0, ""});
+  o.entries.push_back({EntryKind::symlink, "d/l", 0, 0777, 3, 0, "f"});
+  o.entries.back().owner = wire::OwnerId{9, "nine"};
+  o.transfer_id = 9;
+  const std::vector<uint32_t> kept = {2};
+  std::vector<uint8_t> bytes;
+  for (const char c : std::string_view("braid transfer key 2")) bytes.push_back(static_cast<uint8_t>(c));
+  for (const auto& e : o.entries) {
+    const wire::OfferPart part{0, 0, false, {e}};  // a part of this entry alone, less its head
+    std::vector<uint8_t> enc;
+    wire::encode(part, enc);
+    bytes.insert(bytes.end(), enc.begin() + 9, enc.end());  // id, first entry, last flag
+  }
+  for (const uint8_t b : {0, 0, 0, 0, 0, 0, 0, 3}) bytes.push_back(b);
+  wire::Offer fields = wire::offer_fields(o);
+  fields.transfer_id = 0;
+  wire::encode(fields, bytes);
+  bytes.push_back(32);
+  const std::vector<uint8_t> who = identity(5);
+  bytes.insert(bytes.end(), who.begin(), who.end());
+  for (const uint8_t b : {0, 0, 0, 2}) bytes.push_back(b);
+  PieceHasher h(wire::HashAlgo::sha256);
+  h.update(bytes);
+  const wire::Digest d = h.finish();
+  TransferKey expected;
+  std::copy(d.bytes.begin(), d.bytes.begin() + 32, expected.bytes.begin());
+  EXPECT_EQ(running_transfer_key(o, who, kept), expected);
 }
 
 TEST(TransferKey, IsTheHashOfTheOffersEncodingAsBefore) {

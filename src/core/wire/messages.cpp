@@ -560,6 +560,13 @@ void encode(const OfferPart& m, std::vector<uint8_t>& out) {
   put_details(w, m.entries, [] {});
 }
 
+void encode_entry(const ManifestEntry& e, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  const std::span<const ManifestEntry> one(&e, 1);
+  put_entries(w, one, [] {});
+  put_details(w, one, [] {});
+}
+
 void encode(const Accept& m, std::vector<uint8_t>& out) {
   ByteWriter w(out);
   w.u32(m.transfer_id);

@@ -659,6 +659,10 @@ void encode(const UdpReady& m, std::vector<uint8_t>& out);
 void encode(const UdpPiece& m, std::vector<uint8_t>& out);
 void encode(const LaneAck& m, std::vector<uint8_t>& out);
 void encode(const OfferPart& m, std::vector<uint8_t>& out);
+/// One entry as an offer part of that entry alone encodes it (its fields,
+/// then its details), appended to `out`: self-delimiting, so a hash over
+/// entries one after another (files::RunningKey) tells any two lists apart.
+void encode_entry(const ManifestEntry& e, std::vector<uint8_t>& out);
 void encode(const AcceptPart& m, std::vector<uint8_t>& out);
 /// Takes an encoding's bytes piece by piece, in order.
 using ByteSink = std::function<void(std::span<const uint8_t>)>;

@@ -170,6 +170,17 @@ std::string ResumeJournal::origin_of(const wire::Offer& head, std::span<const wi
   return tag_hex(h.finish().bytes);
 }
 
+bool ResumeJournal::exists(int dir_fd, const TransferKey& key) {
+  struct stat st {};
+  return ::fstatat(dir_fd, file_name(key).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+TransferKey ResumeJournal::key_for(int dir_fd, const wire::Offer& offer, std::span<const uint8_t> sender_identity,
+                                   std::span<const uint32_t> kept) {
+  if (const TransferKey first = transfer_key(offer, sender_identity, kept); exists(dir_fd, first)) return first;
+  return running_transfer_key(offer, sender_identity, kept);
+}
+
 std::optional<std::string> ResumeJournal::read_origin(int dir_fd, const std::string& name) {
   // Read only: the journal may be locked by a session using it, and a
   // look must never create, cut or hold one.

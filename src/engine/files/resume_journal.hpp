@@ -92,6 +92,14 @@ class ResumeJournal {
   /// writing or locking it; nullopt when it records none (an older format)
   /// or cannot be read — either way it may be any transfer's.
   static std::optional<std::string> read_origin(int dir_fd, const std::string& name);
+  /// Whether a journal named by `key` stands in `dir_fd` (transfer_key.hpp:
+  /// a run looks under both versions of its key).
+  static bool exists(int dir_fd, const TransferKey& key);
+  /// The key a whole offer's journal in `dir_fd` goes by: the first
+  /// version's when a journal named by it stands there (an older braid
+  /// left it), else the second's (transfer_key.hpp).
+  static TransferKey key_for(int dir_fd, const wire::Offer& offer, std::span<const uint8_t> sender_identity,
+                             std::span<const uint32_t> kept = {});
 
   /// Opens (or creates) and locks the journal in `dir_fd` and reads it. A
   /// journal written for other parameters, or with a broken header, starts

@@ -9,8 +9,8 @@
 #include <span>
 #include <string>
 
-#include "core/wire/entry_parts.hpp"
 #include "core/wire/messages.hpp"
+#include "engine/files/piece_hasher.hpp"
 
 namespace braid::files {
 
@@ -25,14 +25,43 @@ struct TransferKey {
   std::string tag() const;
 };
 
+// Two versions of the key name journals. The first (transfer_key) hashes
+// the offer's encoding, whose entry count comes first and whose entries'
+// details follow all the entries: only a whole manifest held at once can
+// give it. The second (RunningKey, every journal made since session 26)
+// hashes each entry as it comes, then the count and the offer's fields, so
+// a receiver answering part by part can let go of the entries it wrote
+// (issue 18). A run looks for a journal under both (the first's are those
+// an older braid left), and makes a new one under the second.
+
 /// `kept` (sync): the offer's files the receiver keeps as they are. They
 /// have no temporary file, so a run that keeps others must not take this
 /// run's journal for its own: the set is part of the key.
 TransferKey transfer_key(const wire::Offer& offer, std::span<const uint8_t> sender_identity,
                          std::span<const uint32_t> kept = {});
-/// The same key for an offer of `fields`' fields whose entries are `entries`
-/// (an offer answered part by part keeps them as the parts they came in).
-TransferKey transfer_key(const wire::Offer& fields, const wire::EntryParts& entries,
-                         std::span<const uint8_t> sender_identity);
+/// The second key, over the entries in order as they come (in any parts:
+/// each entry is hashed alone, wire::encode_entry), then their count, the
+/// offer's fields (transfer id 0, answered part by part or whole and
+/// continued or not alike: how it is sent is no part of what it offers),
+/// the sender's identity and the kept entries, as the first.
+class RunningKey {
+ public:
+  RunningKey();
+  /// The next entries, after every one added before.
+  void add(std::span<const wire::ManifestEntry> entries);
+  size_t entries() const { return count_; }
+  /// `fields`' entries are not read: they are the ones added.
+  TransferKey finish(const wire::Offer& fields, std::span<const uint8_t> sender_identity,
+                     std::span<const uint32_t> kept = {});
+
+ private:
+  PieceHasher hash_;
+  std::vector<uint8_t> pending_;  // encoded entries not hashed yet (hashed some 64 KiB at a time)
+  size_t count_ = 0;
+};
+
+/// The second key of a whole offer.
+TransferKey running_transfer_key(const wire::Offer& offer, std::span<const uint8_t> sender_identity,
+                                 std::span<const uint32_t> kept = {});
 
 }  // namespace braid::files

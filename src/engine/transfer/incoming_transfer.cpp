@@ -324,7 +324,7 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
   }
   // Resume: the journal of an earlier run of this very offer from this very
   // sender (the key says which), if there is one.
-  const files::TransferKey key = files::transfer_key(offer, ctx.peer_key, kept_ids);
+  const files::TransferKey key = files::ResumeJournal::key_for(ctx.root_fd, offer, ctx.peer_key, kept_ids);
   std::unique_ptr<files::ResumeJournal> journal;
   if (offer.total_bytes() > tally.kept_bytes) {  // something will be written: worth a journal
     auto opened = files::ResumeJournal::open(
@@ -507,6 +507,7 @@ std::variant<std::shared_ptr<IncomingTransfer>, wire::Refuse> begin_offer_parts(
   t->root_fd = ctx.root_fd;
   // Pieces verified before the journal opens wait in the recorder for it.
   t->resume = std::make_unique<files::ResumeRecorder>(*t->tree);
+  t->key_so_far = std::make_unique<files::RunningKey>();
   return t;
 }
 
@@ -515,6 +516,9 @@ std::optional<wire::Refuse> add_offer_part(const OfferContext& ctx, IncomingTran
   size_t n = 0;
   for (auto& part : parts) {
     const size_t k = part ? part->size() : 0;
+    if (k == 0) continue;
+    if (first + n == 0) t.origin = files::ResumeJournal::origin_of(*t.offer, *part, ctx.peer_key);
+    t.key_so_far->add(*part);
     if (auto err = t.tree->add_part(first + n, std::move(part))) return refuse_offer(ctx, t.id, err->reason, err->message);
     n += k;
   }
@@ -526,7 +530,6 @@ std::variant<wire::Accept, wire::Refuse> finish_offer_parts(const OfferContext& 
                                                             const std::shared_ptr<const wire::Offer>& fields) {
   const uint32_t id = t.id;
   if (auto err = t.tree->close_parts(fields)) return refuse_offer(ctx, id, err->reason, err->message);
-  const wire::EntryParts& entries = t.tree->parts();
   for (const auto& l : t.tree->skipped_links()) {
     ctx.log->write("link_skipped", {{"transfer", id}, {"path", json_safe(l.path)}, {"target", json_safe(l.target)},
                                     {"reason", l.reason}});
@@ -537,12 +540,10 @@ std::variant<wire::Accept, wire::Refuse> finish_offer_parts(const OfferContext& 
   // The journal under the whole offer's key, naming the tree's own tag: a
   // later run of this offer finds both.
   std::unique_ptr<files::ResumeJournal> journal;
-  if (entries.total_bytes() > 0) {
-    const files::TransferKey key = files::transfer_key(*fields, entries, ctx.peer_key);
+  if (t.tree->total() > 0) {
+    const files::TransferKey key = t.key_so_far->finish(*fields, ctx.peer_key);
     auto opened = files::ResumeJournal::open(
-        ctx.root_fd,
-        files::JournalParams{key, fields->hash, fields->chunk_size, entries.total_bytes(), t.tree->tag(),
-                             files::ResumeJournal::origin_of(*fields, *entries.parts().front(), ctx.peer_key)},
+        ctx.root_fd, files::JournalParams{key, fields->hash, fields->chunk_size, t.tree->total(), t.tree->tag(), t.origin},
         kJournalLockWait, ctx.interrupted);
     if (auto* e = std::get_if<files::JournalError>(&opened)) {
       if (e->busy) return refuse_offer(ctx, id, wire::RefuseReason::busy, e->message);

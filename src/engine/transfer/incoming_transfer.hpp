@@ -23,6 +23,7 @@
 #include "engine/files/link_policy.hpp"
 #include "engine/files/receive_tree.hpp"
 #include "engine/files/sync_target.hpp"
+#include "engine/files/transfer_key.hpp"
 #include "engine/files/resume_recorder.hpp"
 #include "engine/transfer/event_log.hpp"
 #include "core/wire/messages.hpp"
@@ -87,6 +88,11 @@ struct IncomingTransfer {
   uint64_t deleted = 0;                 // entries removed (a directory's contents count each)
   std::vector<std::string> delete_errors;
   int root_fd = -1;  // the target (borrowed)
+  /// Answered part by part: the key its journal is named by, hashed as the
+  /// parts come (files::RunningKey: the entries need not stay for it), and
+  /// its origin, from the first part (ResumeJournal::origin_of).
+  std::unique_ptr<files::RunningKey> key_so_far;
+  std::string origin;
   /// Ended (put in place, failed or abandoned): bytes still arriving are dropped.
   std::atomic<bool> over{false};
 
