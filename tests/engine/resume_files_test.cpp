@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -726,6 +727,109 @@ TEST(ReceiveTreeParts, EachPartIsCheckedAgainstThePartsBeforeIt) {
   EXPECT_EQ(refused({{dir, file}, {link}}), "");
   link.hard_link_to = 0;  // a directory
   EXPECT_NE(refused({{dir, file}, {link}}).find("no earlier file"), std::string::npos);
+}
+
+// An offer in path order (protocol 10): the tree lets go of the parts
+// whose bytes are all verified, forgets the files it has nothing left to do
+// for, copies the entries finalize still needs, and the tree arrives as a
+// tree that kept every entry would have made it.
+wire::Offer ordered_offer() {
+  wire::Offer o;
+  o.transfer_id = 1;
+  o.chunk_size = 1 << 16;
+  o.continued = o.early_answers = o.ordered = true;
+  auto add = [&](EntryKind kind, std::string path, uint64_t size, uint32_t mode, int64_t mtime) {
+    o.entries.push_back({kind, std::move(path), size, mode, mtime, 0, ""});
+  };
+  add(EntryKind::directory, "t", 0, 0750, 1500000000);
+  add(EntryKind::directory, "t/a", 0, 0755, 1500000001);
+  for (int i = 0; i < 60; ++i) add(EntryKind::file, "t/a/f" + std::to_string(100 + i), 100, 0640, 1600000000 + i);
+  add(EntryKind::file, "t/a/g-empty", 0, 0644, 1600000100);  // nothing to write: made at finalize
+  add(EntryKind::file, "t/a/h-readonly", 100, 0444, 1600000101);  // its mode is set at finalize
+  add(EntryKind::symlink, "t/a/l", 0, 0777, 1600000102);
+  o.entries.back().link_target = "f100";
+  add(EntryKind::directory, "t/b", 0, 0700, 1500000003);
+  for (int i = 0; i < 60; ++i) add(EntryKind::file, "t/b/f" + std::to_string(100 + i), 100, 0600, 1600000200 + i);
+  return o;
+}
+
+TEST(ReceiveTreeOrdered, PartsWrittenAndVerifiedAreLetGoAndTheTreeArrivesWhole) {
+  TempDir dir;
+  const wire::Offer whole = ordered_offer();
+  wire::Offer head = wire::offer_fields(whole);
+  auto t = std::move(std::get<0>(ReceiveTree::begin_parts(dir.fd(), head, PrepareOptions{"00000000000000ab", false, 0})));
+  const size_t n = whole.entries.size();
+  std::vector<std::weak_ptr<const std::vector<ManifestEntry>>> parts;
+  for (size_t from = 0; from < n; from += 20) {
+    auto part = slice(whole, from, std::min(n, from + 20));
+    parts.push_back(part);
+    ASSERT_FALSE(t->add_part(from, std::move(part)));
+  }
+  // Parts 0 to 2: t, t/a, f100 … f157 — 5,800 bytes.
+  const uint64_t first_three = 58 * 100;
+  ASSERT_EQ(t->write(0, std::vector<uint8_t>(first_three, 'A')), 0);
+  EXPECT_EQ(t->release_written(0), 0u);
+  EXPECT_FALSE(parts[0].expired());
+  // The third part's last byte is not verified yet: the first two go.
+  EXPECT_EQ(t->release_written(first_three - 1), 38u);
+  EXPECT_TRUE(parts[0].expired() && parts[1].expired());
+  EXPECT_FALSE(parts[2].expired());
+  EXPECT_EQ(t->release_written(first_three), 20u);
+  EXPECT_TRUE(parts[2].expired());
+  EXPECT_FALSE(parts[3].expired());
+  EXPECT_EQ(t->entries_copied(), 2u);  // t and t/a: finalize sets their modes and mtimes
+  // A late copy of a piece over files forgotten is dropped: their bytes are on disk.
+  ASSERT_EQ(t->write(0, std::vector<uint8_t>(300, 'B')), 0);
+  // The rest, with one piece written twice before its part goes: that file's
+  // mtime is set again at finalize, so it is kept.
+  const uint64_t total = t->total();
+  ASSERT_EQ(total, 121u * 100);
+  ASSERT_EQ(t->write(first_three, std::vector<uint8_t>(total - first_three, 'A')), 0);
+  ASSERT_EQ(t->write(total - 100, std::vector<uint8_t>(100, 'A')), 0);  // t/b/f159 twice
+  EXPECT_EQ(t->release_written(total), 61u);  // not t/b/f159, the read-only file, the empty file
+  EXPECT_EQ(t->entries_forgotten(), 119u);
+  EXPECT_EQ(t->entries_copied(), 7u);  // those three, the link and t/b too
+  for (const auto& p : parts) EXPECT_TRUE(p.expired());
+  ASSERT_FALSE(t->close_parts(std::make_shared<const wire::Offer>(head)));
+  int err = 0;
+  ASSERT_EQ(t->finalize(err), "") << std::strerror(err);
+  t.reset();
+  for (const auto& e : whole.entries) {
+    struct stat st {};
+    const std::string at = (dir.path() / e.path).string();
+    ASSERT_EQ(::lstat(at.c_str(), &st), 0) << e.path;
+    EXPECT_EQ(st.st_mtim.tv_sec, e.mtime_sec) << e.path;
+    if (e.kind == EntryKind::symlink) continue;
+    EXPECT_EQ(st.st_mode & 07777, e.mode) << e.path;
+    if (e.kind == EntryKind::file) {
+      std::ifstream in(at, std::ios::binary);
+      EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), std::string(e.size, 'A')) << e.path;
+    }
+  }
+  EXPECT_EQ(std::filesystem::read_symlink(dir.path() / "t/a/l"), "f100");
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path()))
+    EXPECT_FALSE(e.path().filename().string().starts_with(".braid-")) << e.path();
+}
+
+TEST(ReceiveTreeOrdered, AnOfferOutOfOrderOrWithAHardLinkIsRefused) {
+  auto refused = [](std::vector<ManifestEntry> entries) {
+    TempDir dir;
+    wire::Offer head;
+    head.continued = head.early_answers = head.ordered = true;
+    auto t = std::move(std::get<0>(ReceiveTree::begin_parts(dir.fd(), head, PrepareOptions{"00000000000000ab", false, 0})));
+    const size_t k = entries.size() / 2;
+    if (auto err = t->add_part(0, shared({entries.begin(), entries.begin() + static_cast<ptrdiff_t>(k)}))) return err->message;
+    auto err = t->add_part(k, shared({entries.begin() + static_cast<ptrdiff_t>(k), entries.end()}));
+    return err ? err->message : std::string();
+  };
+  const ManifestEntry d{EntryKind::directory, "d", 0, 0755, 0, 0, ""};
+  const ManifestEntry f{EntryKind::file, "d/f", 3, 0644, 0, 0, ""}, g{EntryKind::file, "d/g", 3, 0644, 0, 0, ""};
+  EXPECT_EQ(refused({d, f, g}), "");
+  EXPECT_NE(refused({d, g, f}).find("not in path order"), std::string::npos);
+  EXPECT_NE(refused({d, f, f}).find("names 'd/f' twice"), std::string::npos);
+  ManifestEntry link = g;
+  link.hard_link_to = 1;  // fine without the order (ReceiveTreeParts above), not in it
+  EXPECT_NE(refused({d, f, link}).find("no hard links"), std::string::npos);
 }
 
 TEST(ReceiveTreeParts, APartThatTakesTheDataPastTheFreeSpaceIsRefused) {

@@ -1,6 +1,7 @@
 #include "core/session/receiver.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/session/sync.hpp"
 
@@ -347,6 +348,7 @@ void Receiver::handle_part_prepared(uint32_t id, Time now) {
   }
   for (size_t i = t.view.early_entries; i < t.part_end; ++i)
     if (t.entries[i].kind == wire::EntryKind::file) t.early_bytes += t.entries[i].size;
+  accept_entries(t, t.view.early_entries, t.part_end);
   t.view.early_entries = static_cast<uint32_t>(t.part_end);
   if (first) t.view.accepted_at = now;
   push(RecvNote{"offer_part_accepted", t.asked_on, std::to_string(t.part_end) + " entries"});
@@ -374,6 +376,37 @@ bool Receiver::lane_joined(LaneNo id) const {
   for (const auto& l : lanes_)
     if (l.id == id) return l.open && l.joined;
   return false;
+}
+
+void Receiver::accept_entries(Transfer& t, size_t from, size_t to) {
+  if (!t.holes) t.holes.emplace(t.offer->chunk_size);
+  const size_t had = t.hole_records.size();
+  const auto& parts = t.entries.parts();
+  for (size_t k = 0; k < parts.size() && from < to; ++k) {
+    const size_t first = t.entries.first_of(k), n = parts[k] ? parts[k]->size() : 0;
+    if (first + n <= from) continue;
+    const size_t a = from - first, b = std::min(to, first + n) - first;
+    t.holes->add(std::span<const wire::ManifestEntry>(*parts[k]).subspan(a, b - a), t.hole_records);
+    from = first + b;
+  }
+  for (size_t k = had; k < t.hole_records.size(); ++k) add_verified(t, t.hole_records[k].offset, t.hole_records[k].length);
+  // The engine holds the accepted entries now (each part went to it before
+  // its answer came): the machine needs no more than their counts.
+  t.entries.release_before(to);
+}
+
+void Receiver::add_verified(Transfer& t, uint64_t offset, uint64_t length) {
+  if (length == 0 || offset + length <= t.verified_to) return;
+  auto [at, added] = t.verified_ahead.emplace(offset, offset + length);
+  if (!added) at->second = std::max(at->second, offset + length);
+  for (auto it = t.verified_ahead.begin(); it != t.verified_ahead.end() && it->first <= t.verified_to;
+       it = t.verified_ahead.erase(it))
+    t.verified_to = std::max(t.verified_to, it->second);
+}
+
+uint64_t Receiver::verified_prefix(uint32_t id) const {
+  auto it = transfers_.find(id);
+  return it == transfers_.end() ? 0 : it->second.verified_to;
 }
 
 bool Receiver::piece_verified(uint32_t id, uint32_t piece) const {
@@ -404,8 +437,13 @@ void Receiver::handle_offer_prepared(uint32_t id, std::variant<wire::Accept, wir
     // same records the sender makes of them (sync.hpp). Answered part by
     // part: the holes of sparse files, which the sender took out of its
     // plan as it grew (no verdicts: nothing is kept whole).
-    for (const auto& k : t.early ? sync::kept_records(t.entries, t.offer->chunk_size)
-                                 : sync::kept_records(*t.offer, a->files)) {
+    if (t.early) {
+      accept_entries(t, t.view.early_entries, t.entries.size());
+      const size_t had = t.hole_records.size();
+      t.holes->finish(t.hole_records);
+      for (size_t k = had; k < t.hole_records.size(); ++k) add_verified(t, t.hole_records[k].offset, t.hole_records[k].length);
+    }
+    for (const auto& k : t.early ? std::exchange(t.hole_records, {}) : sync::kept_records(*t.offer, a->files)) {
       t.held.push_back(k);
       t.view.kept_bytes += k.length;
     }
@@ -462,6 +500,7 @@ void Receiver::handle_piece_verified(LaneNo lane, uint32_t id, uint32_t piece, c
       return overlaps;
     });
     t.view.verified_bytes += record.length;
+    if (t.early) add_verified(t, record.offset, record.length);
     t.view.lane_bytes[lane] += record.length;
     t.view.lane_pieces[lane] += 1;
   }

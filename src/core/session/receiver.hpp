@@ -30,6 +30,7 @@
 #include "core/session/lane_traits.hpp"
 #include "core/session/messages.hpp"
 #include "core/session/sender.hpp"
+#include "core/session/sync.hpp"
 #include "core/wire/entry_parts.hpp"
 #include "core/units.hpp"
 
@@ -215,6 +216,11 @@ class Receiver {
   // ---- queries (the engine's and the reports') ---------------------------------
   /// The piece has a verified copy already: another copy need not be written.
   bool piece_verified(uint32_t transfer, uint32_t piece) const;
+  /// Answered part by part: every byte of the transfer before this offset
+  /// is verified (its first verified copy written before the engine said
+  /// so) or a hole of the accepted entries. The engine lets go of what it
+  /// wrote there (files::ReceiveTree::release_written). 0 for another.
+  uint64_t verified_prefix(uint32_t transfer) const;
   bool accepted(uint32_t transfer) const;
   /// Accepted, or (protocol 9) some of its parts are: its pieces count.
   bool taking_pieces(uint32_t transfer) const;
@@ -268,6 +274,15 @@ class Receiver {
     bool whole_out = false;  // the part out holds the last entries: its answer is the closing accept
     size_t part_end = 0;
     uint64_t early_bytes = 0;
+    /// The holes of the entries accepted so far, found as they are
+    /// accepted: the machine lets go of its parts once the engine took
+    /// them (`entries` keeps their counts), and the records join `held`
+    /// with the closing accept.
+    std::optional<sync::HoleRecords> holes;
+    std::vector<wire::HeldRange> hole_records;
+    /// verified_prefix, and the verified ranges beyond it (by offset: their ends).
+    uint64_t verified_to = 0;
+    std::map<uint64_t, uint64_t> verified_ahead;
     LaneNo asked_on = 0;
     std::optional<std::variant<wire::Accept, wire::Refuse>> answer;
     std::map<uint32_t, PieceRecord> pieces;  // verified, by piece id
@@ -297,6 +312,10 @@ class Receiver {
   /// offer was: what the engine made stays for a later run.
   void abandon_early(Transfer& t, const std::string& reason, bool cancelled);
   void fail(Transfer& t, wire::ResultStatus status, const std::string& message);
+  /// Early: entries [from, to) are accepted: their holes are found.
+  void accept_entries(Transfer& t, size_t from, size_t to);
+  /// [offset, offset + length) is verified or a hole: verified_prefix moves on.
+  static void add_verified(Transfer& t, uint64_t offset, uint64_t length);
   void end_session(const std::string& reason, bool drain = false);
   void push(ReceiverAction a) { actions_.push_back(std::move(a)); }
   /// A joining lane is refused: noted, told why on the lane when `tell`

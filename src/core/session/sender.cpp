@@ -180,6 +180,7 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   t->streaming = spec.streamed;
   t->offer.early_answers = spec.streamed && spec.early_pieces && wire::takes_early_answers(cfg_.peer) &&
                            !spec.answer_only && !spec.discard && spec.sync == wire::SyncOptions{};
+  t->offer.ordered = t->offer.early_answers && spec.ordered && wire::takes_ordered_entries(cfg_.peer);
   t->last = spec.last;
   transfer_ = std::move(t);
   if (transfer_->streaming) {
@@ -316,6 +317,7 @@ void Sender::send_offer_frame(size_t k, bool last, Time now) {
     wire::Offer head = wire::offer_head(t.offer, t.entries().whole(), t.offer_cuts);  // before any entry left
     head.continued = !last;
     head.early_answers = t.offer.early_answers && !last;
+    head.ordered = t.offer.ordered && head.early_answers;
     return send_request(Request::Kind::offer, std::move(head), 0, now);
   }
   auto it = std::find_if(requests_.begin(), requests_.end(),

@@ -181,6 +181,11 @@ struct TransferSpec {
   /// entries it accepted flow before the last part. Not asked for a sync,
   /// a dry run, a probe or answer_only (their answer needs the whole offer).
   bool early_pieces = false;
+  /// The entries come in path order (each directory's entries right after
+  /// it, by name) and none is a hard link: said to a receiver of protocol
+  /// 10 answering part by part (wire::Offer::ordered), which then keeps no
+  /// entry it has written. The caller's walk makes sure of it.
+  bool ordered = false;
   wire::HashAlgo hash = wire::HashAlgo::xxh3_128;
   uint64_t chunk_size = 1 << 20;
   std::unique_ptr<core::Policy> policy;  // braid's unless set

@@ -55,15 +55,7 @@ std::vector<wire::HeldRange> kept_records_of(const Entries& entries, uint64_t ch
                                              const std::vector<wire::FileDecision>& files, uint64_t start = 0) {
   std::vector<wire::HeldRange> out;
   if (chunk_size == 0) return out;
-  std::optional<Span> run;
-  auto add = [&](uint64_t at, uint64_t n) {
-    if (run && run->offset + run->length == at) {
-      run->length += n;
-      return;
-    }
-    if (run) cut_at_chunks(*run, chunk_size, out);
-    run = Span{at, n};
-  };
+  RangeCutter cut(chunk_size);
   auto f = files.begin();
   size_t i = 0;
   for (const wire::ManifestEntry& e : entries) {
@@ -74,24 +66,45 @@ std::vector<wire::HeldRange> kept_records_of(const Entries& entries, uint64_t ch
     if (e.size == 0) continue;
     while (f != files.end() && f->entry < index) ++f;
     if (f != files.end() && f->entry == index && keeps(f->verdict)) {
-      add(at, e.size);
+      cut.add(at, e.size, out);
       continue;
     }
-    for (const auto& h : wire::holes_of(e)) add(at + h.offset, h.length);
+    for (const auto& h : wire::holes_of(e)) cut.add(at + h.offset, h.length, out);
   }
-  if (run) cut_at_chunks(*run, chunk_size, out);
+  cut.finish(out);
   return out;
 }
 
 }  // namespace
 
+void RangeCutter::add(uint64_t at, uint64_t n, std::vector<wire::HeldRange>& out) {
+  if (run_ && run_->offset + run_->length == at) {
+    run_->length += n;
+    return;
+  }
+  if (run_ && chunk_ > 0) cut_at_chunks(*run_, chunk_, out);
+  run_ = Span{at, n};
+}
+
+void RangeCutter::finish(std::vector<wire::HeldRange>& out) {
+  if (run_ && chunk_ > 0) cut_at_chunks(*run_, chunk_, out);
+  run_.reset();
+}
+
+void HoleRecords::add(std::span<const wire::ManifestEntry> entries, std::vector<wire::HeldRange>& out) {
+  for (const auto& e : entries) {
+    if (e.kind != wire::EntryKind::file) continue;
+    for (const auto& h : wire::holes_of(e)) {
+      cut_.add(at_ + h.offset, h.length, out);
+      bytes_ += h.length;
+    }
+    at_ += e.size;
+  }
+}
+
 std::vector<wire::HeldRange> kept_records(std::span<const wire::ManifestEntry> entries, uint64_t chunk_size,
                                           const std::vector<wire::FileDecision>& files) {
   return kept_records_of(entries, chunk_size, files);
-}
-
-std::vector<wire::HeldRange> kept_records(const wire::EntryParts& entries, uint64_t chunk_size) {
-  return kept_records_of(entries, chunk_size, {});
 }
 
 std::vector<wire::HeldRange> holes_between(std::span<const wire::ManifestEntry> entries, uint64_t start,
@@ -124,8 +137,6 @@ uint64_t hole_bytes_of(const Entries& entries, const std::vector<wire::FileDecis
 uint64_t hole_bytes(const std::vector<wire::ManifestEntry>& entries, const std::vector<wire::FileDecision>& files) {
   return hole_bytes_of(entries, files);
 }
-
-uint64_t hole_bytes(const wire::EntryParts& entries) { return hole_bytes_of(entries, {}); }
 
 std::vector<Span> reusable_spans(uint64_t start, uint64_t size, uint64_t old_size, uint64_t chunk_size,
                                  const wire::Boxed<std::vector<wire::DataRange>>& data) {

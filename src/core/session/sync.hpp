@@ -73,8 +73,40 @@ std::vector<wire::HeldRange> kept_records(std::span<const wire::ManifestEntry> e
 inline std::vector<wire::HeldRange> kept_records(const wire::Offer& offer, const std::vector<wire::FileDecision>& files) {
   return kept_records(offer.entries, offer.chunk_size, files);
 }
-/// An offer answered part by part (no verdicts: its kept records are the holes).
-std::vector<wire::HeldRange> kept_records(const wire::EntryParts& entries, uint64_t chunk_size);
+/// Consecutive ranges, in offset order, merged and cut at every chunk
+/// boundary: what kept_records makes of the ranges it finds.
+class RangeCutter {
+ public:
+  explicit RangeCutter(uint64_t chunk_size) : chunk_(chunk_size) {}
+  /// The next range (at or after the last one's end); records it completes join `out`.
+  void add(uint64_t at, uint64_t n, std::vector<wire::HeldRange>& out);
+  /// The last range's records join `out`.
+  void finish(std::vector<wire::HeldRange>& out);
+
+ private:
+  uint64_t chunk_;
+  std::optional<Span> run_;
+};
+
+/// An offer answered part by part (no verdicts: its kept records are the
+/// holes), as its entries come: the receiver lets go of them as it goes
+/// (issue 18) and gets the records kept_records would give of them all.
+class HoleRecords {
+ public:
+  explicit HoleRecords(uint64_t chunk_size) : cut_(chunk_size) {}
+  /// The next entries, in order; the records they complete join `out`
+  /// (a hole at their end may still run on into the next ones).
+  void add(std::span<const wire::ManifestEntry> entries, std::vector<wire::HeldRange>& out);
+  /// No more entries: the last records join `out`.
+  void finish(std::vector<wire::HeldRange>& out) { cut_.finish(out); }
+  /// Bytes of every hole so far (hole_bytes).
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  RangeCutter cut_;
+  uint64_t at_ = 0;  // transfer offset of the next entry
+  uint64_t bytes_ = 0;
+};
 /// The hole records (kept_records with no verdicts) that lie within
 /// [from, to), both chunk boundaries, of `entries`, the first of which
 /// begins at transfer offset `start` (<= from; the entries before it end
@@ -87,7 +119,6 @@ std::vector<wire::HeldRange> holes_between(std::span<const wire::ManifestEntry> 
 
 /// Bytes of the holes among kept_records: those of the files not kept.
 uint64_t hole_bytes(const std::vector<wire::ManifestEntry>& entries, const std::vector<wire::FileDecision>& files);
-uint64_t hole_bytes(const wire::EntryParts& entries);  // answered part by part: no verdicts
 
 /// The ranges of a file at transfer offset `start`, `size` bytes now, whose
 /// version on the receiver has `old_size` bytes, that the old version may

@@ -35,6 +35,18 @@ class EntryParts {
   }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
+  /// Lets go of every part that ends at or before entry `entry` (the
+  /// holders of an offer in path order keep what they still need of them:
+  /// issue 18). Their entries can no longer be read (operator[] and the
+  /// iterator throw std::out_of_range); the counts stay. Returns how many
+  /// parts have gone in all.
+  size_t release_before(size_t entry) {
+    while (released_ < parts_.size() && starts_[released_] + parts_[released_]->size() <= entry)
+      parts_[released_++].reset();
+    return released_;
+  }
+  /// Parts [0, released()) have gone.
+  size_t released() const { return released_; }
   /// Entry `i` of the whole offer: a binary search over the parts.
   const ManifestEntry& operator[](size_t i) const;
   const std::vector<Part>& parts() const { return parts_; }
@@ -53,10 +65,10 @@ class EntryParts {
     using reference = const ManifestEntry&;
     Iterator() = default;
     Iterator(const EntryParts* of, size_t part, size_t at) : of_(of), part_(part), at_(at) {}
-    reference operator*() const { return (*of_->parts_[part_])[at_]; }
+    reference operator*() const { return (*of_->held(part_))[at_]; }
     pointer operator->() const { return &**this; }
     Iterator& operator++() {
-      if (++at_ == of_->parts_[part_]->size()) {
+      if (++at_ == of_->held(part_)->size()) {
         ++part_;
         at_ = 0;
       }
@@ -77,8 +89,11 @@ class EntryParts {
   Iterator end() const { return Iterator(this, parts_.size(), 0); }
 
  private:
+  /// Part k, which must not have gone.
+  const Part& held(size_t k) const;
   std::vector<Part> parts_;
   std::vector<size_t> starts_;
+  size_t released_ = 0;
   size_t size_ = 0;
   uint64_t total_ = 0;
 };

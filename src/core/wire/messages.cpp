@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <stdexcept>
 
 #include "core/wire/byte_codec.hpp"
 #include "core/wire/data_ranges.hpp"
@@ -230,6 +231,8 @@ constexpr uint8_t kOfferFlagsKnown = 0xff;
 /// The options byte after the backup options (protocol 9), bit 0: the
 /// sender takes accept_part answers (Offer::early_answers).
 constexpr uint8_t kOfferEarlyAnswers = 1;
+/// Bit 1 (protocol 10, with bit 0 only): the entries come in path order (Offer::ordered).
+constexpr uint8_t kOfferOrdered = 2;
 
 uint8_t offer_flags(const Offer& m) {
   const SyncOptions& s = m.sync;
@@ -307,6 +310,7 @@ Offer offer_fields(const Offer& offer) {
   fields.sync = offer.sync;
   fields.continued = offer.continued;
   fields.early_answers = offer.early_answers;
+  fields.ordered = offer.ordered;
   fields.version = offer.version;
   return fields;
 }
@@ -363,6 +367,7 @@ Offer offer_head(const Offer& fields, std::span<const ManifestEntry> entries, co
   head.entries.assign(entries.begin(), entries.begin() + static_cast<ptrdiff_t>(cuts[1]));
   head.continued = cuts.size() > 2;
   head.early_answers = fields.early_answers && head.continued;
+  head.ordered = fields.ordered && head.early_answers;
   return head;
 }
 
@@ -464,7 +469,12 @@ std::string append_offer_part(Offer& head, EntryParts& entries, const OfferPart&
 const ManifestEntry& EntryParts::operator[](size_t i) const {
   // The last part whose first entry is at or before i.
   const size_t k = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), i) - starts_.begin()) - 1;
-  return (*parts_[k])[i - starts_[k]];
+  return (*held(k))[i - starts_[k]];
+}
+
+const EntryParts::Part& EntryParts::held(size_t k) const {
+  if (k < released_) throw std::out_of_range("entry part " + std::to_string(k) + " was let go");
+  return parts_[k];
 }
 
 // ---- encode -------------------------------------------------------------------
@@ -504,7 +514,7 @@ void put_offer(ByteWriter& w, const Offer& m, const Entries& entries, AfterEntry
     w.bytes(m.sync.backup_suffix);
     w.bytes(m.sync.backup_dir);
   }
-  if (m.early_answers) w.u8(kOfferEarlyAnswers);
+  if (m.early_answers) w.u8(kOfferEarlyAnswers | (m.ordered ? kOfferOrdered : 0));
 }
 
 /// encode_streamed hands its bytes on from this many: a few hundred
@@ -715,6 +725,7 @@ bool decode(std::span<const uint8_t> in, Offer& m) {
   m.continued = false;
   m.sync = {};
   m.early_answers = false;
+  m.ordered = false;
   m.version = kProtocolVersion;
   if (r.ok() && r.at_end()) {  // no flags byte: a sender of protocol 3
     m.version = 3;
@@ -740,8 +751,9 @@ bool decode(std::span<const uint8_t> in, Offer& m) {
     // Empty backup options only in front of the options byte (protocol 9).
     if (r.ok() && !r.at_end()) {
       const uint8_t options = r.u8();
-      if (options != kOfferEarlyAnswers || !m.continued) return false;
+      if ((options & ~kOfferOrdered) != kOfferEarlyAnswers || !m.continued) return false;
       m.early_answers = true;
+      m.ordered = options & kOfferOrdered;
     } else if (!m.sync.backup()) {
       return false;
     }

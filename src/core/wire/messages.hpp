@@ -96,7 +96,14 @@ enum class FrameType : uint8_t {
 ///    the last part closes the offer as before. A sender only asks a
 ///    receiver that said 9; a receiver only answers early when asked, so a
 ///    protocol-8 peer on either end sees exactly protocol 8.
-constexpr uint32_t kProtocolVersion = 9;
+/// 10: entries in path order: a continued offer answered part by part may
+///    say that its entries come in path order, each directory's entries
+///    right after it and by name (byte order), and that none is a hard
+///    link (Offer::ordered, bit 1 of the options byte); the receiver then
+///    checks the order instead of holding every path, and lets go of the
+///    entries it has written (issue 18). A sender says it only to a
+///    receiver that said 10.
+constexpr uint32_t kProtocolVersion = 10;
 /// The last protocol whose receivers do not say theirs: a receiver that
 /// says nothing speaks this one or an older one.
 constexpr uint32_t kLastSilentProtocol = 7;
@@ -382,6 +389,11 @@ struct Offer {
   /// On the wire: an options byte (bit 0) after the backup options, which
   /// are then always there (empty when no backup is asked).
   bool early_answers = false;
+  /// Protocol 10, with early_answers only: the entries come in path order
+  /// (the order of their paths' components, each compared by bytes: every
+  /// directory's entries right after it, by name) and none is a hard link.
+  /// Bit 1 of the options byte.
+  bool ordered = false;
   /// Not encoded: decode says 3 for an offer that ends after its entries
   /// (a sender of protocol 3, before sync) and 4 for one that ends after
   /// its flags byte (before entry details), so the receiver can refuse it

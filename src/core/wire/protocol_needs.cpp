@@ -51,4 +51,6 @@ uint32_t join_version(const PeerProtocol& peer) { return std::min(peer.version, 
 
 bool takes_early_answers(const PeerProtocol& peer) { return peer.said && peer.version >= 9; }
 
+bool takes_ordered_entries(const PeerProtocol& peer) { return peer.said && peer.version >= 10; }
+
 }  // namespace braid::wire

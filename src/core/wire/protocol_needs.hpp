@@ -51,5 +51,7 @@ uint32_t join_version(const PeerProtocol& peer);
 /// 9, wire::AcceptPart): never needed, so never a reason to refuse; a
 /// sender asks only a receiver that said 9 or newer.
 bool takes_early_answers(const PeerProtocol& peer);
+/// The same for entries said to come in path order (protocol 10, Offer::ordered).
+bool takes_ordered_entries(const PeerProtocol& peer);
 
 }  // namespace braid::wire

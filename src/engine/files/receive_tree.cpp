@@ -333,8 +333,9 @@ void ReceiveTree::decide_links(LinkPolicy policy) {
   skipped_links_.clear();
   std::set<std::string> links;
   for (size_t i = 0; i < entries_.size(); ++i)
-    if (entries_[i].kind == wire::EntryKind::symlink) links.insert(entries_[i].path);
+    if (entries_.held(i) && entries_[i].kind == wire::EntryKind::symlink) links.insert(entries_[i].path);
   for (size_t i = 0; i < entries_.size(); ++i) {
+    if (!entries_.held(i)) continue;  // a file (release_written)
     const auto& e = entries_[i];
     if (e.kind != wire::EntryKind::symlink || policy == LinkPolicy::keep) continue;
     std::string why = policy == LinkPolicy::skip ? "links are not created (--links skip)"
@@ -502,6 +503,9 @@ int ReceiveTree::write(uint64_t offset, std::span<const uint8_t> data) {
   if (sealed_) return 0;
   int result = 0;
   const bool ok = layout_.for_each(offset, data.size(), [&](const Extent& x) {
+    // A file forgotten is whole on disk (release_written): a later copy of
+    // these bytes, verified as the first was, has nothing to add.
+    if (!entries_.held(x.entry)) return true;
     // A whole file in this one write (a tree of small files): made, written
     // and closed here — four system calls, no cached fd to keep.
     if (!create_state_.empty() && x.file_offset == 0 && x.length == entries_[x.entry].size && !entries_[x.entry].data) {
@@ -555,6 +559,10 @@ int ReceiveTree::write(uint64_t offset, std::span<const uint8_t> data) {
 int ReceiveTree::read(uint64_t offset, std::span<uint8_t> out) {
   int result = 0;
   const bool ok = layout_.for_each(offset, out.size(), [&](const Extent& x) {
+    if (!entries_.held(x.entry)) {
+      result = EINVAL;  // forgotten (release_written: never with keep_parts, which resume reads back)
+      return false;
+    }
     std::string error;
     auto fd = fds_.get(x.entry, error);
     if (!fd) {
@@ -597,6 +605,8 @@ int ReceiveTree::sync_files(const std::set<size_t>& entries) {
 
 int ReceiveTree::sync_file(size_t entry) {
   std::shared_lock grow(sealing_);  // a tree growing part by part moves what open_temp reads
+  // Forgotten: its name is gone with its entry; the file system's sync covers it.
+  if (!entries_.held(entry)) return ::syncfs(root_fd_) == 0 ? 0 : errno;
   std::string error;
   auto fd = fds_.get(entry, error);
   if (!fd) return EIO;
@@ -614,7 +624,10 @@ std::string ReceiveTree::finalize(int& err) {
     return what + ": " + errno_text(e);
   };
   std::set<std::string> parents_touched;
+  // Files forgotten (release_written) were settled beneath a staged
+  // directory: nothing to do for them here but move their directory.
   for (size_t i = 0; i < entries_.size(); ++i) {
+    if (!entries_.held(i)) continue;
     const auto& e = entries_[i];
     if (e.kind == wire::EntryKind::file && keep_[i] && refresh_[i]) {
       // Unchanged here: its bytes stay, its attributes follow the source's.
@@ -631,14 +644,16 @@ std::string ReceiveTree::finalize(int& err) {
   // (an fsync each would cost a journal commit per file on ext4); a few
   // files are synced alone, so an unrelated writer's dirty pages elsewhere
   // on the file system are not waited for.
-  size_t to_rename = 0;
+  size_t to_rename = forgotten_;
   for (size_t i = 0; i < entries_.size(); ++i)
-    to_rename += entries_[i].kind == wire::EntryKind::file && !keep_[i] && !entries_[i].hard_link_to && !keep_existing_[i];
+    to_rename += entries_.held(i) && entries_[i].kind == wire::EntryKind::file && !keep_[i] &&
+                 !entries_[i].hard_link_to && !keep_existing_[i];
   const bool sync_all = to_rename > kSyncEachFileUpTo;
   if (sync_all && ::syncfs(root_fd_) != 0) return fail("syncfs of the target's file system", errno);
   std::vector<size_t> files;
   for (size_t i = 0; i < entries_.size(); ++i)
-    if (entries_[i].kind == wire::EntryKind::file && !keep_[i] && !entries_[i].hard_link_to) files.push_back(i);
+    if (entries_.held(i) && entries_[i].kind == wire::EntryKind::file && !keep_[i] && !entries_[i].hard_link_to)
+      files.push_back(i);
   std::mutex mu;
   std::string failure;
   for_each_directory(files, [&](size_t i) {
@@ -677,6 +692,7 @@ std::string ReceiveTree::finalize(int& err) {
   // (so nothing outside the transfer can be linked in). Made under a
   // temporary name and renamed over what stands there.
   for (size_t i = 0; i < entries_.size(); ++i) {
+    if (!entries_.held(i)) continue;
     const auto& e = entries_[i];
     if (e.kind != wire::EntryKind::file || !e.hard_link_to) continue;
     const size_t first = *e.hard_link_to;
@@ -700,6 +716,7 @@ std::string ReceiveTree::finalize(int& err) {
     parents_touched.insert(parent_of(rel(i)));
   }
   for (size_t i = 0; i < entries_.size(); ++i) {
+    if (!entries_.held(i)) continue;
     const auto& e = entries_[i];
     if (e.kind != wire::EntryKind::symlink || link_skipped_[i]) continue;
     auto parent = security::open_parent_beneath(root_fd_, rel(i), true);
@@ -722,6 +739,7 @@ std::string ReceiveTree::finalize(int& err) {
   // Directories last, deepest first: their mtimes change whenever an entry
   // inside them is created.
   for (size_t k = entries_.size(); k-- > 0;) {
+    if (!entries_.held(k)) continue;
     const auto& e = entries_[k];
     if (e.kind != wire::EntryKind::directory) continue;
     auto d = security::make_dirs_beneath(root_fd_, rel(k), 0700);
@@ -864,9 +882,11 @@ std::string ReceiveTree::settle_existing(size_t i, int& err) {
 std::string ReceiveTree::keep_backups(int& err) {
   std::set<std::string> made_in;
   for (size_t i = 0; i < entries_.size(); ++i) {
+    // Nothing stands yet beneath a staged directory (where every file
+    // forgotten is); kept files stay.
+    if (staged_[i] == kInStaged) continue;
     const auto& e = entries_[i];
-    // Nothing stands yet beneath a staged directory; kept files stay.
-    if (staged_[i] == kInStaged || e.kind == wire::EntryKind::directory) continue;
+    if (e.kind == wire::EntryKind::directory) continue;
     if (e.kind == wire::EntryKind::file && (keep_[i] || keep_existing_[i])) continue;
     if (e.kind == wire::EntryKind::symlink && link_skipped_[i]) continue;
     auto at = security::open_parent_beneath(root_fd_, rel(i), false);
@@ -949,6 +969,7 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::begin_part
   t->backup_ = opts.backup;
   t->links_ = opts.links;
   t->growing_->avail = free_space(root_fd, opts);
+  t->growing_->ordered = t->ordered_ = head.ordered;
   return t;
 }
 
@@ -993,20 +1014,30 @@ std::optional<PrepareError> ReceiveTree::join_part(size_t first, wire::EntryPart
     if (!p)
       return PrepareError{wire::RefuseReason::bad_path,
                           "refused a path from the sender: '" + security::printable_path(e.path) + "': " + p.error().message};
-    if (!g.seen.insert(static_cast<uint32_t>(i), e.path, path_of))
-      return PrepareError{wire::RefuseReason::bad_offer, "the offer names '" + security::printable_path(e.path) + "' twice"};
-    const std::string_view path = e.path;
-    for (size_t slash = path.find('/'); slash != std::string_view::npos; slash = path.find('/', slash + 1)) {
-      const std::string_view prefix = path.substr(0, slash);
-      if (const auto at = g.seen.find(prefix, path_of); at && earlier(*at).kind != wire::EntryKind::directory)
-        return PrepareError{wire::RefuseReason::bad_offer, "the offer puts '" + security::printable_path(e.path) +
-                                                               "' beneath '" + security::printable_path(prefix) +
+    if (g.ordered) {
+      // In path order: checked against the last path alone (path_order.hpp),
+      // and no entry may name another, whose path may be forgotten by then.
+      if (std::string why = g.order.follow(e.path, e.kind); !why.empty())
+        return PrepareError{wire::RefuseReason::bad_offer, std::move(why)};
+      if (e.hard_link_to)
+        return PrepareError{wire::RefuseReason::bad_offer, "the offer says it has no hard links, but links '" +
+                                                               security::printable_path(e.path) + "' to another entry"};
+    } else {
+      if (!g.seen.insert(static_cast<uint32_t>(i), e.path, path_of))
+        return PrepareError{wire::RefuseReason::bad_offer, "the offer names '" + security::printable_path(e.path) + "' twice"};
+      const std::string_view path = e.path;
+      for (size_t slash = path.find('/'); slash != std::string_view::npos; slash = path.find('/', slash + 1)) {
+        const std::string_view prefix = path.substr(0, slash);
+        if (const auto at = g.seen.find(prefix, path_of); at && earlier(*at).kind != wire::EntryKind::directory)
+          return PrepareError{wire::RefuseReason::bad_offer, "the offer puts '" + security::printable_path(e.path) +
+                                                                 "' beneath '" + security::printable_path(prefix) +
+                                                                 "', which it does not send as a directory"};
+      }
+      if (e.kind != wire::EntryKind::directory && g.dir_index.count(e.path))  // an earlier entry lies beneath it
+        return PrepareError{wire::RefuseReason::bad_offer, "the offer puts entries beneath '" +
+                                                               security::printable_path(e.path) +
                                                                "', which it does not send as a directory"};
     }
-    if (e.kind != wire::EntryKind::directory && g.dir_index.count(e.path))  // an earlier entry lies beneath it
-      return PrepareError{wire::RefuseReason::bad_offer, "the offer puts entries beneath '" +
-                                                             security::printable_path(e.path) +
-                                                             "', which it does not send as a directory"};
     if (e.hard_link_to) {
       const size_t to = *e.hard_link_to;
       if (to >= i || earlier(to).kind != wire::EntryKind::file || earlier(to).hard_link_to)
@@ -1100,6 +1131,44 @@ std::optional<PrepareError> ReceiveTree::close_parts(std::shared_ptr<const wire:
   }
   decide_links(links_);
   return std::nullopt;
+}
+
+bool ReceiveTree::settled_in_stage(size_t i) const {
+  const auto& e = entries_[i];
+  return e.kind == wire::EntryKind::file && e.size > 0 && !e.data && !e.hard_link_to && !e.owner && !e.group &&
+         !e.xattrs && staged_[i] == kInStaged && mode_set_[i] && !unwritten_.empty() && unwritten_[i].load() == 0 &&
+         !create_state_.empty() && create_state_[i].load() == kCreated;
+}
+
+size_t ReceiveTree::release_written(uint64_t verified_to) {
+  // Up to kSyncEachFileUpTo files, finalize syncs each by itself (then a
+  // settled file still needs it): a tree that small has nothing to let go.
+  if (!ordered_ || file_count() <= kSyncEachFileUpTo) return 0;
+  const size_t before = forgotten_;
+  std::unique_lock grow(sealing_);  // no write in progress reads an entry that goes here
+  if (sealed_) return 0;
+  while (parts_.released() < parts_.parts().size()) {
+    const size_t k = parts_.released();
+    const std::vector<wire::ManifestEntry>& part = *parts_.parts()[k];
+    uint64_t end = release_offset_;
+    for (const auto& e : part)
+      if (e.kind == wire::EntryKind::file) end += e.size;
+    if (end > verified_to) break;
+    const size_t first = parts_.first_of(k);
+    for (size_t j = 0; j < part.size(); ++j) {
+      const size_t i = first + j;
+      if (settled_in_stage(i)) {
+        entries_.set(i, nullptr);
+        ++forgotten_;
+      } else {
+        copied_.push_back(part[j]);
+        entries_.set(i, &copied_.back());
+      }
+    }
+    release_offset_ = end;
+    parts_.release_before(first + part.size());
+  }
+  return forgotten_ - before;
 }
 
 std::string check_writable_dir(int dir_fd, const std::string& shown_name) {

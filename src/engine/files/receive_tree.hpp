@@ -51,6 +51,7 @@
 #include <optional>
 #include <set>
 #include <shared_mutex>
+#include <stdexcept>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -63,6 +64,7 @@
 #include "engine/files/file_layout.hpp"
 #include "engine/files/link_policy.hpp"
 #include "engine/files/path_index.hpp"
+#include "engine/files/path_order.hpp"
 #include "engine/security/safe_path.h"
 #include "core/wire/entry_parts.hpp"
 #include "core/wire/messages.hpp"
@@ -156,6 +158,20 @@ class ReceiveTree {
   /// Every part is in: `fields` are the whole offer's (its entries are the
   /// parts'), and the links are decided.
   std::optional<PrepareError> close_parts(std::shared_ptr<const wire::Offer> fields);
+  /// Part by part, an offer in path order (wire::Offer::ordered: no entry
+  /// links to another): lets go of the parts whose every byte lies before
+  /// `verified_to` (every byte before it verified and written, or a hole:
+  /// session::Receiver::verified_prefix). Of their entries, a file whose
+  /// every byte was written once, its mode and mtime set, beneath a staged
+  /// directory (finalize has nothing left to do for it) is forgotten; the
+  /// others (directories, links, empty files, files finalize still
+  /// touches) are copied, one by one. A later copy of a piece over a file
+  /// forgotten is dropped: its bytes are on disk. Control thread; returns
+  /// the entries forgotten.
+  size_t release_written(uint64_t verified_to);
+  /// Entries forgotten so far (release_written), and copied.
+  size_t entries_forgotten() const { return forgotten_; }
+  size_t entries_copied() const { return copied_.size(); }
   /// Part by part: every entry added so far, in the parts they came in
   /// (empty for a tree prepared from a whole offer). Control thread.
   const wire::EntryParts& parts() const { return parts_; }
@@ -279,9 +295,15 @@ class ReceiveTree {
   /// The entries, in place: offer_'s, or part by part parts_', which never move.
   class EntryRefs {
    public:
-    const wire::ManifestEntry& operator[](size_t i) const { return *at_[i]; }
+    const wire::ManifestEntry& operator[](size_t i) const {
+      if (!at_[i]) throw std::out_of_range("entry " + std::to_string(i) + " was forgotten");
+      return *at_[i];
+    }
     size_t size() const { return at_.size(); }
     void push_back(const wire::ManifestEntry* e) { at_.push_back(e); }
+    /// Not forgotten (release_written).
+    bool held(size_t i) const { return at_[i] != nullptr; }
+    void set(size_t i, const wire::ManifestEntry* e) { at_[i] = e; }
     struct It {
       const wire::ManifestEntry* const* p;
       const wire::ManifestEntry& operator*() const { return **p; }
@@ -296,6 +318,15 @@ class ReceiveTree {
   };
   EntryRefs entries_;
   wire::EntryParts parts_;
+  /// release_written: the entries of parts let go that finalize still
+  /// needs, copied (a deque: they never move); the first entry of the
+  /// next part to let go, and its transfer offset.
+  std::deque<wire::ManifestEntry> copied_;
+  uint64_t release_offset_ = 0;
+  size_t forgotten_ = 0;
+  /// Whether finalize has nothing left to do for file entry i but see
+  /// that its staged directory moves into place (finalize_file's "settled").
+  bool settled_in_stage(size_t i) const;
   std::atomic<uint64_t> total_{0};
   std::atomic<size_t> entry_count_{0}, file_count_{0};
   /// Part by part only, until close_parts: what the checks of later parts
@@ -307,9 +338,14 @@ class ReceiveTree {
     uint64_t data = 0;                                  // data bytes of the entries so far
     std::optional<uint64_t> avail;                      // free in the target at begin_parts, if known
     bool refused = false;  // a part was refused: no other may follow
+    /// wire::Offer::ordered: the order is checked against the last path
+    /// alone, and `seen` stays empty (no path of an earlier entry is read).
+    bool ordered = false;
+    PathOrder order;
   };
   std::unique_ptr<Growing> growing_;
   LinkPolicy links_ = LinkPolicy::safe;  // part by part: decided at close_parts
+  bool ordered_ = false;                  // part by part: the head's wire::Offer::ordered
   /// An entry's path, checked at prepare (parsed again when a call needs
   /// it: most files need only their leaf).
   security::RelativePath rel(size_t entry) const { return security::RelativePath::parse(entries_[entry].path).value(); }

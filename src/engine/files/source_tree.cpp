@@ -321,12 +321,20 @@ std::optional<std::string> compare(const SourceTree& tree, size_t entry, const s
   return std::nullopt;
 }
 
+/// The operands in the order of the names they arrive under (each names
+/// one: check_operands), so that a walk is in path order (walks_in_path_order).
+std::vector<std::string> by_name(std::vector<std::string> paths) {
+  std::stable_sort(paths.begin(), paths.end(),
+                   [](const std::string& a, const std::string& b) { return last_component(a) < last_component(b); });
+  return paths;
+}
+
 }  // namespace
 
 ScanResult scan_sources(const std::vector<std::string>& paths, const ScanOptions& opts) {
   Walker w(opts);
   std::set<std::string> tops;
-  for (const auto& p : paths) {
+  for (const auto& p : by_name(paths)) {
     std::string leaf = last_component(p);
     if (leaf.empty() || leaf == "/") return {{}, {}, "cannot send '" + p + "': it has no name to arrive under"};
     if (!tops.insert(leaf).second)
@@ -344,7 +352,7 @@ ScanResult scan_sources_streamed(const std::vector<std::string>& paths, const Sc
                                  size_t batch_entries, const WalkBatchFn& on_batch) {
   if (auto e = check_operands(paths); !e.empty()) return {{}, {}, e};
   Walker w(opts, std::max<size_t>(batch_entries, 1), on_batch);
-  for (const auto& p : paths)
+  for (const auto& p : by_name(paths))
     if (!w.add(p, last_component(p), true)) return {{}, w.take_skipped(), w.error()};
   if (w.walked() == 0 && !w.skipped().empty())
     return {{}, {}, "nothing to send: every PATH was skipped ('" + w.skipped().front().path + "': " +

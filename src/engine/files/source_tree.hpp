@@ -142,6 +142,10 @@ ScanResult scan_sources(const std::vector<std::string>& paths, const ScanOptions
 /// false to stop the walk (the transfer it feeds has ended).
 using WalkBatchFn = std::function<bool(SourceTree&& batch, bool last)>;
 
+/// Whether scan_sources_streamed hands its entries over in path order with
+/// no hard link among them (wire::Offer::ordered): its operands go by name,
+/// each directory's entries right after it, by name; -H makes links.
+inline bool walks_in_path_order(const ScanOptions& opts) { return !opts.hard_links; }
 /// scan_sources' walk, handed over in batches of `batch_entries` as it goes,
 /// so the offer's parts leave while later directories are still read
 /// (session::TransferSpec::streamed). The result's tree stays empty. On an

@@ -82,6 +82,7 @@ TransferKey RunningKey::finish(const wire::Offer& fields, std::span<const uint8_
   f.transfer_id = 0;
   f.early_answers = false;
   f.continued = false;
+  f.ordered = false;
   wire::ByteWriter(pending_).u64(count_);
   wire::encode(f, pending_);
   hash_.update(pending_);

@@ -93,6 +93,7 @@ struct IncomingTransfer {
   /// its origin, from the first part (ResumeJournal::origin_of).
   std::unique_ptr<files::RunningKey> key_so_far;
   std::string origin;
+  uint64_t part_hole_bytes = 0;  // the sparse files' holes so far (tally.hole_bytes once whole)
   /// Ended (put in place, failed or abandoned): bytes still arriving are dropped.
   std::atomic<bool> over{false};
 

@@ -313,13 +313,23 @@ void ReceiverSession::run_job(session::PrepareOfferPart& a) {
   }
   if (!t || t->over) return;  // refused or abandoned meanwhile
   if (auto no = add_offer_part(ctx, *t, a.first, std::move(a.parts))) return answer_offer(a.transfer, *no);
+  // As the walk goes on, what was written before goes (an offer in path
+  // order): the receiver holds a window of the manifest, not the tree.
+  uint64_t verified = 0;
+  {
+    std::lock_guard lock(mu_);
+    verified = machine_->verified_prefix(a.transfer);
+  }
+  if (const size_t gone = t->tree->release_written(verified); gone > 0)
+    log_.write("entries_forgotten", {{"transfer", a.transfer}, {"entries", gone}, {"before_byte", verified},
+                                     {"held", t->tree->entry_count() - t->tree->entries_forgotten()}});
   if (!a.whole) return drive([&](session::Receiver& m) { m.handle_part_prepared(a.transfer, now()); });
   auto closing = finish_offer_parts(ctx, *t, a.whole);
   if (auto* no = std::get_if<wire::Refuse>(&closing)) return answer_offer(a.transfer, *no);
   {
     std::lock_guard lock(mu_);
     t->offer = a.whole;  // its fields: the entries are the tree's (the lanes read only its id, chunk size and hash)
-    t->tally.hole_bytes = session::sync::hole_bytes(t->tree->parts());  // a whole offer's prepare counts them
+    t->tally.hole_bytes = t->part_hole_bytes;  // a whole offer's prepare counts them
   }
   answer_offer(a.transfer, PreparedOffer{t, std::get<wire::Accept>(closing)});
 }

@@ -855,7 +855,7 @@ TransferOutcome SenderSession::send_walking(const std::vector<std::string>& path
     if (active_ && !active_->outcome) machine_->cancel_transfer(walk.error, now());
     drain_locked();
     cv_.notify_all();
-  });
+  }, files::walks_in_path_order(scan));
   if (!walk.ok() && !stopped) return {kExitFailure, walk.error, {}};
   return out;
 }
@@ -898,7 +898,8 @@ void SenderSession::hear_peer_protocol_locked() {
 }
 
 std::optional<TransferOutcome> SenderSession::begin_transfer_locked(const files::SourceTree& tree,
-                                                                    const TransferOptions& opts, bool streamed) {
+                                                                    const TransferOptions& opts, bool streamed,
+                                                                    bool ordered) {
   auto policy = core::make_policy(opts.policy);
   if (!policy) return TransferOutcome{kExitUsage, "unknown policy '" + opts.policy + "'", {}};
   session::TransferSpec spec;
@@ -909,6 +910,8 @@ std::optional<TransferOutcome> SenderSession::begin_transfer_locked(const files:
   // of protocol 9 may answer part by part and take pieces before the last
   // part (the machine asks only where it may: no sync, dry run or probe).
   spec.early_pieces = streamed && opts.early_pieces;
+  // In path order, a receiver of protocol 10 keeps none of what it wrote.
+  spec.ordered = streamed && ordered;
   spec.hash = opts.hash;
   spec.chunk_size = opts.chunk_size;
   spec.policy = std::move(policy);
@@ -939,7 +942,7 @@ std::optional<TransferOutcome> SenderSession::begin_transfer_locked(const files:
 }
 
 TransferOutcome SenderSession::run_transfer(const files::SourceTree& tree, const TransferOptions& opts,
-                                            const std::function<void()>& walk) {
+                                            const std::function<void()>& walk, bool ordered) {
   // The lanes may be inside a read of `tree` when the transfer ends (a
   // refusal, a cancel, a failure, or the end itself): on every way out, the
   // reader is retired (new reads fail, the ones in flight are waited for)
@@ -957,7 +960,7 @@ TransferOutcome SenderSession::run_transfer(const files::SourceTree& tree, const
   // tree walked before connecting): run it.
   const bool early = std::exchange(offered_early_, false) && active_ && !walk && &tree == opts_.first_tree;
   if (!early)
-    if (auto failed = begin_transfer_locked(tree, opts, static_cast<bool>(walk))) return std::move(*failed);
+    if (auto failed = begin_transfer_locked(tree, opts, static_cast<bool>(walk), ordered)) return std::move(*failed);
   Active& t = *active_;
   reader = t.files;
   if (opts.display && opts.display->mode() != LiveDisplay::Mode::off) t.display = opts.display;

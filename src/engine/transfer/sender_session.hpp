@@ -293,8 +293,10 @@ class SenderSession : private DataLaneEvents {
   TransferOutcome outcome_locked(const files::SourceTree& tree, const TransferOptions& opts);
   /// send() and send_walking(): with `walk`, it runs on its own thread once
   /// the (streamed) transfer has started.
+  /// `ordered`: the walk hands its entries over in path order with no hard
+  /// link (files::walks_in_path_order; session::TransferSpec::ordered).
   TransferOutcome run_transfer(const files::SourceTree& tree, const TransferOptions& opts,
-                               const std::function<void()>& walk);
+                               const std::function<void()>& walk, bool ordered = false);
   /// Offers `tree` (start_transfer; `streamed`: its walk goes on, and parts
   /// follow) and sets up active_; a failure if the machine would not. Its
   /// actions are not drained here.
@@ -319,7 +321,7 @@ class SenderSession : private DataLaneEvents {
   /// auto (or always, which the caller refuses first) sends raw, and says so.
   compress::Mode compress_for_peer_locked(compress::Mode asked);
   std::optional<TransferOutcome> begin_transfer_locked(const files::SourceTree& tree, const TransferOptions& opts,
-                                                       bool streamed = false);
+                                                       bool streamed = false, bool ordered = false);
   /// The machine for lane 0 (the bootstrap connection, on `path0`).
   void start_machine_locked(const session::LaneTraits& traits0, const session::PathSpec& path0);
   DataLane* lane_locked(session::LaneNo id);

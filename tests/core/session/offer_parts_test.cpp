@@ -11,6 +11,7 @@
 
 #include "core/session/receiver.hpp"
 #include "core/session/sender.hpp"
+#include "core/wire/protocol_needs.hpp"
 #include "machine_actions.hpp"
 
 namespace braid::session {
@@ -423,6 +424,34 @@ TEST(EarlyAnswersWire, TheOfferAsksInAnOptionsByteAndTheAnswerNamesAnEntryCount)
   EXPECT_FALSE(wire::decode(wire::encode_message(wire::AcceptPart{7, 0}), a2));  // accepts nothing
 }
 
+// Protocol 10: the entries' order is said in bit 1 of the same options
+// byte, only beside the ask for early answers; other bits stay refused.
+TEST(EarlyAnswersWire, EntriesInPathOrderAreSaidBesideTheAsk) {
+  wire::Offer o = offer_of(tree(10));
+  o.continued = o.early_answers = o.ordered = true;
+  std::vector<uint8_t> bytes = wire::encode_message(o);
+  wire::Offer back;
+  ASSERT_TRUE(wire::decode(bytes, back));
+  EXPECT_TRUE(back.ordered && back.early_answers);
+  o.ordered = false;
+  ASSERT_TRUE(wire::decode(wire::encode_message(o), back));
+  EXPECT_FALSE(back.ordered);
+  EXPECT_EQ(wire::encode_message(o).size(), bytes.size());  // the same byte, one bit apart
+  // Without the ask there is no options byte to say it in: not sent.
+  o.ordered = true;
+  o.early_answers = false;
+  ASSERT_TRUE(wire::decode(wire::encode_message(o), back));
+  EXPECT_FALSE(back.ordered);
+  // The options byte is the encoding's last: a bit nobody knows yet is refused.
+  bytes.back() |= 4;
+  EXPECT_FALSE(wire::decode(bytes, back));
+  bytes.back() = 2;  // the order without the ask
+  EXPECT_FALSE(wire::decode(bytes, back));
+  EXPECT_TRUE(wire::takes_ordered_entries({10, true}));
+  EXPECT_FALSE(wire::takes_ordered_entries({9, true}));
+  EXPECT_FALSE(wire::takes_ordered_entries({10, false}));
+}
+
 /// Order-independent, and any piece missing, extra or moved changes it.
 wire::Digest sum_root(wire::HashAlgo, std::vector<PieceRecord> records) {
   uint64_t sum = 0;
@@ -457,6 +486,8 @@ struct EarlyRun {
     size_t window = 0;
     /// SenderConfig::answer_timeout.
     Duration answer_timeout = Duration::seconds(300);
+    /// TransferSpec::ordered: the walk is in path order, with no hard link.
+    bool ordered = true;
   };
   explicit EarlyRun(Options o)
       : opt(o),
@@ -527,6 +558,10 @@ struct EarlyRun {
   Time killed_at = Time::never();
   uint64_t accepted_at_kill = 0;  // accepted_heard when the offer's lane died
   size_t first_at_kill = 0;       // walked_first then (Options::window)
+  std::optional<bool> head_ordered;  // what the offer's head said (wire::Offer::ordered)
+  /// Every part the receiver's engine was handed, no longer held by it once its job ran.
+  std::vector<std::weak_ptr<const std::vector<wire::ManifestEntry>>> parts_seen;
+  std::vector<uint64_t> prefixes;  // the receiver's verified_prefix at each step
 
   void drain_all() {
     while (auto a = s.poll_action()) {
@@ -537,6 +572,7 @@ struct EarlyRun {
         }
         if (const auto* part = std::get_if<wire::OfferPart>(&m->msg))
           parts_sent.push_back({now, part->first_entry, part->entries.size()});
+        if (const auto* head = std::get_if<wire::Offer>(&m->msg)) head_ordered = head->ordered;
         wire_.push_back({now + Duration::millis(1), m->lane, m->msg});
       } else if (auto* p = std::get_if<SendPiece>(&*a)) {
         if (first_piece_at == Time::never()) first_piece_at = now;
@@ -573,6 +609,7 @@ struct EarlyRun {
       Job j = std::move(engine.front());
       engine.pop_front();
       if (auto* p = std::get_if<PrepareOfferPart>(&j.ask)) {
+        for (const auto& part : p->parts) parts_seen.push_back(part);
         uint64_t bytes = 0;
         for (const auto& part : p->parts)
           for (const auto& e : *part) bytes += e.kind == wire::EntryKind::file ? e.size : 0;
@@ -639,6 +676,7 @@ struct EarlyRun {
     spec.streamed = true;
     spec.early_pieces = opt.sender_early;
     spec.entries_in_place = &walked;
+    spec.ordered = opt.ordered;
     if (opt.window) spec.entries_in_place_first = &walked_first;
     const auto id = s.start_transfer(std::move(spec), now);
     ASSERT_TRUE(id);
@@ -669,6 +707,7 @@ struct EarlyRun {
       deliver();
       run_engine();
       move_pieces(*id);
+      prefixes.push_back(r.verified_prefix(*id));
       if (auto t = s.poll_timeout(); t && *t <= now) s.handle_timeout(now);
       if (auto t = r.poll_timeout(); t && *t <= now) r.handle_timeout(now);
       drain_all();
@@ -682,6 +721,43 @@ std::vector<wire::ManifestEntry> tree_4k(size_t n) {
   for (auto& e : out)
     if (e.kind == wire::EntryKind::file) e.size = 4096;
   return out;
+}
+
+// Answered part by part, the receiver's machine keeps no entry it handed
+// its engine once the part is accepted (issue 18: the engine lets go of
+// what it wrote, and nothing else may hold it), finds the sparse files'
+// holes as parts are accepted, and says how far every byte is verified or
+// a hole (verified_prefix: what the engine may let go of), which moves on
+// as pieces come, in any order, until it is the whole transfer.
+TEST(StreamedOffer, TheReceiversMachineKeepsNoAcceptedPartAndSaysHowFarEveryByteIsVerified) {
+  auto entries = tree_4k(60'000);
+  for (size_t i = 1000; i < entries.size(); i += 7919) {  // a few sparse files: 1 MiB, 4 KiB of data each
+    if (entries[i].kind != wire::EntryKind::file) continue;
+    entries[i].size = 1 << 20;
+    entries[i].data = std::vector<wire::DataRange>{{12288, 4096}};
+  }
+  uint64_t total = 0;
+  for (const auto& e : entries) total += e.kind == wire::EntryKind::file ? e.size : 0;
+  EarlyRun run({});
+  run.run(entries);
+  ASSERT_TRUE(run.outcome);
+  ASSERT_TRUE(run.outcome->verified()) << run.outcome->message;
+  EXPECT_EQ(run.head_ordered, std::optional<bool>(true));
+  ASSERT_GE(run.parts_seen.size(), 4u);
+  for (size_t k = 0; k < run.parts_seen.size(); ++k) EXPECT_TRUE(run.parts_seen[k].expired()) << "part " << k;
+  // Never back, part of the way while the walk went on, all of it at the end.
+  ASSERT_FALSE(run.prefixes.empty());
+  for (size_t k = 1; k < run.prefixes.size(); ++k) ASSERT_GE(run.prefixes[k], run.prefixes[k - 1]);
+  EXPECT_GT(run.prefixes[run.prefixes.size() / 2], 0u);
+  EXPECT_LT(run.prefixes[run.prefixes.size() / 2], total);
+  EXPECT_EQ(run.prefixes.back(), total);
+
+  // A receiver of protocol 9 is not told: it would refuse the options bit.
+  EarlyRun older({.receiver_protocol = 9});
+  older.run(tree_4k(20'000));
+  ASSERT_TRUE(older.outcome && older.outcome->verified());
+  EXPECT_EQ(older.head_ordered, std::optional<bool>(false));
+  EXPECT_GT(older.part_accepts, 0u);  // answered part by part all the same
 }
 
 TEST(StreamedOffer, PiecesOfAcceptedPartsLeaveBeforeTheLastPartAndTheTransferEndsSooner) {

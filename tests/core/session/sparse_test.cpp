@@ -92,7 +92,7 @@ TEST(SparseRecords, AKeptSparseFileIsOneRecordNotItsHolesTwice) {
 // An offer answered part by part (protocol 9): the sender takes the holes
 // out of its plan chunk by chunk as the receiver accepts entries
 // (holes_between over the accepted entries, from a cursor), the receiver
-// records them once from its parts at the end (kept_records of EntryParts).
+// as the parts come (HoleRecords: it lets go of the entries as it goes).
 // Both must be exactly the records a whole offer gives, or the pieces and
 // the records would not tile the transfer.
 TEST(SparseRecords, HolesTakenChunkByChunkAreTheWholeOffersRecords) {
@@ -118,14 +118,20 @@ TEST(SparseRecords, HolesTakenChunkByChunkAreTheWholeOffersRecords) {
       o.entries.push_back(rng() % 3 ? file("f" + std::to_string(i), size, data) : file("f" + std::to_string(i), size));
     }
     const auto whole = sync::kept_records(o, {});
-    // The parts as the receiver keeps them, cut at random places.
-    wire::EntryParts parts;
+    // The parts as the receiver takes them, cut at random places.
+    std::vector<wire::HeldRange> received;
+    sync::HoleRecords holes(chunk);
+    uint64_t end = 0;  // of the parts so far
     for (size_t from = 0; from < o.entries.size();) {
       const size_t to = std::min(o.entries.size(), from + 1 + rng() % 4);
-      parts.append(std::make_shared<const std::vector<wire::ManifestEntry>>(o.entries.begin() + from, o.entries.begin() + to));
+      const size_t before = received.size();
+      holes.add(std::span<const wire::ManifestEntry>(o.entries).subspan(from, to - from), received);
+      for (size_t k = from; k < to; ++k) end += o.entries[k].kind == wire::EntryKind::file ? o.entries[k].size : 0;
+      // A record comes once its entries have: it lies within the parts so far.
+      for (size_t k = before; k < received.size(); ++k) ASSERT_LE(received[k].offset + received[k].length, end);
       from = to;
     }
-    const auto received = sync::kept_records(parts, chunk);
+    holes.finish(received);
     // The sender's growth: the whole chunks of the accepted entries' bytes,
     // entry by entry, with the cursor holes_between is given.
     std::vector<wire::HeldRange> grown;
@@ -151,7 +157,7 @@ TEST(SparseRecords, HolesTakenChunkByChunkAreTheWholeOffersRecords) {
     };
     ASSERT_EQ(key(received), key(whole)) << "round " << round;
     ASSERT_EQ(key(grown), key(whole)) << "round " << round;
-    EXPECT_EQ(sync::hole_bytes(parts), sync::hole_bytes(o.entries, {}));
+    EXPECT_EQ(holes.bytes(), sync::hole_bytes(o.entries, {}));
   }
 }
 
