@@ -67,7 +67,9 @@ TEST(EntryMetadata, ScanTakesTheAskedClassesSortedAndApplyMakesThemExact) {
   auto scan = scan_sources({f.string(), (s / "d").string()}, opts);
   ASSERT_TRUE(scan.ok()) << scan.error;
   ASSERT_EQ(scan.tree.entries.size(), 2u);
-  const auto& e = scan.tree.entries[0];
+  // The operands go by name (path order): d, then f.
+  ASSERT_EQ(scan.tree.entries[0].path, "d");
+  const auto& e = scan.tree.entries[1];
   ASSERT_TRUE(e.xattrs);
   EXPECT_TRUE(e.xattrs->with_xattrs);
   EXPECT_FALSE(e.xattrs->with_acls);
@@ -76,8 +78,8 @@ TEST(EntryMetadata, ScanTakesTheAskedClassesSortedAndApplyMakesThemExact) {
   EXPECT_EQ(e.xattrs->items[1], (wire::Xattr{"user.zeta", "1"}));
   ASSERT_TRUE(e.owner && e.group);
   EXPECT_EQ(e.owner->id, ::geteuid());
-  ASSERT_TRUE(scan.tree.entries[1].xattrs);
-  EXPECT_EQ(scan.tree.entries[1].xattrs->items, (std::vector<wire::Xattr>{{"user.dir", "d"}}));
+  ASSERT_TRUE(scan.tree.entries[0].xattrs);
+  EXPECT_EQ(scan.tree.entries[0].xattrs->items, (std::vector<wire::Xattr>{{"user.dir", "d"}}));
 
   // Without -X: none read.
   auto plain = scan_sources({f.string()}, ScanOptions{});

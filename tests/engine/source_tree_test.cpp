@@ -330,7 +330,9 @@ TEST(SourceTree, WithSparseAFileListsItsDataRangesAndHolesAreLeftOut) {
   const ScanResult r = scan_sources({(s / "sparse").string(), (s / "dense").string()}, opts);
   ASSERT_TRUE(r.ok()) << r.error;
   ASSERT_EQ(r.tree.entries.size(), 2u);
-  const auto& sparse = r.tree.entries[0];
+  // The operands go by name (path order): dense, then sparse.
+  ASSERT_EQ(r.tree.entries[0].path, "dense");
+  const auto& sparse = r.tree.entries[1];
   ASSERT_TRUE(sparse.data);
   // The file system may round a data range out to its own blocks: each
   // written block is inside one range, and the ranges hold far less than the file.
@@ -340,7 +342,7 @@ TEST(SourceTree, WithSparseAFileListsItsDataRangesAndHolesAreLeftOut) {
   EXPECT_LE((*sparse.data)[1].offset, 32u << 20);
   EXPECT_GE((*sparse.data)[1].offset + (*sparse.data)[1].length, (32u << 20) + (64u << 10));
   EXPECT_LT(sparse.data_bytes(), 8u << 20);
-  EXPECT_FALSE(r.tree.entries[1].data);  // no holes: plain data
+  EXPECT_FALSE(r.tree.entries[0].data);  // no holes: plain data
 
   // Without -S the same file is all data.
   const ScanResult plain = scan_sources({(s / "sparse").string()});

@@ -391,14 +391,24 @@ void Receiver::accept_entries(Transfer& t, size_t from, size_t to) {
   }
   for (size_t k = had; k < t.hole_records.size(); ++k) add_verified(t, t.hole_records[k].offset, t.hole_records[k].length);
   // The engine holds the accepted entries now (each part went to it before
-  // its answer came): the machine needs no more than their counts.
-  t.entries.release_before(to);
+  // its answer came): in path order, where no later part links to one of
+  // them (check_offer_part), the machine needs no more than their counts.
+  if (t.offer->ordered) t.entries.release_before(to);
 }
 
 void Receiver::add_verified(Transfer& t, uint64_t offset, uint64_t length) {
   if (length == 0 || offset + length <= t.verified_to) return;
-  auto [at, added] = t.verified_ahead.emplace(offset, offset + length);
-  if (!added) at->second = std::max(at->second, offset + length);
+  // Ranges beyond the prefix stay merged: one for each gap, not each piece.
+  auto at = t.verified_ahead.upper_bound(offset);
+  if (at != t.verified_ahead.begin() && std::prev(at)->second >= offset) {
+    at = std::prev(at);
+    at->second = std::max(at->second, offset + length);
+  } else {
+    at = t.verified_ahead.emplace_hint(at, offset, offset + length);
+  }
+  for (auto next = std::next(at); next != t.verified_ahead.end() && next->first <= at->second;
+       next = t.verified_ahead.erase(next))
+    at->second = std::max(at->second, next->second);
   for (auto it = t.verified_ahead.begin(); it != t.verified_ahead.end() && it->first <= t.verified_to;
        it = t.verified_ahead.erase(it))
     t.verified_to = std::max(t.verified_to, it->second);

@@ -93,8 +93,13 @@ void RangeCutter::finish(std::vector<wire::HeldRange>& out) {
 
 void HoleRecords::add(std::span<const wire::ManifestEntry> entries, std::vector<wire::HeldRange>& out) {
   for (const auto& e : entries) {
-    if (e.kind != wire::EntryKind::file) continue;
-    for (const auto& h : wire::holes_of(e)) {
+    if (e.kind != wire::EntryKind::file || e.size == 0) continue;
+    const auto holes = wire::holes_of(e);
+    // A file whose first byte is data ends the run before it: no later hole
+    // can join it, so its records go now rather than with the next hole
+    // (the same records; the receiver's verified prefix need not wait).
+    if (holes.empty() || holes.front().offset > 0) cut_.finish(out);
+    for (const auto& h : holes) {
       cut_.add(at_ + h.offset, h.length, out);
       bytes_ += h.length;
     }

@@ -418,6 +418,9 @@ std::string check_offer_part(const Offer& head, const Entries& have, uint64_t to
   for (const auto& e : part.entries) {
     if (e.size > UINT64_MAX - total) return "an offer whose sizes add up past 2^64 bytes";
     total += e.size;
+    // In path order no entry names another: its receiver keeps no entry it
+    // wrote (Offer::ordered), so the one named may be gone.
+    if (e.hard_link_to && head.ordered) return "an offer in path order links a file to another entry";
     // A link to an entry of an earlier part: decode could not see it.
     if (e.hard_link_to && *e.hard_link_to < have.size()) {
       const ManifestEntry& first = have[*e.hard_link_to];

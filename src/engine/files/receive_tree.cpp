@@ -597,7 +597,13 @@ int ReceiveTree::sync_files(const std::set<size_t>& entries) {
   // Many files (a resume journal's batch of small files: 32,768 of 4 KiB in
   // 128 MiB): one syncfs, not an fdatasync each — on ext4 each of those is
   // a journal commit and a disk flush, which made a million files take hours.
-  if (entries.size() > kSyncEachFileUpTo) return ::syncfs(root_fd_) == 0 ? 0 : errno;
+  bool any_forgotten = false;
+  if (entries.size() <= kSyncEachFileUpTo) {
+    std::shared_lock grow(sealing_);
+    for (size_t entry : entries) any_forgotten |= !entries_.held(entry);
+  }
+  // A file forgotten has no name here any more (release_written): the file system's sync, once.
+  if (entries.size() > kSyncEachFileUpTo || any_forgotten) return ::syncfs(root_fd_) == 0 ? 0 : errno;
   for (size_t entry : entries)
     if (const int err = sync_file(entry); err != 0) return err;
   return 0;
@@ -1097,8 +1103,8 @@ std::optional<PrepareError> ReceiveTree::join_part(size_t first, wire::EntryPart
       const size_t i = first + k;
       entries_.push_back(&e);
       const bool file = e.kind == wire::EntryKind::file;
-      kept_.push_back(0);
-      found_.push_back(-1);
+      // No kept_ or found_: a resume, which reopens temporary files, is
+      // prepared whole (part_kept and part_size_found say none beyond them).
       mode_set_.push_back(0);
       keep_.push_back(false);
       refresh_.push_back(false);

@@ -760,6 +760,35 @@ TEST(StreamedOffer, TheReceiversMachineKeepsNoAcceptedPartAndSaysHowFarEveryByte
   EXPECT_GT(older.part_accepts, 0u);  // answered part by part all the same
 }
 
+// A hard link names an entry of an earlier part, which the machine checks
+// when the link comes: it keeps every part of an offer not in path order
+// (-H), and an offer in path order may carry no link at all — the part
+// that has one is refused, not read from a part let go.
+TEST(StreamedOffer, ALinkToAnEarlierPartIsCheckedAndAnOfferInPathOrderMayCarryNone) {
+  auto entries = tree_4k(40'000);
+  const size_t target = 5, link = entries.size() - 3;  // far apart: parts apart
+  ASSERT_EQ(entries[target].kind, wire::EntryKind::file);
+  ASSERT_EQ(entries[link].kind, wire::EntryKind::file);
+  entries[link].hard_link_to = static_cast<uint32_t>(target);
+  entries[link].size = 0;
+  EarlyRun links({.ordered = false});
+  links.run(entries);
+  ASSERT_TRUE(links.outcome);
+  EXPECT_TRUE(links.outcome->verified()) << links.outcome->message;
+  EXPECT_EQ(links.head_ordered, std::optional<bool>(false));
+  // The link came in a part after the head, which held its file and was accepted first.
+  ASSERT_FALSE(links.parts_sent.empty());
+  EXPECT_GT(links.parts_sent.front().first_entry, target);
+  EXPECT_LE(links.parts_sent.back().first_entry, link);
+  EXPECT_GE(links.part_accepts, 2u);
+
+  EarlyRun ordered({});
+  ordered.run(entries);
+  ASSERT_TRUE(ordered.outcome);
+  EXPECT_FALSE(ordered.outcome->verified());
+  EXPECT_NE(ordered.outcome->message.find("in path order links a file"), std::string::npos) << ordered.outcome->message;
+}
+
 TEST(StreamedOffer, PiecesOfAcceptedPartsLeaveBeforeTheLastPartAndTheTransferEndsSooner) {
   const auto entries = tree_4k(150'000);  // a walk of 152 ms, 586 MiB: ~293 ms over two lanes
   EarlyRun early({});

@@ -161,5 +161,31 @@ TEST(SparseRecords, HolesTakenChunkByChunkAreTheWholeOffersRecords) {
   }
 }
 
+// The receiver's verified prefix waits for hole records: a hole at a file's
+// end must not wait for the offer's end when plain files follow (nothing
+// after it could have made it longer).
+TEST(SparseRecords, AHoleAtAFilesEndIsRecordedOnceAFileBeginningWithDataFollows) {
+  const uint64_t chunk = 1 << 16;
+  sync::HoleRecords holes(chunk);
+  std::vector<wire::HeldRange> out;
+  const std::vector<wire::ManifestEntry> sparse{file("s", 3 * chunk, std::vector<DataRange>{{0, 100}})};
+  holes.add(sparse, out);
+  EXPECT_TRUE(out.empty());  // the next file might begin with a hole
+  const std::vector<wire::ManifestEntry> empty_then_hole{file("e", 0), file("h", chunk, std::vector<DataRange>{{chunk - 1, 1}})};
+  holes.add(empty_then_hole, out);
+  EXPECT_TRUE(out.empty());  // it did: the run goes on across the empty file
+  const std::vector<wire::ManifestEntry> plain{file("p", 10)};
+  holes.add(plain, out);
+  ASSERT_EQ(out.size(), 4u);  // [100, 4 chunks - 1) cut at three boundaries
+  EXPECT_EQ(out.front().offset, 100u);
+  EXPECT_EQ(out.back().offset + out.back().length, 4 * chunk - 1);
+  holes.finish(out);
+  EXPECT_EQ(out.size(), 4u);
+  wire::Offer whole;
+  whole.chunk_size = chunk;
+  whole.entries = {sparse[0], empty_then_hole[0], empty_then_hole[1], plain[0]};
+  EXPECT_EQ(out, sync::kept_records(whole, {}));
+}
+
 }  // namespace
 }  // namespace braid::session
