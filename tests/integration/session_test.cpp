@@ -21,6 +21,8 @@
 #include <set>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/files/source_tree.hpp"
 #include "engine/security/identity.h"
 #include "engine/transfer/exit_codes.hpp"
@@ -50,7 +52,8 @@ class RunningReceiver {
  public:
   RunningReceiver(const fs::path& dir, const fs::path& config, const std::string& code, bool two_families = false,
                   size_t max_lanes = 64, std::shared_ptr<DiskFaults> disk = nullptr,
-                  uint32_t protocol = wire::kProtocolVersion) {
+                  uint32_t protocol = wire::kProtocolVersion, const fs::path& event_log = {}) {
+    if (std::string error; !event_log.empty() && !log_.open(event_log.string(), error)) ADD_FAILURE() << error;
     ReceiveOptions o;
     o.protocol = protocol;
     o.disk_faults = std::move(disk);
@@ -1116,6 +1119,43 @@ TEST_F(SessionFixture, AStreamedWalkLetsGoOfTheEntriesWhoseBytesAreAckedAndHolds
   EXPECT_EQ(r.stop(), 0);
   EXPECT_TRUE(same_tree(src, dst / "tree"));
   EXPECT_TRUE(nothing_outside());
+}
+
+// The receiver's side of the window (protocol 10): the walk is in path
+// order, so the receiver forgets the files it wrote as the walk goes on
+// (its log says how many, and how many entries it still held), and the
+// tree arrives whole.
+TEST_F(SessionFixture, AReceiverForgetsTheFilesItWroteWhileTheWalkGoesOn) {
+  const fs::path src = tmp / "src/tree";
+  make_streamed_tree(src, 10);
+  const fs::path events = tmp / "recv-events.jsonl";
+  RunningReceiver r(dst, recv_cfg, "forget", false, 64, nullptr, wire::kProtocolVersion, events);
+  auto s = connect_ok(r.address(), send_cfg, "forget", log);
+  ASSERT_TRUE(s);
+  Streamed walked;
+  TransferOptions opts;
+  opts.walk_window = kWalkBatch;  // the walk waits for the acks: parts come after bytes are written
+  const TransferOutcome out = send_streamed(*s, src, opts, walked);
+  s->close();
+  ASSERT_EQ(out.exit_code, 0) << out.message;
+  EXPECT_EQ(r.stop(), 0);
+  EXPECT_TRUE(same_tree(src, dst / "tree"));
+  EXPECT_TRUE(nothing_outside());
+  const size_t all = 10 * kWalkBatch + 8 + 12;
+  size_t forgotten = 0, events_seen = 0, held_least = all;
+  std::ifstream in(events);
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.value("event", "") != "entries_forgotten") continue;
+    ++events_seen;
+    forgotten += j.at("entries").get<size_t>();
+    held_least = std::min(held_least, j.at("held").get<size_t>());
+  }
+  EXPECT_GE(events_seen, 2u);
+  EXPECT_GT(forgotten, all / 2) << "the receiver kept most of what it wrote";
+  EXPECT_LT(forgotten, all);  // the last parts stay until the end, and the directories
+  RecordProperty("entries_forgotten", std::to_string(forgotten));
+  RecordProperty("least_held_after_a_release", std::to_string(held_least));
 }
 
 // The same walk answered whole (the sender does not ask, as protocol 8):

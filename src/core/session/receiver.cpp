@@ -356,10 +356,17 @@ void Receiver::handle_part_prepared(uint32_t id, Time now) {
   ask_part(t);  // the parts that came meanwhile
 }
 
-void Receiver::handle_part_declined(uint32_t id, Time) {
+void Receiver::handle_part_declined(uint32_t id, Time now) {
   auto it = transfers_.find(id);
   if (it == transfers_.end() || !it->second.early || !it->second.part_out) return;
   Transfer& t = it->second;
+  if (t.entries.released() > 0) {
+    // Parts accepted already were let go (the engine declines only the
+    // first): what came can no longer be answered whole.
+    t.part_out = false;
+    return handle_offer_prepared(
+        id, wire::Refuse{id, wire::RefuseReason::bad_offer, "internal error: a part declined after parts were accepted"}, now);
+  }
   t.early = false;
   t.part_out = false;
   // As protocol 8, the offer's entries are put together in it (a copy of
