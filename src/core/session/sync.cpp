@@ -80,14 +80,22 @@ std::vector<wire::HeldRange> kept_records_of(const Entries& entries, uint64_t ch
 void RangeCutter::add(uint64_t at, uint64_t n, std::vector<wire::HeldRange>& out) {
   if (run_ && run_->offset + run_->length == at) {
     run_->length += n;
-    return;
+  } else {
+    if (run_ && chunk_ > 0) cut_at_chunks(*run_, chunk_, out);
+    run_ = Span{at, n};
   }
-  if (run_ && chunk_ > 0) cut_at_chunks(*run_, chunk_, out);
-  run_ = Span{at, n};
+  // The run's records up to its last chunk boundary are what they will be
+  // however it grows: they go now (a long run of holes need not hold the
+  // receiver's verified prefix back), the rest stays the run.
+  if (chunk_ == 0) return;
+  const uint64_t end = run_->offset + run_->length, boundary = end / chunk_ * chunk_;
+  if (boundary <= run_->offset) return;
+  cut_at_chunks(Span{run_->offset, boundary - run_->offset}, chunk_, out);
+  run_ = Span{boundary, end - boundary};
 }
 
 void RangeCutter::finish(std::vector<wire::HeldRange>& out) {
-  if (run_ && chunk_ > 0) cut_at_chunks(*run_, chunk_, out);
+  if (run_ && run_->length > 0 && chunk_ > 0) cut_at_chunks(*run_, chunk_, out);
   run_.reset();
 }
 

@@ -557,6 +557,7 @@ int ReceiveTree::write(uint64_t offset, std::span<const uint8_t> data) {
 }
 
 int ReceiveTree::read(uint64_t offset, std::span<uint8_t> out) {
+  std::shared_lock grow(sealing_);  // no entry goes while it is read (release_written)
   int result = 0;
   const bool ok = layout_.for_each(offset, out.size(), [&](const Extent& x) {
     if (!entries_.held(x.entry)) {

@@ -218,7 +218,7 @@ class ReceiveTree {
   /// chunk's hash matched): finalize gives it the entry's mode and mtime
   /// and drops the temporary file instead of renaming it over.
   void keep_existing(size_t entry);
-  /// The entry's path as offered.
+  /// The entry's path as offered (std::out_of_range for an entry forgotten: release_written).
   const std::string& path(size_t entry) const { return entries_[entry].path; }
   /// The entries and the files among them so far (all of them once the
   /// offer is whole); any thread.
