@@ -83,6 +83,14 @@ uint64_t size_of(const std::filesystem::path& p) { return std::filesystem::file_
 
 // ---- the key -------------------------------------------------------------------
 
+/// Whether `key` of `o` changes when `edit` changes a copy of it.
+template <class Key, class Edit>
+bool key_changes(const wire::Offer& o, Key&& key, Edit&& edit) {
+  wire::Offer x = o;
+  edit(x);
+  return key(x) != key(o);
+}
+
 TEST(TransferKey, NamesTheContentAndTheSender) {
   const wire::Offer o = offer_of(1000);
   const TransferKey k = transfer_key(o, identity(1));
@@ -91,9 +99,7 @@ TEST(TransferKey, NamesTheContentAndTheSender) {
   EXPECT_EQ(transfer_key(again, identity(1)), k);
   EXPECT_NE(transfer_key(o, identity(2)), k);  // another sender
   auto changed = [&](auto&& edit) {
-    wire::Offer x = o;
-    edit(x);
-    return transfer_key(x, identity(1)) != k;
+    return key_changes(o, [](const wire::Offer& x) { return transfer_key(x, identity(1)); }, edit);
   };
   EXPECT_TRUE(changed([](wire::Offer& x) { x.entries[0].size = 1001; }));
   EXPECT_TRUE(changed([](wire::Offer& x) { x.entries[0].mtime_nsec = 6; }));
@@ -130,9 +136,7 @@ TEST(TransferKey, TheRunningKeyIsTheSameInAnyPartsAndNamesWhatTheFirstNames) {
   EXPECT_NE(running_transfer_key(whole, identity(2)), k);  // another sender
   EXPECT_NE(running_transfer_key(whole, identity(3), std::vector<uint32_t>{4}), k);  // other files kept (sync)
   auto changed = [&](auto&& edit) {
-    wire::Offer x = whole;
-    edit(x);
-    return running_transfer_key(x, identity(3)) != k;
+    return key_changes(whole, [](const wire::Offer& x) { return running_transfer_key(x, identity(3)); }, edit);
   };
   EXPECT_TRUE(changed([](wire::Offer& x) { x.entries[1800].size = 1; }));
   EXPECT_TRUE(changed([](wire::Offer& x) { x.entries[0].mtime_nsec = 6; }));

@@ -88,6 +88,11 @@ LinkPair linked() {
   return p;
 }
 
+/// A TCP lane's options, as the tests here use them.
+StreamLane::Options tcp_options() {
+  return {session::LaneTraits::tcp(std::nullopt), "local", "remote", true, nullptr, {}, {}};
+}
+
 TEST(StreamLane, WhatThePeerSaidBeforeResettingArrivesBeforeTheLaneIsClosed) {
   // The receiver that was interrupted: it says why, then closes without
   // reading what it was sent (the kernel answers with a reset) while the
@@ -96,7 +101,7 @@ TEST(StreamLane, WhatThePeerSaidBeforeResettingArrivesBeforeTheLaneIsClosed) {
   ASSERT_TRUE(client && server);
 
   Recorder events;
-  StreamLane::Options opts{session::LaneTraits::tcp(std::nullopt), "local", "remote", true, nullptr, {}, {}};
+  StreamLane::Options opts = tcp_options();
   StreamLane lane(std::move(client), opts, events);
   auto source = std::make_shared<Zeros>();
   for (uint32_t p = 0; p < 64; ++p) {
@@ -155,7 +160,7 @@ TEST(StreamLane, AStaleCopyOfBytesLetGoIsAbortedAndTheNextPieceGoes) {
   auto [client, server] = linked();
   ASSERT_TRUE(client && server);
   CountReadFailures events;
-  StreamLane::Options opts{session::LaneTraits::tcp(std::nullopt), "local", "remote", true, nullptr, {}, {}};
+  StreamLane::Options opts = tcp_options();
   StreamLane lane(std::move(client), opts, events);
   auto source = std::make_shared<LetGoBelow>(uint64_t{1} << 20);
   for (uint32_t p = 0; p < 2; ++p) {

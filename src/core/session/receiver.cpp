@@ -346,9 +346,7 @@ void Receiver::handle_part_prepared(uint32_t id, Time now) {
     }
     return;
   }
-  for (size_t i = t.view.early_entries; i < t.part_end; ++i)
-    if (t.entries[i].kind == wire::EntryKind::file) t.early_bytes += t.entries[i].size;
-  accept_entries(t, t.view.early_entries, t.part_end);
+  accept_entries(t, t.view.early_entries, t.part_end, false);
   t.view.early_entries = static_cast<uint32_t>(t.part_end);
   if (first) t.view.accepted_at = now;
   push(RecvNote{"offer_part_accepted", t.asked_on, std::to_string(t.part_end) + " entries"});
@@ -385,17 +383,18 @@ bool Receiver::lane_joined(LaneNo id) const {
   return false;
 }
 
-void Receiver::accept_entries(Transfer& t, size_t from, size_t to) {
+void Receiver::accept_entries(Transfer& t, size_t from, size_t to, bool last) {
   if (!t.holes) t.holes.emplace(t.offer->chunk_size);
   const size_t had = t.hole_records.size();
   const auto& parts = t.entries.parts();
-  for (size_t k = 0; k < parts.size() && from < to; ++k) {
-    const size_t first = t.entries.first_of(k), n = parts[k] ? parts[k]->size() : 0;
-    if (first + n <= from) continue;
-    const size_t a = from - first, b = std::min(to, first + n) - first;
-    t.holes->add(std::span<const wire::ManifestEntry>(*parts[k]).subspan(a, b - a), t.hole_records);
+  for (size_t k = from < to ? t.entries.part_of(from) : parts.size(); k < parts.size() && from < to; ++k) {
+    const size_t first = t.entries.first_of(k);
+    const size_t b = std::min(to, first + parts[k]->size()) - first;
+    t.holes->add(std::span<const wire::ManifestEntry>(*parts[k]).subspan(from - first, b - (from - first)), t.hole_records);
     from = first + b;
   }
+  if (last) t.holes->finish(t.hole_records);
+  t.early_bytes = t.holes->end();
   for (size_t k = had; k < t.hole_records.size(); ++k) add_verified(t, t.hole_records[k].offset, t.hole_records[k].length);
   // The engine holds the accepted entries now (each part went to it before
   // its answer came): in path order, where no later part links to one of
@@ -454,12 +453,7 @@ void Receiver::handle_offer_prepared(uint32_t id, std::variant<wire::Accept, wir
     // same records the sender makes of them (sync.hpp). Answered part by
     // part: the holes of sparse files, which the sender took out of its
     // plan as it grew (no verdicts: nothing is kept whole).
-    if (t.early) {
-      accept_entries(t, t.view.early_entries, t.entries.size());
-      const size_t had = t.hole_records.size();
-      t.holes->finish(t.hole_records);
-      for (size_t k = had; k < t.hole_records.size(); ++k) add_verified(t, t.hole_records[k].offset, t.hole_records[k].length);
-    }
+    if (t.early) accept_entries(t, t.view.early_entries, t.entries.size(), true);
     for (const auto& k : t.early ? std::exchange(t.hole_records, {}) : sync::kept_records(*t.offer, a->files)) {
       t.held.push_back(k);
       t.view.kept_bytes += k.length;

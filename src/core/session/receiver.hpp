@@ -312,8 +312,9 @@ class Receiver {
   /// offer was: what the engine made stays for a later run.
   void abandon_early(Transfer& t, const std::string& reason, bool cancelled);
   void fail(Transfer& t, wire::ResultStatus status, const std::string& message);
-  /// Early: entries [from, to) are accepted: their holes are found.
-  void accept_entries(Transfer& t, size_t from, size_t to);
+  /// Early: entries [from, to) are accepted (`last`: the offer's last
+  /// ones): their holes are found, early_bytes counts their files.
+  void accept_entries(Transfer& t, size_t from, size_t to, bool last);
   /// [offset, offset + length) is verified or a hole: verified_prefix moves on.
   static void add_verified(Transfer& t, uint64_t offset, uint64_t length);
   void end_session(const std::string& reason, bool drain = false);

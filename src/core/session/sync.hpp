@@ -101,6 +101,8 @@ class HoleRecords {
   void finish(std::vector<wire::HeldRange>& out) { cut_.finish(out); }
   /// Bytes of every hole so far (hole_bytes).
   uint64_t bytes() const { return bytes_; }
+  /// The transfer offset past the entries so far: their files' bytes.
+  uint64_t end() const { return at_; }
 
  private:
   RangeCutter cut_;

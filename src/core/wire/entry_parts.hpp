@@ -52,6 +52,8 @@ class EntryParts {
   const std::vector<Part>& parts() const { return parts_; }
   /// The index of part k's first entry.
   size_t first_of(size_t k) const { return starts_[k]; }
+  /// The part that holds entry `i` (< size()).
+  size_t part_of(size_t i) const;
   /// The sum of the file entries' sizes (Offer::total_bytes).
   uint64_t total_bytes() const { return total_; }
 

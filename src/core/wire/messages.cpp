@@ -469,9 +469,13 @@ std::string append_offer_part(Offer& head, EntryParts& entries, const OfferPart&
   return append_offer_part(head, entries, OfferPart(part), complete);
 }
 
-const ManifestEntry& EntryParts::operator[](size_t i) const {
+size_t EntryParts::part_of(size_t i) const {
   // The last part whose first entry is at or before i.
-  const size_t k = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), i) - starts_.begin()) - 1;
+  return static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), i) - starts_.begin()) - 1;
+}
+
+const ManifestEntry& EntryParts::operator[](size_t i) const {
+  const size_t k = part_of(i);
   return (*held(k))[i - starts_[k]];
 }
 

@@ -831,9 +831,8 @@ std::string ReceiveTree::finalize_file(size_t i, bool synced, int& err) {
   };
   const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
   const bool metadata = e.owner || e.group || e.xattrs;
-  // Its mtime set by the write of its last byte (write()), its mode when it
-  // was made, durable: nothing left but its name.
-  const bool settled = synced && mode_set_[i] && !metadata && !unwritten_.empty() && unwritten_[i].load() == 0;
+  // Durable too: nothing left but its name.
+  const bool settled = synced && written_and_set(i);
   if (settled && staged_[i] == kInStaged) return {};  // its directory is renamed into place instead
   std::string error;
   auto parent = parent_dir(i, false, error);
@@ -1140,11 +1139,13 @@ std::optional<PrepareError> ReceiveTree::close_parts(std::shared_ptr<const wire:
   return std::nullopt;
 }
 
-bool ReceiveTree::settled_in_stage(size_t i) const {
+bool ReceiveTree::written_and_set(size_t i) const {
+  // A count of bytes still to come at exactly 0 is a file that was made and
+  // had each byte written once, its mtime set by the last write (-1 from
+  // the start for an empty file or a link, and never 0 for a sparse file
+  // with holes, whose holes are not written).
   const auto& e = entries_[i];
-  return e.kind == wire::EntryKind::file && e.size > 0 && !e.data && !e.hard_link_to && !e.owner && !e.group &&
-         !e.xattrs && staged_[i] == kInStaged && mode_set_[i] && !unwritten_.empty() && unwritten_[i].load() == 0 &&
-         !create_state_.empty() && create_state_[i].load() == kCreated;
+  return mode_set_[i] && !e.owner && !e.group && !e.xattrs && !unwritten_.empty() && unwritten_[i].load() == 0;
 }
 
 size_t ReceiveTree::release_written(uint64_t verified_to) {
@@ -1164,7 +1165,7 @@ size_t ReceiveTree::release_written(uint64_t verified_to) {
     const size_t first = parts_.first_of(k);
     for (size_t j = 0; j < part.size(); ++j) {
       const size_t i = first + j;
-      if (settled_in_stage(i)) {
+      if (staged_[i] == kInStaged && written_and_set(i)) {
         entries_.set(i, nullptr);
         ++forgotten_;
       } else {

@@ -324,9 +324,10 @@ class ReceiveTree {
   std::deque<wire::ManifestEntry> copied_;
   uint64_t release_offset_ = 0;
   size_t forgotten_ = 0;
-  /// Whether finalize has nothing left to do for file entry i but see
-  /// that its staged directory moves into place (finalize_file's "settled").
-  bool settled_in_stage(size_t i) const;
+  /// File entry i is whole, written once, its mode and mtime set, with no
+  /// owner, group or xattrs to apply: once durable, finalize has nothing
+  /// left to do for it but its name (finalize_file, release_written).
+  bool written_and_set(size_t i) const;
   std::atomic<uint64_t> total_{0};
   std::atomic<size_t> entry_count_{0}, file_count_{0};
   /// Part by part only, until close_parts: what the checks of later parts

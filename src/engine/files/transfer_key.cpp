@@ -32,9 +32,8 @@ TransferKey sealed_key(PieceHasher& h, std::span<const uint8_t> sender_identity,
   return key;
 }
 
-template <class Entries>
-TransferKey key_of(const wire::Offer& offer, const Entries& entries, std::span<const uint8_t> sender_identity,
-                   std::span<const uint32_t> kept) {
+TransferKey key_of(const wire::Offer& offer, std::span<const wire::ManifestEntry> entries,
+                   std::span<const uint8_t> sender_identity, std::span<const uint32_t> kept) {
   // The offer's fields without its entries, which are encoded in place:
   // neither a copy of them nor their whole encoding is held (a big tree's
   // entries take hundreds of MB; issue 18).
@@ -53,7 +52,7 @@ TransferKey key_of(const wire::Offer& offer, const Entries& entries, std::span<c
 
 TransferKey transfer_key(const wire::Offer& offer, std::span<const uint8_t> sender_identity,
                          std::span<const uint32_t> kept) {
-  return key_of(offer, std::span<const wire::ManifestEntry>(offer.entries), sender_identity, kept);
+  return key_of(offer, offer.entries, sender_identity, kept);
 }
 
 namespace {

@@ -519,8 +519,7 @@ std::optional<wire::Refuse> add_offer_part(const OfferContext& ctx, IncomingTran
     if (k == 0) continue;
     if (first + n == 0) t.origin = files::ResumeJournal::origin_of(*t.offer, *part, ctx.peer_key);
     t.key_so_far->add(*part);
-    for (const auto& e : *part)
-      if (e.kind == wire::EntryKind::file) t.part_hole_bytes += e.size - e.data_bytes();
+    t.part_hole_bytes += session::sync::hole_bytes(*part, {});
     if (auto err = t.tree->add_part(first + n, std::move(part))) return refuse_offer(ctx, t.id, err->reason, err->message);
     n += k;
   }
