@@ -784,16 +784,25 @@ TEST(ReceiveTreeOrdered, PartsWrittenAndVerifiedAreLetGoAndTheTreeArrivesWhole) 
   EXPECT_EQ(t->entries_copied(), 2u);  // t and t/a: finalize sets their modes and mtimes
   // A late copy of a piece over files forgotten is dropped: their bytes are on disk.
   ASSERT_EQ(t->write(0, std::vector<uint8_t>(300, 'B')), 0);
-  // The rest, with one piece written twice before its part goes: that file's
-  // mtime is set again at finalize, so it is kept.
+  // The rest, with one piece written twice before its part goes: that
+  // file, the read-only one and the empty one are settled as they go (their
+  // mtime, their mode, made), so they are forgotten too.
   const uint64_t total = t->total();
   ASSERT_EQ(total, 121u * 100);
   ASSERT_EQ(t->write(first_three, std::vector<uint8_t>(total - first_three, 'A')), 0);
   ASSERT_EQ(t->write(total - 100, std::vector<uint8_t>(100, 'A')), 0);  // t/b/f159 twice
-  EXPECT_EQ(t->release_written(total), 61u);  // not t/b/f159, the read-only file, the empty file
-  EXPECT_EQ(t->entries_forgotten(), 119u);
-  EXPECT_EQ(t->entries_copied(), 7u);  // those three, the link and t/b too
+  EXPECT_EQ(t->entries_held(), 68u);  // the 66 entries of the parts not let go, and the copies of t and t/a
+  EXPECT_EQ(t->release_written(total), 64u);
+  EXPECT_EQ(t->entries_forgotten(), 122u);
+  EXPECT_EQ(t->entries_copied(), 4u);  // t, t/a, t/b and the link: finalize sets or makes them
+  EXPECT_EQ(t->entries_held(), 4u);    // nothing else is kept of the 126 entries
+  // The places of "" (t's), t (t/a's and t/b's) and t/a (the link's); t/b's
+  // went with its last file.
+  EXPECT_EQ(t->directories_held(), 3u);
   for (const auto& p : parts) EXPECT_TRUE(p.expired());
+  // A later copy of any byte is dropped: the read-only file keeps its mode
+  // and mtime, the one written twice its mtime.
+  ASSERT_EQ(t->write(0, std::vector<uint8_t>(total, 'C')), 0);
   ASSERT_FALSE(t->close_parts(std::make_shared<const wire::Offer>(head)));
   int err = 0;
   ASSERT_EQ(t->finalize(err), "") << std::strerror(err);
@@ -813,6 +822,79 @@ TEST(ReceiveTreeOrdered, PartsWrittenAndVerifiedAreLetGoAndTheTreeArrivesWhole) 
   EXPECT_EQ(std::filesystem::read_symlink(dir.path() / "t/a/l"), "f100");
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path()))
     EXPECT_FALSE(e.path().filename().string().starts_with(".braid-")) << e.path();
+}
+
+// A directory the walk has left, whose every entry beneath is settled, is
+// settled too (owner, xattrs, mode, mtime) and forgotten, from the leaves
+// up: a tree of many directories costs the receiver no more than one of
+// few. One with a link beneath it waits for finalize, which makes the link.
+TEST(ReceiveTreeOrdered, DirectoriesTheWalkHasLeftAreSettledFromTheLeavesUp) {
+  TempDir dir;
+  wire::Offer whole;
+  whole.transfer_id = 1;
+  whole.chunk_size = 1 << 16;
+  whole.continued = whole.early_answers = whole.ordered = true;
+  std::vector<size_t> cuts;  // where each part begins
+  auto add = [&](EntryKind kind, std::string path, uint64_t size, uint32_t mode, int64_t mtime) {
+    whole.entries.push_back({kind, std::move(path), size, mode, mtime, 0, ""});
+  };
+  cuts.push_back(whole.entries.size());
+  add(EntryKind::directory, "t", 0, 0750, 1500000000);
+  add(EntryKind::directory, "t/a", 0, 0555, 1500000001);  // read-only: nothing may be made in it after
+  for (int i = 0; i < 20; ++i) add(EntryKind::file, "t/a/f" + std::to_string(10 + i), 50, 0644, 1600000000 + i);
+  cuts.push_back(whole.entries.size());
+  add(EntryKind::directory, "t/a/sub", 0, 0700, 1500000002);
+  for (int i = 0; i < 5; ++i) add(EntryKind::file, "t/a/sub/g" + std::to_string(i), 50, 0600, 1600000100 + i);
+  cuts.push_back(whole.entries.size());
+  add(EntryKind::directory, "t/b", 0, 0711, 1500000003);
+  add(EntryKind::directory, "t/b/e", 0, 0500, 1500000004);  // empty
+  for (int i = 0; i < 10; ++i) add(EntryKind::file, "t/b/h" + std::to_string(i), 50, 0640, 1600000200 + i);
+  cuts.push_back(whole.entries.size());
+  add(EntryKind::directory, "t/c", 0, 0755, 1500000005);
+  for (int i = 0; i < 10; ++i) add(EntryKind::file, "t/c/i" + std::to_string(i), 50, 0644, 1600000300 + i);
+  add(EntryKind::symlink, "t/c/link", 0, 0777, 1600000400);
+  whole.entries.back().link_target = "i0";
+  cuts.push_back(whole.entries.size());
+  add(EntryKind::file, "t/z", 50, 0644, 1600000500);
+  cuts.push_back(whole.entries.size());
+
+  auto t = std::move(std::get<0>(
+      ReceiveTree::begin_parts(dir.fd(), wire::offer_fields(whole), PrepareOptions{"00000000000000ab", false, 0})));
+  // Each part is added, written whole and verified, then let go.
+  // Held after each: the directories the walk is in (copies), and what waits for finalize.
+  const std::vector<size_t> held_after = {
+      2,  // t, t/a
+      3,  // and t/a/sub
+      2,  // t/b is come to: t/a/sub, then t/a, are settled, and t/b/e (empty) with them; t, t/b
+      3,  // t/c is come to: t/b goes; t, t/c, its link
+      3,  // t/z is come to: t/c stays for its link, t/z is forgotten
+  };
+  uint64_t written = 0;
+  for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+    ASSERT_FALSE(t->add_part(cuts[k], slice(whole, cuts[k], cuts[k + 1])));
+    ASSERT_EQ(t->write(written, std::vector<uint8_t>(t->total() - written, 'D')), 0);
+    written = t->total();
+    (void)t->release_written(written);
+    EXPECT_EQ(t->entries_held(), held_after[k]) << "after part " << k;
+  }
+  EXPECT_EQ(t->entries_forgotten(), whole.entries.size() - 3);
+  EXPECT_EQ(t->directories_held(), 3u);  // "" (t's), t (t/c's), t/c (the link's)
+  ASSERT_FALSE(t->close_parts(std::make_shared<const wire::Offer>(wire::offer_fields(whole))));
+  int err = 0;
+  ASSERT_EQ(t->finalize(err), "") << std::strerror(err);
+  t.reset();
+  for (const auto& e : whole.entries) {
+    struct stat st {};
+    const std::string at = (dir.path() / e.path).string();
+    ASSERT_EQ(::lstat(at.c_str(), &st), 0) << e.path;
+    EXPECT_EQ(st.st_mtim.tv_sec, e.mtime_sec) << e.path;
+    if (e.kind == EntryKind::symlink) continue;
+    EXPECT_EQ(st.st_mode & 07777, e.mode) << e.path;
+    if (e.kind == EntryKind::file) EXPECT_EQ(static_cast<uint64_t>(st.st_size), e.size) << e.path;
+  }
+  EXPECT_EQ(std::filesystem::read_symlink(dir.path() / "t/c/link"), "i0");
+  // Read-only directories, made writable again to be removed.
+  for (const char* d : {"t/a", "t/a/sub", "t/b/e"}) ::chmod((dir.path() / d).c_str(), 0700);
 }
 
 TEST(ReceiveTreeOrdered, AnOfferOutOfOrderOrWithAHardLinkIsRefused) {

@@ -58,6 +58,9 @@ class FileLayout {
     const size_t i = held_before(entry);
     return i == entry_.size() ? total_ : starts_[i];
   }
+  /// Where the first file still held begins (total() if none): the bytes
+  /// before it belong to files let go (release_before).
+  uint64_t held_from() const { return starts_.empty() ? total_ : starts_.front(); }
   /// Lets go of the files of entries before `entry` (a streamed walk's
   /// window, issue 18), as SourceTree::release_before does: once they are
   /// as many as the files still held (or 65,536).

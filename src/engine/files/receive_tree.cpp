@@ -37,6 +37,11 @@ std::string errno_text(int e) { return std::strerror(e); }
 
 std::string leaf_of(const std::string& p) { return p.substr(p.rfind('/') + 1); }  // npos + 1 == 0: a top-level name whole
 
+/// `path` lies beneath the directory `dir` (both relative, canonical).
+bool is_beneath(const std::string& path, const std::string& dir) {
+  return path.size() > dir.size() && path[dir.size()] == '/' && path.compare(0, dir.size(), dir) == 0;
+}
+
 /// From this many files, prepare and finalize work on several directories
 /// at once, with up to kMaxFileThreads threads (more would wait on the
 /// file system's own locks; docs/benchmarks.md "Trees of small files").
@@ -134,13 +139,11 @@ ReceiveTree::ReceiveTree(int root_fd, std::shared_ptr<const wire::Offer> offer, 
       dirs_(root_fd, 64),
       umask_(process_umask()),
       fds_(256, [this](size_t entry, std::string& error) { return open_temp(entry, error); }) {
+  // The entries' slots are made by prepare, which finds their directories.
   size_t files = 0;
-  for (const auto& e : offer_->entries) {
-    entries_.push_back(&e);
-    files += e.kind == wire::EntryKind::file;
-  }
+  for (const auto& e : offer_->entries) files += e.kind == wire::EntryKind::file;
   total_ = layout_.total();
-  entry_count_ = entries_.size();
+  entry_count_ = offer_->entries.size();
   file_count_ = files;
 }
 
@@ -149,8 +152,8 @@ security::UniqueFd ReceiveTree::open_temp(size_t entry, std::string& error) {
   if (!dir) return security::UniqueFd();
   // A temporary file not made at prepare is made by the first thread that
   // needs it; another one that needs it meanwhile waits for it.
-  if (!create_state_.empty()) {
-    auto& state = create_state_[entry];
+  {
+    auto& state = slot(entry).create_state;
     for (uint8_t now = state.load(); now != kCreated; now = state.load()) {
       if (now == kCreating) {
         state.wait(kCreating);
@@ -171,36 +174,36 @@ security::UniqueFd ReceiveTree::open_temp(size_t entry, std::string& error) {
   return fd;
 }
 
-security::UniqueFd ReceiveTree::create_temp(int dir, size_t entry, std::string& error) {
-  const auto& e = entries_[entry];
+security::UniqueFd ReceiveTree::create_temp(int dir, size_t i, std::string& error) {
+  const auto& e = entry(i);
   // Bytes an older run left under this name are worth nothing here (no
   // resume): start from an empty file.
-  security::UniqueFd fd(::openat(dir, temp_leaf(entry).c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  security::UniqueFd fd(::openat(dir, temp_leaf(i).c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd.valid()) {
-    error = "cannot create '" + security::printable_path(temp_path(entry)) + "': " + errno_text(errno);
+    error = "cannot create '" + security::printable_path(temp_path(i)) + "': " + errno_text(errno);
     return fd;
   }
   // At its full size from the start, as a resume expects to find it (and
   // a sparse file's holes are never written).
   if (e.size > 0 && ::ftruncate(fd.get(), static_cast<off_t>(e.size)) != 0) {
-    error = "cannot size '" + security::printable_path(temp_path(entry)) + "': " + errno_text(errno);
+    error = "cannot size '" + security::printable_path(temp_path(i)) + "': " + errno_text(errno);
     return security::UniqueFd();
   }
-  set_final_mode(fd.get(), entry);
+  set_final_mode(fd.get(), i);
   return fd;
 }
 
-void ReceiveTree::set_final_mode(int fd, size_t entry) {
+void ReceiveTree::set_final_mode(int fd, size_t i) {
   // Its final permission bits now, on the fd at hand, when they let us go on
   // writing it (owner read and write, no set-id bit, which a write would
-  // clear): finalize then need not open it again (mode_set_). Others see no
+  // clear): finalize then need not open it again (Slot::mode_set). Others see no
   // more of it than they will of the finished file.
-  const mode_t mode = entries_[entry].mode & 07777;
-  if ((mode & 0600) == 0600 && (mode & 07000) == 0 && ::fchmod(fd, mode) == 0) mode_set_[entry] = 1;
+  const mode_t mode = entry(i).mode & 07777;
+  if ((mode & 0600) == 0600 && (mode & 07000) == 0 && ::fchmod(fd, mode) == 0) slot(i).mode_set = 1;
 }
 
 std::string ReceiveTree::temp_leaf(size_t entry) const {
-  if (staged_[entry] == kInStaged) return leaf(entry);
+  if (slot(entry).staged == kInStaged) return leaf(entry);
   return ".braid-" + tag_ + "-" + std::to_string(entry) + ".part";
 }
 
@@ -214,28 +217,26 @@ std::string ReceiveTree::temp_path(size_t entry) const {
 }
 
 std::string ReceiveTree::disk_path(size_t entry) const {
-  const std::string name = staged_[entry] == kStageRoot ? ".braid-" + tag_ + "-" + std::to_string(entry) + ".dir"
+  const std::string name = slot(entry).staged == kStageRoot ? ".braid-" + tag_ + "-" + std::to_string(entry) + ".dir"
                                                         : leaf(entry);
   const std::string& parent = disk_parent(entry);
   return parent.empty() ? name : parent + "/" + name;
 }
 
 void ReceiveTree::plan_staging(size_t files) {
-  disk_dir_names_ = dir_names_;
-  staged_.assign(entries_.size(), 0);
   if (files < kStageFrom) return;
   // Parents before their children: by depth.
   std::vector<size_t> dirs;
-  for (size_t i = 0; i < entries_.size(); ++i)
-    if (entries_[i].kind == wire::EntryKind::directory) dirs.push_back(i);
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (entry(i).kind == wire::EntryKind::directory) dirs.push_back(i);
   std::stable_sort(dirs.begin(), dirs.end(), [&](size_t a, size_t b) {
-    return std::count(entries_[a].path.begin(), entries_[a].path.end(), '/') <
-           std::count(entries_[b].path.begin(), entries_[b].path.end(), '/');
+    return std::count(entry(a).path.begin(), entry(a).path.end(), '/') <
+           std::count(entry(b).path.begin(), entry(b).path.end(), '/');
   });
   std::unordered_map<std::string, std::string> staged;  // a staged directory's path → where it is on disk
   for (size_t k : dirs) {
     if (auto it = staged.find(parent(k)); it != staged.end()) {
-      staged.emplace(entries_[k].path, it->second + "/" + leaf(k));
+      staged.emplace(entry(k).path, it->second + "/" + leaf(k));
       continue;
     }
     // Outside any staged directory: staged when nothing stands at its place
@@ -245,19 +246,19 @@ void ReceiveTree::plan_staging(size_t files) {
     struct stat st {};
     if (::fstatat(where.value().dir.get(), where.value().leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
       continue;
-    staged_[k] = kStageRoot;
+    slot(k).staged = kStageRoot;
     stage_roots_.push_back(StageRoot{k, disk_path(k)});
-    staged.emplace(entries_[k].path, stage_roots_.back().disk_path);
+    staged.emplace(entry(k).path, stage_roots_.back().disk_path);
   }
   if (stage_roots_.empty()) return;
-  std::vector<uint8_t> dir_staged(dir_names_.size(), 0);
-  for (size_t d = 0; d < dir_names_.size(); ++d)
-    if (auto it = staged.find(dir_names_[d]); it != staged.end()) {
-      disk_dir_names_[d] = it->second;
-      dir_staged[d] = 1;
+  for (auto& [name, place] : places_)
+    if (auto it = staged.find(name); it != staged.end()) {
+      place.disk = it->second;
+      place.staged = true;
     }
-  for (size_t i = 0; i < entries_.size(); ++i)
-    if (dir_staged[dir_of_[i]]) staged_[i] = kInStaged;
+  slots_.for_each([](size_t, Slot& s) {
+    if (s.dir->second.staged) s.staged = kInStaged;
+  });
 }
 
 std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(int root_fd,
@@ -274,11 +275,10 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
   // second copy of every path, even for the checks. (The offer has at most
   // kMaxOfferEntries entries: its indices fit in 32 bits.)
   PathIndex seen;
-  const auto path_of = [&t](uint32_t i) -> std::string_view { return t->entries_[i].path; };
-  std::unordered_map<std::string, uint32_t> dir_index;  // a parent's path → its place in dir_names_
-  seen.reserve(t->entries_.size(), path_of);
-  for (size_t i = 0; i < t->entries_.size(); ++i) {
-    const auto& e = t->entries_[i];
+  const auto path_of = [&offer](uint32_t i) -> std::string_view { return offer.entries[i].path; };
+  seen.reserve(offer.entries.size(), path_of);
+  for (size_t i = 0; i < offer.entries.size(); ++i) {
+    const auto& e = offer.entries[i];
     auto p = RelativePath::parse(e.path);
     if (!p)
       return PrepareError{wire::RefuseReason::bad_path,
@@ -286,15 +286,15 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
     if (!seen.insert(static_cast<uint32_t>(i), e.path, path_of))
       return PrepareError{wire::RefuseReason::bad_offer,
                           "the offer names '" + security::printable_path(e.path) + "' twice"};
-    auto [at, added] = dir_index.try_emplace(parent_of(p.value()), static_cast<uint32_t>(t->dir_names_.size()));
-    if (added) t->dir_names_.push_back(at->first);
-    t->dir_of_.push_back(at->second);
+    Dir& dir = *t->places_.try_emplace(parent_of(p.value())).first;
+    dir.second.disk = dir.first;  // until plan_staging
+    t->add_slot(e, &dir);
   }
-  for (const auto& e : t->entries_) {
+  for (const auto& e : offer.entries) {
     const std::string_view path = e.path;
     for (size_t slash = path.find('/'); slash != std::string_view::npos; slash = path.find('/', slash + 1)) {
       const std::string_view prefix = path.substr(0, slash);
-      if (const auto at = seen.find(prefix, path_of); at && t->entries_[*at].kind != wire::EntryKind::directory)
+      if (const auto at = seen.find(prefix, path_of); at && offer.entries[*at].kind != wire::EntryKind::directory)
         return PrepareError{wire::RefuseReason::bad_offer, "the offer puts '" + security::printable_path(e.path) +
                                                                "' beneath '" + security::printable_path(prefix) +
                                                                "', which it does not send as a directory"};
@@ -315,11 +315,8 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
                               (opts.bytes_present ? " (" + format_size(Bytes(opts.bytes_present)) + " already here)" : "") +
                               ", " + format_size(Bytes(avail)) + " available"};
   }
-  t->keep_ = opts.keep;
-  t->keep_.resize(offer.entries.size(), false);
-  t->refresh_ = opts.refresh;
-  t->refresh_.resize(offer.entries.size(), false);
-  t->keep_existing_.assign(offer.entries.size(), false);
+  for (size_t i = 0; i < opts.keep.size() && i < offer.entries.size(); ++i) t->slot(i).keep = opts.keep[i];
+  for (size_t i = 0; i < opts.refresh.size() && i < offer.entries.size(); ++i) t->slot(i).refresh = opts.refresh[i];
   t->backup_ = opts.backup;
   size_t files = 0;
   for (const auto& e : offer.entries) files += e.kind == wire::EntryKind::file;
@@ -329,43 +326,44 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::prepare(in
 }
 
 void ReceiveTree::decide_links(LinkPolicy policy) {
-  link_skipped_.assign(entries_.size(), false);
   skipped_links_.clear();
   std::set<std::string> links;
-  for (size_t i = 0; i < entries_.size(); ++i)
-    if (entries_.held(i) && entries_[i].kind == wire::EntryKind::symlink) links.insert(entries_[i].path);
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    if (!entries_.held(i)) continue;  // a file (release_written)
-    const auto& e = entries_[i];
-    if (e.kind != wire::EntryKind::symlink || policy == LinkPolicy::keep) continue;
+  slots_.for_each([&](size_t, Slot& s) {
+    s.link_skipped = false;
+    if (s.entry->kind == wire::EntryKind::symlink) links.insert(s.entry->path);
+  });
+  // Every link is held: none is forgotten (release_written).
+  slots_.for_each([&](size_t i, Slot& s) {
+    const auto& e = *s.entry;
+    if (e.kind != wire::EntryKind::symlink || policy == LinkPolicy::keep) return;
     std::string why = policy == LinkPolicy::skip ? "links are not created (--links skip)"
                                                  : unsafe_link_reason(rel(i), e.link_target.str(), links);
-    if (why.empty()) continue;
-    link_skipped_[i] = true;
+    if (why.empty()) return;
+    s.link_skipped = true;
     skipped_links_.push_back(SkippedLink{i, e.path, e.link_target, std::move(why)});
-  }
+  });
 }
 
 std::optional<PrepareError> ReceiveTree::create_all(bool keep_parts) {
-  kept_.assign(entries_.size(), 0);
-  found_.assign(entries_.size(), -1);
-  mode_set_.assign(entries_.size(), 0);
+  kept_.assign(slots_.size(), 0);
+  found_.assign(slots_.size(), -1);
   std::vector<size_t> files;
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    const auto& e = entries_[i];
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const auto& e = entry(i);
     if (e.kind == wire::EntryKind::directory) {
       if (auto err = make_directory(i)) return err;
       continue;
     }
-    if (e.kind == wire::EntryKind::file && !keep_[i]) files.push_back(i);
+    if (e.kind == wire::EntryKind::file && !slot(i).keep) files.push_back(i);
   }
+  // With keep_parts every temporary file is made here, and the slots stay
+  // as they were made: created, nothing counted.
   if (!keep_parts) {
-    for (size_t i = 0; i < entries_.size(); ++i) create_state_.emplace_back(kCreated);
-    for (size_t i : files) create_state_[i] = kToCreate;
-    for (size_t i = 0; i < entries_.size(); ++i) {
-      const auto& e = entries_[i];
-      const bool writes = e.kind == wire::EntryKind::file && !keep_[i] && !e.hard_link_to && e.size > 0;
-      unwritten_.emplace_back(writes ? static_cast<int64_t>(e.size) : -1);
+    for (size_t i : files) slot(i).create_state = kToCreate;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const auto& e = entry(i);
+      const bool writes = e.kind == wire::EntryKind::file && !slot(i).keep && !e.hard_link_to && e.size > 0;
+      slot(i).unwritten = writes ? static_cast<int64_t>(e.size) : -1;
     }
   }
   return create_files(files, keep_parts);
@@ -393,7 +391,7 @@ std::optional<PrepareError> ReceiveTree::create_files(const std::vector<size_t>&
 }
 
 std::optional<PrepareError> ReceiveTree::create_file(size_t i, bool keep_parts) {
-  const auto& e = entries_[i];
+  const auto& e = entry(i);
   std::string error;
   security::Errc code = security::Errc::io_error;
   auto parent = parent_dir(i, /*create=*/true, error, &code);
@@ -402,9 +400,9 @@ std::optional<PrepareError> ReceiveTree::create_file(size_t i, bool keep_parts) 
   // The final name must not be a directory or a symlink we would replace
   // blindly (in a staged directory nothing stands but what this offer made).
   struct stat st {};
-  if (staged_[i] != kInStaged && ::fstatat(dir, leaf(i).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+  if (slot(i).staged != kInStaged && ::fstatat(dir, leaf(i).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
     return PrepareError{wire::RefuseReason::bad_offer,
-                        "'" + security::printable_path(entries_[i].path) + "' exists as a directory in the target"};
+                        "'" + security::printable_path(entry(i).path) + "' exists as a directory in the target"};
   if (e.hard_link_to) return std::nullopt;  // no bytes of its own: linked to its file in finalize
   // Without a resume, the file is made when its first bytes come (or at
   // finalize, for an empty one): creating a tree's files overlaps its
@@ -438,7 +436,7 @@ void ReceiveTree::for_each_directory(const std::vector<size_t>& entries, Work wo
   // takes its lock, so runs go to different threads, a run to one thread.
   std::vector<std::pair<size_t, size_t>> runs;  // [first, last) in `entries`
   for (size_t k = 0; k < entries.size(); ++k)
-    if (runs.empty() || dir_of_[entries[k]] != dir_of_[entries[runs.back().second - 1]]) runs.push_back({k, k + 1});
+    if (runs.empty() || slot(entries[k]).dir != slot(entries[runs.back().second - 1]).dir) runs.push_back({k, k + 1});
     else runs.back().second = k + 1;
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
@@ -465,7 +463,7 @@ void ReceiveTree::for_each_directory(const std::vector<size_t>& entries, Work wo
 }
 
 int ReceiveTree::write_whole(const Extent& x, const uint8_t* p) {
-  const auto& e = entries_[x.entry];
+  const auto& e = entry(x.entry);
   std::string error;
   auto dir = parent_dir(x.entry, false, error);
   if (!dir) return EIO;
@@ -489,11 +487,11 @@ int ReceiveTree::write_whole(const Extent& x, const uint8_t* p) {
     at += static_cast<uint64_t>(n);
     left -= static_cast<uint64_t>(n);
   }
-  if (exact) mode_set_[x.entry] = 1;
+  if (exact) slot(x.entry).mode_set = 1;
   else set_final_mode(fd.get(), x.entry);
-  if (unwritten_[x.entry].fetch_sub(static_cast<int64_t>(x.length)) == static_cast<int64_t>(x.length)) {
+  if (slot(x.entry).unwritten.fetch_sub(static_cast<int64_t>(x.length)) == static_cast<int64_t>(x.length)) {
     const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
-    if (::futimens(fd.get(), times) != 0) unwritten_[x.entry] = -1;  // finalize tries again
+    if (::futimens(fd.get(), times) != 0) slot(x.entry).unwritten = -1;  // finalize tries again
   }
   return 0;
 }
@@ -501,15 +499,23 @@ int ReceiveTree::write_whole(const Extent& x, const uint8_t* p) {
 int ReceiveTree::write(uint64_t offset, std::span<const uint8_t> data) {
   std::shared_lock seal(sealing_);
   if (sealed_) return 0;
+  // The files of entries let go (release_written) are whole on disk, every
+  // byte verified: a later copy of those bytes has nothing to add.
+  if (const uint64_t from = layout_.held_from(); offset < from) {
+    const size_t gone = static_cast<size_t>(std::min<uint64_t>(from - offset, data.size()));
+    offset += gone;
+    data = data.subspan(gone);
+    if (data.empty()) return 0;
+  }
   int result = 0;
   const bool ok = layout_.for_each(offset, data.size(), [&](const Extent& x) {
-    // A file forgotten is whole on disk (release_written): a later copy of
-    // these bytes, verified as the first was, has nothing to add.
-    if (!entries_.held(x.entry)) return true;
+    if (x.entry < slots_.base()) return true;  // let go, as above (the layout lets go of its front in steps)
+    Slot& s = *slots_.find(x.entry);
+    const auto& e = *s.entry;
     // A whole file in this one write (a tree of small files): made, written
     // and closed here — four system calls, no cached fd to keep.
-    if (!create_state_.empty() && x.file_offset == 0 && x.length == entries_[x.entry].size && !entries_[x.entry].data) {
-      auto& state = create_state_[x.entry];
+    if (x.file_offset == 0 && x.length == e.size && !e.data) {
+      auto& state = s.create_state;
       uint8_t expected = kToCreate;
       if (state.compare_exchange_strong(expected, kCreating)) {
         const int r = write_whole(x, data.data() + (x.transfer_offset - offset));
@@ -545,10 +551,10 @@ int ReceiveTree::write(uint64_t offset, std::span<const uint8_t> data) {
     }
     // Its last byte (every write of it done before its count came off):
     // the file is whole, its mtime can be set now rather than at finalize.
-    if (!unwritten_.empty() && unwritten_[x.entry].fetch_sub(static_cast<int64_t>(x.length)) == static_cast<int64_t>(x.length)) {
-      const auto& e = entries_[x.entry];
+    // (With keep_parts the count starts at -1 and never comes to 0.)
+    if (s.unwritten.fetch_sub(static_cast<int64_t>(x.length)) == static_cast<int64_t>(x.length)) {
       const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
-      if (::futimens(fd->get(), times) != 0) unwritten_[x.entry] = -1;  // finalize tries again
+      if (::futimens(fd->get(), times) != 0) s.unwritten = -1;  // finalize tries again
     }
     return true;
   });
@@ -560,7 +566,7 @@ int ReceiveTree::read(uint64_t offset, std::span<uint8_t> out) {
   std::shared_lock grow(sealing_);  // no entry goes while it is read (release_written)
   int result = 0;
   const bool ok = layout_.for_each(offset, out.size(), [&](const Extent& x) {
-    if (!entries_.held(x.entry)) {
+    if (!held(x.entry)) {
       result = EINVAL;  // forgotten (release_written: never with keep_parts, which resume reads back)
       return false;
     }
@@ -601,7 +607,7 @@ int ReceiveTree::sync_files(const std::set<size_t>& entries) {
   bool any_forgotten = false;
   if (entries.size() <= kSyncEachFileUpTo) {
     std::shared_lock grow(sealing_);
-    for (size_t entry : entries) any_forgotten |= !entries_.held(entry);
+    for (size_t entry : entries) any_forgotten |= !held(entry);
   }
   // A file forgotten has no name here any more (release_written): the file system's sync, once.
   if (entries.size() > kSyncEachFileUpTo || any_forgotten) return ::syncfs(root_fd_) == 0 ? 0 : errno;
@@ -610,10 +616,34 @@ int ReceiveTree::sync_files(const std::set<size_t>& entries) {
   return 0;
 }
 
+int ReceiveTree::sync_pieces(const std::vector<PieceRecord>& pieces) {
+  // Past kSyncEachFileUpTo files it is a syncfs whatever they are, so no
+  // more are listed: a journal that came late (an offer answered part by
+  // part gets it with its last part) finds nearly every piece waiting.
+  std::set<size_t> files;
+  bool let_go = false;
+  {
+    std::shared_lock grow(sealing_);  // the layout's front may go (release_written)
+    const uint64_t from = layout_.held_from();
+    for (const auto& r : pieces) {
+      if (r.offset < from) let_go = true;  // their files have no name to sync by any more
+      const uint64_t start = std::max(r.offset, from), end = r.offset + r.length;
+      if (start < end)
+        (void)layout_.for_each(start, end - start, [&](const Extent& x) {
+          files.insert(x.entry);
+          return files.size() <= kSyncEachFileUpTo;
+        });
+      if (let_go || files.size() > kSyncEachFileUpTo) break;
+    }
+  }
+  if (let_go) return ::syncfs(root_fd_) == 0 ? 0 : errno;
+  return sync_files(files);
+}
+
 int ReceiveTree::sync_file(size_t entry) {
   std::shared_lock grow(sealing_);  // a tree growing part by part moves what open_temp reads
   // Forgotten: its name is gone with its entry; the file system's sync covers it.
-  if (!entries_.held(entry)) return ::syncfs(root_fd_) == 0 ? 0 : errno;
+  if (!held(entry)) return ::syncfs(root_fd_) == 0 ? 0 : errno;
   std::string error;
   auto fd = fds_.get(entry, error);
   if (!fd) return EIO;
@@ -632,18 +662,19 @@ std::string ReceiveTree::finalize(int& err) {
   };
   std::set<std::string> parents_touched;
   // Files forgotten (release_written) were settled beneath a staged
-  // directory: nothing to do for them here but move their directory.
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    if (!entries_.held(i)) continue;
-    const auto& e = entries_[i];
-    if (e.kind == wire::EntryKind::file && keep_[i] && refresh_[i]) {
-      // Unchanged here: its bytes stay, its attributes follow the source's.
-      if (security::UniqueFd fd = open_existing(i); fd.valid()) {
-        apply_metadata(fd.get(), {}, i);
-        if (::fchmod(fd.get(), e.mode & 07777) != 0) return fail("chmod of '" + security::printable_path(e.path) + "'", errno);
-      }
+  // directory: nothing to do for them here but move their directory. The
+  // loops below see only the entries held (slots_).
+  std::string failure;
+  slots_.for_each([&](size_t i, Slot& s) {
+    const auto& e = *s.entry;
+    if (!failure.empty() || e.kind != wire::EntryKind::file || !s.keep || !s.refresh) return;
+    // Unchanged here: its bytes stay, its attributes follow the source's.
+    if (security::UniqueFd fd = open_existing(i); fd.valid()) {
+      apply_metadata(fd.get(), {}, i);
+      if (::fchmod(fd.get(), e.mode & 07777) != 0) failure = fail("chmod of '" + security::printable_path(e.path) + "'", errno);
     }
-  }
+  });
+  if (!failure.empty()) return failure;
   if (backup_.on())
     if (std::string why = keep_backups(err); !why.empty()) return why;
   // Each temporary file's bytes must be durable before its rename. For a
@@ -652,17 +683,16 @@ std::string ReceiveTree::finalize(int& err) {
   // files are synced alone, so an unrelated writer's dirty pages elsewhere
   // on the file system are not waited for.
   size_t to_rename = forgotten_;
-  for (size_t i = 0; i < entries_.size(); ++i)
-    to_rename += entries_.held(i) && entries_[i].kind == wire::EntryKind::file && !keep_[i] &&
-                 !entries_[i].hard_link_to && !keep_existing_[i];
+  std::vector<size_t> files;
+  slots_.for_each([&](size_t i, Slot& s) {
+    const auto& e = *s.entry;
+    if (e.kind != wire::EntryKind::file || s.keep || e.hard_link_to) return;
+    files.push_back(i);
+    to_rename += !s.keep_existing;
+  });
   const bool sync_all = to_rename > kSyncEachFileUpTo;
   if (sync_all && ::syncfs(root_fd_) != 0) return fail("syncfs of the target's file system", errno);
-  std::vector<size_t> files;
-  for (size_t i = 0; i < entries_.size(); ++i)
-    if (entries_.held(i) && entries_[i].kind == wire::EntryKind::file && !keep_[i] && !entries_[i].hard_link_to)
-      files.push_back(i);
   std::mutex mu;
-  std::string failure;
   for_each_directory(files, [&](size_t i) {
     int e = 0;
     std::string why = finalize_file(i, sync_all, e);
@@ -673,6 +703,7 @@ std::string ReceiveTree::finalize(int& err) {
   });
   if (!failure.empty()) return failure;
   for (size_t i : files) parents_touched.insert(parent(i));
+  const std::vector<size_t> held = held_entries();
   fds_.clear();
   dirs_.clear();
   // Staged directories into place: every file beneath each is complete and
@@ -691,16 +722,15 @@ std::string ReceiveTree::finalize(int& err) {
       return holder.error().message;
     }
     if (::renameat(holder.value().dir.get(), holder.value().leaf.c_str(), holder.value().dir.get(), leaf(root.entry).c_str()) != 0)
-      return fail("cannot move the directory '" + security::printable_path(entries_[root.entry].path) + "' into place", errno);
+      return fail("cannot move the directory '" + security::printable_path(entry(root.entry).path) + "' into place", errno);
     parents_touched.insert(parent(root.entry));
   }
   // Hard links (-H), once every file is in place: another name for the file
   // of an earlier entry, both beneath the target with no symlink on the way
   // (so nothing outside the transfer can be linked in). Made under a
   // temporary name and renamed over what stands there.
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    if (!entries_.held(i)) continue;
-    const auto& e = entries_[i];
+  for (size_t i : held) {
+    const auto& e = entry(i);
     if (e.kind != wire::EntryKind::file || !e.hard_link_to) continue;
     const size_t first = *e.hard_link_to;
     auto from = security::open_parent_beneath(root_fd_, rel(first), false);
@@ -713,19 +743,18 @@ std::string ReceiveTree::finalize(int& err) {
     const std::string tmp_leaf = ".braid-" + tag_ + "-" + std::to_string(i) + ".link";
     ::unlinkat(pfd, tmp_leaf.c_str(), 0);
     if (::linkat(from.value().dir.get(), from.value().leaf.c_str(), pfd, tmp_leaf.c_str(), 0) != 0)
-      return fail("cannot link '" + security::printable_path(entries_[i].path) + "' to '" +
-                      security::printable_path(entries_[first].path) + "'",
+      return fail("cannot link '" + security::printable_path(entry(i).path) + "' to '" +
+                      security::printable_path(entry(first).path) + "'",
                   errno);
     if (::renameat(pfd, tmp_leaf.c_str(), pfd, to.value().leaf.c_str()) != 0)
-      return fail("cannot move the link '" + security::printable_path(entries_[i].path) + "' into place", errno);
+      return fail("cannot move the link '" + security::printable_path(entry(i).path) + "' into place", errno);
     // Already a link to the same file there (a second run): rename did nothing.
     ::unlinkat(pfd, tmp_leaf.c_str(), 0);
     parents_touched.insert(parent_of(rel(i)));
   }
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    if (!entries_.held(i)) continue;
-    const auto& e = entries_[i];
-    if (e.kind != wire::EntryKind::symlink || link_skipped_[i]) continue;
+  for (size_t i : held) {
+    const auto& e = entry(i);
+    if (e.kind != wire::EntryKind::symlink || slot(i).link_skipped) continue;
     auto parent = security::open_parent_beneath(root_fd_, rel(i), true);
     if (!parent) {
       err = EIO;
@@ -735,19 +764,19 @@ std::string ReceiveTree::finalize(int& err) {
     const std::string tmp_leaf = ".braid-" + tag_ + "-" + std::to_string(i) + ".link";
     ::unlinkat(pfd, tmp_leaf.c_str(), 0);
     if (::symlinkat(e.link_target.c_str(), pfd, tmp_leaf.c_str()) != 0)
-      return fail("cannot create the link '" + security::printable_path(entries_[i].path) + "'", errno);
+      return fail("cannot create the link '" + security::printable_path(entry(i).path) + "'", errno);
     const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
     apply_metadata(pfd, tmp_leaf, i);
     (void)::utimensat(pfd, tmp_leaf.c_str(), times, AT_SYMLINK_NOFOLLOW);
     if (::renameat(pfd, tmp_leaf.c_str(), pfd, parent.value().leaf.c_str()) != 0)
-      return fail("cannot move the link '" + security::printable_path(entries_[i].path) + "' into place", errno);
+      return fail("cannot move the link '" + security::printable_path(entry(i).path) + "' into place", errno);
     parents_touched.insert(parent_of(rel(i)));
   }
   // Directories last, deepest first: their mtimes change whenever an entry
   // inside them is created.
-  for (size_t k = entries_.size(); k-- > 0;) {
-    if (!entries_.held(k)) continue;
-    const auto& e = entries_[k];
+  for (auto at = held.rbegin(); at != held.rend(); ++at) {
+    const size_t k = *at;
+    const auto& e = entry(k);
     if (e.kind != wire::EntryKind::directory) continue;
     auto d = security::make_dirs_beneath(root_fd_, rel(k), 0700);
     if (!d) {
@@ -756,10 +785,10 @@ std::string ReceiveTree::finalize(int& err) {
     }
     (void)::fsync(d.value().get());
     apply_metadata(d.value().get(), {}, k);
-    if (::fchmod(d.value().get(), e.mode & 07777) != 0) return fail("chmod of '" + security::printable_path(entries_[k].path) + "'", errno);
+    if (::fchmod(d.value().get(), e.mode & 07777) != 0) return fail("chmod of '" + security::printable_path(entry(k).path) + "'", errno);
     const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
     (void)::futimens(d.value().get(), times);
-    parents_touched.erase(entries_[k].path);
+    parents_touched.erase(entry(k).path);
   }
   // Make the renames durable in the directories the offer did not name.
   for (const auto& p : parents_touched) {
@@ -819,12 +848,12 @@ int ReceiveTree::copy_from_existing(size_t entry, uint64_t file_offset, uint64_t
 }
 
 void ReceiveTree::keep_existing(size_t entry) {
-  if (entry < keep_existing_.size()) keep_existing_[entry] = true;
+  if (Slot* s = slots_.find(entry)) s->keep_existing = true;
 }
 
 std::string ReceiveTree::finalize_file(size_t i, bool synced, int& err) {
-  if (keep_existing_[i]) return settle_existing(i, err);
-  const auto& e = entries_[i];
+  if (slot(i).keep_existing) return settle_existing(i, err);
+  const auto& e = entry(i);
   auto fail = [&](const std::string& what, int code) {
     err = code;
     return what + ": " + errno_text(code);
@@ -833,7 +862,7 @@ std::string ReceiveTree::finalize_file(size_t i, bool synced, int& err) {
   const bool metadata = e.owner || e.group || e.xattrs;
   // Durable too: nothing left but its name.
   const bool settled = synced && written_and_set(i);
-  if (settled && staged_[i] == kInStaged) return {};  // its directory is renamed into place instead
+  if (settled && slot(i).staged == kInStaged) return {};  // its directory is renamed into place instead
   std::string error;
   auto parent = parent_dir(i, false, error);
   if (!parent) {
@@ -843,7 +872,7 @@ std::string ReceiveTree::finalize_file(size_t i, bool synced, int& err) {
   const std::string tmp_leaf = temp_leaf(i);
   if (settled) {
     // Nothing to set (above): only the rename below, outside a staged directory.
-  } else if (synced && mode_set_[i] && !metadata) {
+  } else if (synced && slot(i).mode_set && !metadata) {
     // Durable already (syncfs) and its mode set at prepare: only its mtime,
     // by name in its directory, never through a link.
     if (::utimensat(parent->get(), tmp_leaf.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
@@ -858,14 +887,14 @@ std::string ReceiveTree::finalize_file(size_t i, bool synced, int& err) {
     if (::fchmod(fd->get(), e.mode & 07777) != 0) return fail("chmod of '" + security::printable_path(temp_path(i)) + "'", errno);
     if (::futimens(fd->get(), times) != 0) return fail("setting the mtime of '" + security::printable_path(temp_path(i)) + "'", errno);
   }
-  if (staged_[i] == kInStaged) return {};  // its directory is renamed into place instead
+  if (slot(i).staged == kInStaged) return {};  // its directory is renamed into place instead
   if (::renameat(parent->get(), tmp_leaf.c_str(), parent->get(), leaf(i).c_str()) != 0)
-    return fail("cannot move '" + security::printable_path(entries_[i].path) + "' into place", errno);
+    return fail("cannot move '" + security::printable_path(entry(i).path) + "' into place", errno);
   return {};
 }
 
 std::string ReceiveTree::settle_existing(size_t i, int& err) {
-  const auto& e = entries_[i];
+  const auto& e = entry(i);
   security::UniqueFd fd = open_existing(i);
   if (!fd.valid()) {
     err = ENOENT;
@@ -887,14 +916,14 @@ std::string ReceiveTree::settle_existing(size_t i, int& err) {
 
 std::string ReceiveTree::keep_backups(int& err) {
   std::set<std::string> made_in;
-  for (size_t i = 0; i < entries_.size(); ++i) {
+  for (size_t i : held_entries()) {
     // Nothing stands yet beneath a staged directory (where every file
     // forgotten is); kept files stay.
-    if (staged_[i] == kInStaged) continue;
-    const auto& e = entries_[i];
+    if (slot(i).staged == kInStaged) continue;
+    const auto& e = entry(i);
     if (e.kind == wire::EntryKind::directory) continue;
-    if (e.kind == wire::EntryKind::file && (keep_[i] || keep_existing_[i])) continue;
-    if (e.kind == wire::EntryKind::symlink && link_skipped_[i]) continue;
+    if (e.kind == wire::EntryKind::file && (slot(i).keep || slot(i).keep_existing)) continue;
+    if (e.kind == wire::EntryKind::symlink && slot(i).link_skipped) continue;
     auto at = security::open_parent_beneath(root_fd_, rel(i), false);
     if (!at) continue;  // no parent yet: nothing there
     struct stat st {};
@@ -943,7 +972,7 @@ std::string ReceiveTree::keep_backups(int& err) {
 }
 
 void ReceiveTree::apply_metadata(int fd, const std::string& leaf, size_t i) {
-  const auto& e = entries_[i];
+  const auto& e = entry(i);
   auto warn = [&](std::string what) {
     std::lock_guard lock(metadata_mu_);  // files are finalized in parallel, by directory
     if (metadata_failures_++ >= 100) return;
@@ -980,7 +1009,7 @@ std::variant<std::unique_ptr<ReceiveTree>, PrepareError> ReceiveTree::begin_part
 }
 
 std::optional<PrepareError> ReceiveTree::add_part(size_t first, wire::EntryParts::Part part) {
-  if (!growing_ || first != entries_.size())
+  if (!growing_ || first != slots_.size())
     return PrepareError{wire::RefuseReason::bad_offer, "internal error: offer parts out of order"};
   if (growing_->refused)
     return PrepareError{wire::RefuseReason::bad_offer, "internal error: an offer part after a refused one"};
@@ -997,21 +1026,19 @@ std::optional<PrepareError> ReceiveTree::join_part(size_t first, wire::EntryPart
   const std::vector<wire::ManifestEntry>& es = part ? *part : kNone;
   parts_.append(std::move(part));  // shared with the session machine: read in place, never copied
   auto earlier = [&](size_t i) -> const wire::ManifestEntry& {
-    return i < first ? entries_[i] : es[i - first];
+    return i < first ? entry(i) : es[i - first];
   };
   // The parts' entries number at most kMaxOfferEntries (wire::append_offer_part):
   // their indices fit in 32 bits.
   const auto path_of = [&](uint32_t i) -> std::string_view { return earlier(i).path; };
   // 1. The checks prepare makes of a whole offer, against every entry so
   //    far: the ones after these come later and are checked then.
-  // What joins the tree's tables, appended in 3 (lanes read them meanwhile).
-  const size_t names_before = dir_names_.size();
-  std::vector<std::string> new_names, new_disk;
-  std::vector<uint32_t> new_dir_of;
+  // What joins the tree's slots in 3 (lanes read them meanwhile): each
+  // entry's directory (a new place joins places_ here: its node never
+  // moves, and no lane reads it before the entries that point to it join)
+  // and whether it is staged.
+  std::vector<Dir*> new_dir;
   std::vector<uint8_t> new_staged;
-  auto name_of = [&](uint32_t d) -> const std::string& {
-    return d < names_before ? dir_names_[d] : new_names[d - names_before];
-  };
   uint64_t data = 0;
   for (size_t k = 0; k < es.size(); ++k) {
     const auto& e = es[k];
@@ -1039,7 +1066,7 @@ std::optional<PrepareError> ReceiveTree::join_part(size_t first, wire::EntryPart
                                                                  "' beneath '" + security::printable_path(prefix) +
                                                                  "', which it does not send as a directory"};
       }
-      if (e.kind != wire::EntryKind::directory && g.dir_index.count(e.path))  // an earlier entry lies beneath it
+      if (e.kind != wire::EntryKind::directory && places_.count(e.path))  // an earlier entry lies beneath it
         return PrepareError{wire::RefuseReason::bad_offer, "the offer puts entries beneath '" +
                                                                security::printable_path(e.path) +
                                                                "', which it does not send as a directory"};
@@ -1051,35 +1078,39 @@ std::optional<PrepareError> ReceiveTree::join_part(size_t first, wire::EntryPart
                                                                "' to an entry that is no earlier file"};
     }
     if (e.kind == wire::EntryKind::file) data += e.data_bytes();
+    // In path order, the directories the walk has left are done with:
+    // nothing later lies beneath them.
+    if (g.ordered) leave_directories(g, e.path);
     // Its parent's place among the directories (made, or staged, below).
     const std::string parent = parent_of(p.value());
-    auto [at, added] = g.dir_index.try_emplace(parent, static_cast<uint32_t>(names_before + new_names.size()));
+    auto [at, added] = places_.try_emplace(parent);
+    Dir* dir = &*at;
     if (added) {
-      new_names.push_back(parent);
       auto st = g.staged.find(parent);
-      new_disk.push_back(st == g.staged.end() ? parent : st->second);
+      dir->second.staged = st != g.staged.end();
+      dir->second.disk = dir->second.staged ? st->second : parent;
     }
-    const uint32_t dir = at->second;
-    new_dir_of.push_back(dir);
+    new_dir.push_back(dir);
     // A directory of the offer staged (see the top) when nothing stands at
     // its place, its parent is there and no earlier entry lies beneath it
     // (that one went to its final place); beneath a staged one, staged too.
-    uint8_t staged = 0;
-    const auto in_staged = g.staged.find(name_of(dir));
-    if (in_staged != g.staged.end()) staged = kInStaged;
+    uint8_t staged = dir->second.staged ? kInStaged : 0;
     if (e.kind == wire::EntryKind::directory) {
+      std::optional<std::string> disk;
       if (staged == kInStaged) {
-        g.staged.emplace(e.path, in_staged->second + "/" + leaf_of(e.path));
+        disk = dir->second.disk + "/" + leaf_of(e.path);
       } else if (auto where = security::open_parent_beneath(root_fd_, p.value(), false);
-                 where && !g.dir_index.count(e.path)) {
+                 where && !places_.count(e.path)) {
         struct stat st {};
         if (::fstatat(where.value().dir.get(), where.value().leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) {
-          staged = kStageRoot;
           const std::string name = ".braid-" + tag_ + "-" + std::to_string(i) + ".dir";
-          g.staged.emplace(e.path, parent.empty() ? name : parent + "/" + name);
-          stage_roots_.push_back(StageRoot{i, g.staged.at(e.path)});
+          disk = parent.empty() ? name : parent + "/" + name;
+          stage_roots_.push_back(StageRoot{i, *disk});
+          staged = kStageRoot;
         }
       }
+      if (disk) g.staged.emplace(e.path, std::move(*disk));
+      if (g.ordered) g.open.push_back({e.path, i});
     }
     new_staged.push_back(staged);
   }
@@ -1094,29 +1125,21 @@ std::optional<PrepareError> ReceiveTree::join_part(size_t first, wire::EntryPart
   std::vector<size_t> files;
   {
     std::unique_lock grow(sealing_);  // no write in progress reads what moves here
-    dir_names_.insert(dir_names_.end(), new_names.begin(), new_names.end());
-    disk_dir_names_.insert(disk_dir_names_.end(), new_disk.begin(), new_disk.end());
-    dir_of_.insert(dir_of_.end(), new_dir_of.begin(), new_dir_of.end());
-    staged_.insert(staged_.end(), new_staged.begin(), new_staged.end());
     for (size_t k = 0; k < es.size(); ++k) {
       const auto& e = es[k];
       const size_t i = first + k;
-      entries_.push_back(&e);
       const bool file = e.kind == wire::EntryKind::file;
       // No kept_ or found_: a resume, which reopens temporary files, is
       // prepared whole (part_kept and part_size_found say none beyond them).
-      mode_set_.push_back(0);
-      keep_.push_back(false);
-      refresh_.push_back(false);
-      keep_existing_.push_back(false);
-      link_skipped_.push_back(false);
-      create_state_.emplace_back(file ? kToCreate : kCreated);
-      unwritten_.emplace_back(file && !e.hard_link_to && e.size > 0 ? static_cast<int64_t>(e.size) : -1);
+      Slot& s = add_slot(e, new_dir[k]);
+      s.staged = new_staged[k];
+      s.create_state = file ? kToCreate : kCreated;
+      s.unwritten = file && !e.hard_link_to && e.size > 0 ? static_cast<int64_t>(e.size) : -1;
       layout_.append(e, i);
       if (file) files.push_back(i);
     }
     total_.store(layout_.total(), std::memory_order_release);
-    entry_count_.store(entries_.size(), std::memory_order_release);
+    entry_count_.store(slots_.size(), std::memory_order_release);
     file_count_.fetch_add(files.size(), std::memory_order_acq_rel);
   }
   // 4. Their directories made, their files' places checked (each file is
@@ -1128,15 +1151,24 @@ std::optional<PrepareError> ReceiveTree::join_part(size_t first, wire::EntryPart
 }
 
 std::optional<PrepareError> ReceiveTree::close_parts(std::shared_ptr<const wire::Offer> fields) {
-  if (!growing_ || parts_.size() != entries_.size())
+  if (!growing_ || parts_.size() != slots_.size())
     return PrepareError{wire::RefuseReason::bad_offer, "internal error: the offer's parts and the tree's entries differ"};
   {
     std::unique_lock grow(sealing_);
     offer_ = std::move(fields);
+    if (growing_->ordered) leave_directories(*growing_, {});  // the walk is over: it has left them all
     growing_.reset();  // the path sets (the entries stay where they are, in parts_)
+    places_.rehash(0);  // their slack: those of an ordered walk went as it left them
   }
   decide_links(links_);
   return std::nullopt;
+}
+
+std::vector<size_t> ReceiveTree::held_entries() {
+  std::vector<size_t> out;
+  out.reserve(slots_.held());
+  slots_.for_each([&](size_t i, Slot&) { out.push_back(i); });
+  return out;
 }
 
 bool ReceiveTree::written_and_set(size_t i) const {
@@ -1144,8 +1176,8 @@ bool ReceiveTree::written_and_set(size_t i) const {
   // had each byte written once, its mtime set by the last write (-1 from
   // the start for an empty file or a link, and never 0 for a sparse file
   // with holes, whose holes are not written).
-  const auto& e = entries_[i];
-  return mode_set_[i] && !e.owner && !e.group && !e.xattrs && !unwritten_.empty() && unwritten_[i].load() == 0;
+  const auto& e = entry(i);
+  return slot(i).mode_set && !e.owner && !e.group && !e.xattrs && slot(i).unwritten.load() == 0;
 }
 
 size_t ReceiveTree::release_written(uint64_t verified_to) {
@@ -1162,21 +1194,90 @@ size_t ReceiveTree::release_written(uint64_t verified_to) {
     for (const auto& e : part)
       if (e.kind == wire::EntryKind::file) end += e.size;
     if (end > verified_to) break;
-    const size_t first = parts_.first_of(k);
-    for (size_t j = 0; j < part.size(); ++j) {
-      const size_t i = first + j;
-      if (staged_[i] == kInStaged && written_and_set(i)) {
-        entries_.set(i, nullptr);
+    const size_t next = parts_.first_of(k) + part.size();
+    // Their slots leave the window: a file settled here is forgotten (and
+    // its directory's place with the last entry in it), the rest is set
+    // aside with a copy of its entry.
+    slots_.let_go_before(next, [&](size_t i, Slot& s) {
+      if (s.staged == kInStaged && settle_file(i)) {
+        if (--s.dir->second.users == 0) places_.erase(places_.find(s.dir->first));
         ++forgotten_;
-      } else {
-        copied_.push_back(part[j]);
-        entries_.set(i, &copied_.back());
+        return false;
       }
-    }
+      s.copy = std::make_unique<const wire::ManifestEntry>(*s.entry);
+      s.entry = s.copy.get();
+      ++copied_;
+      return true;
+    });
+    layout_.release_before(next);  // a later copy of their bytes is dropped (write)
     release_offset_ = end;
-    parts_.release_before(first + part.size());
+    parts_.release_before(next);
   }
+  settle_directories();
   return forgotten_ - before;
+}
+
+void ReceiveTree::leave_directories(Growing& g, const std::string& path) {
+  while (!g.open.empty() && !is_beneath(path, g.open.back().path)) {
+    g.staged.erase(g.open.back().path);
+    dirs_left_.push_back(g.open.back().entry);
+    g.open.pop_back();
+  }
+}
+
+void ReceiveTree::settle_directories() {
+  // dirs_left_ is deepest first (a directory is left with or after those
+  // beneath it), so one pass settles a subtree from its leaves up.
+  size_t still = 0;
+  for (const size_t d : dirs_left_) {
+    if (d >= slots_.base()) {  // not let go yet, nor anything beneath it
+      dirs_left_[still++] = d;
+      continue;
+    }
+    Slot* s = slots_.find(d);
+    if (!s || s->staged != kInStaged) continue;  // a staged directory itself is renamed at finalize
+    const auto place = places_.find(s->entry->path);
+    if (place != places_.end() && place->second.users > 0) {  // something beneath it still held
+      dirs_left_[still++] = d;
+      continue;
+    }
+    if (!settle_directory(d)) continue;  // finalize tries again and says what failed
+    if (place != places_.end()) places_.erase(place);
+    if (--s->dir->second.users == 0) places_.erase(places_.find(s->dir->first));
+    slots_.forget_aside(d);
+    ++forgotten_;
+  }
+  dirs_left_.resize(still);
+}
+
+bool ReceiveTree::settle_directory(size_t i) {
+  // What finalize's last step does for it, beneath the staged directory
+  // (nothing more is made in it: the walk has left it and every entry
+  // beneath it is settled).
+  const auto& e = entry(i);
+  auto where = RelativePath::parse(disk_path(i));
+  if (!where) return false;
+  auto d = security::open_beneath(root_fd_, where.value(), O_RDONLY | O_DIRECTORY);
+  if (!d) return false;
+  apply_metadata(d.value().get(), {}, i);
+  const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
+  return ::fchmod(d.value().get(), e.mode & 07777) == 0 && ::futimens(d.value().get(), times) == 0;
+}
+
+bool ReceiveTree::settle_file(size_t i) {
+  const auto& e = entry(i);
+  if (e.kind != wire::EntryKind::file || e.hard_link_to) return false;
+  if (written_and_set(i)) return true;
+  // An empty file, a sparse one of holes alone, a read-only one, one
+  // written twice or with an owner or xattrs: made if it is not yet, then
+  // given what finalize_file would give it, in the same order. Every byte
+  // is on disk, and a later copy of them is dropped from here on.
+  std::string error;
+  security::UniqueFd fd = fds_.open_once(i, error);
+  if (!fd.valid()) return false;
+  apply_metadata(fd.get(), {}, i);
+  const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
+  return ::fchmod(fd.get(), e.mode & 07777) == 0 && ::futimens(fd.get(), times) == 0;
 }
 
 std::string check_writable_dir(int dir_fd, const std::string& shown_name) {

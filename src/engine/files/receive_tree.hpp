@@ -65,6 +65,8 @@
 #include "engine/files/link_policy.hpp"
 #include "engine/files/path_index.hpp"
 #include "engine/files/path_order.hpp"
+#include "engine/files/piece_hasher.hpp"
+#include "engine/files/slot_window.hpp"
 #include "engine/security/safe_path.h"
 #include "core/wire/entry_parts.hpp"
 #include "core/wire/messages.hpp"
@@ -171,7 +173,12 @@ class ReceiveTree {
   size_t release_written(uint64_t verified_to);
   /// Entries forgotten so far (release_written), and copied.
   size_t entries_forgotten() const { return forgotten_; }
-  size_t entries_copied() const { return copied_.size(); }
+  size_t entries_copied() const { return copied_; }
+  /// Entries whose state the tree still keeps: those not yet let go, and
+  /// the copies (the rest cost nothing: slot_window.hpp). Control thread.
+  size_t entries_held() const { return slots_.held(); }
+  /// Directories of entries the tree still keeps (each one's place on disk).
+  size_t directories_held() const { return places_.size(); }
   /// Part by part: every entry added so far, in the parts they came in
   /// (empty for a tree prepared from a whole offer). Control thread.
   const wire::EntryParts& parts() const { return parts_; }
@@ -190,6 +197,9 @@ class ReceiveTree {
   /// The same for several entries: one syncfs of the target's file system
   /// when they are more than kSyncEachFileUpTo. 0 or the errno of the first failure.
   int sync_files(const std::set<size_t>& entries);
+  /// Makes the bytes of these pieces durable (all written): sync_files of
+  /// the files they touch, one syncfs if some of those were let go. 0 or errno.
+  int sync_pieces(const std::vector<PieceRecord>& pieces);
   /// Up to this many files, each is fsynced; beyond, one syncfs (sync_files, finalize).
   static constexpr size_t kSyncEachFileUpTo = 16;
   /// With keep_parts: the entry's temporary file was there already, at its
@@ -219,7 +229,7 @@ class ReceiveTree {
   /// and drops the temporary file instead of renaming it over.
   void keep_existing(size_t entry);
   /// The entry's path as offered (std::out_of_range for an entry forgotten: release_written).
-  const std::string& path(size_t entry) const { return entries_[entry].path; }
+  const std::string& path(size_t i) const { return entry(i).path; }
   /// The entries and the files among them so far (all of them once the
   /// offer is whole); any thread.
   size_t entry_count() const { return entry_count_.load(std::memory_order_acquire); }
@@ -292,50 +302,106 @@ class ReceiveTree {
 
   int root_fd_;
   std::shared_ptr<const wire::Offer> offer_;
-  /// The entries, in place: offer_'s, or part by part parts_', which never move.
-  class EntryRefs {
-   public:
-    const wire::ManifestEntry& operator[](size_t i) const {
-      if (!at_[i]) throw std::out_of_range("entry " + std::to_string(i) + " was forgotten");
-      return *at_[i];
-    }
-    size_t size() const { return at_.size(); }
-    void push_back(const wire::ManifestEntry* e) { at_.push_back(e); }
-    /// Not forgotten (release_written).
-    bool held(size_t i) const { return at_[i] != nullptr; }
-    void set(size_t i, const wire::ManifestEntry* e) { at_[i] = e; }
-    struct It {
-      const wire::ManifestEntry* const* p;
-      const wire::ManifestEntry& operator*() const { return **p; }
-      It& operator++() { return ++p, *this; }
-      bool operator!=(const It& o) const { return p != o.p; }
-    };
-    It begin() const { return It{at_.data()}; }
-    It end() const { return It{at_.data() + at_.size()}; }
-
-   private:
-    std::vector<const wire::ManifestEntry*> at_;
+  static constexpr uint8_t kInStaged = 1, kStageRoot = 2;
+  /// Whether an entry's temporary file is made yet: prepare only checks,
+  /// the first write makes it (with keep_parts, prepare made them all).
+  static constexpr uint8_t kCreated = 0, kToCreate = 1, kCreating = 2;
+  /// The directories that hold entries, each once, by relative path (""
+  /// for the target): where it is on disk until finalize (the same, or
+  /// beneath a staged directory's temporary name). Each entry points to
+  /// its own (8 bytes an entry rather than a path each); nodes never move.
+  struct Place {
+    std::string disk;
+    bool staged = false;  // beneath a staged directory: its entries are made under their final leaf
+    size_t users = 0;     // slots held that point here; at 0 an ordered offer's walk forgets it
   };
-  EntryRefs entries_;
+  using Places = std::unordered_map<std::string, Place>;
+  using Dir = Places::value_type;
+  Places places_;
+  /// What the tree keeps of one entry until finalize (slot_window.hpp).
+  struct Slot {
+    const wire::ManifestEntry* entry;  // in place: the offer's, a part's, or its copy in copied_
+    Dir* dir;                          // the directory that holds it
+    uint8_t staged = 0;                // 0, kInStaged (beneath a staged directory) or kStageRoot
+    uint8_t mode_set = 0;              // its temporary file got its final mode when it was made
+    bool keep = false;                 // PrepareOptions::keep
+    bool refresh = false;              // PrepareOptions::refresh
+    bool keep_existing = false;        // keep_existing()
+    bool link_skipped = false;         // decide_links
+    std::atomic<uint8_t> create_state{kCreated};
+    /// Without keep_parts, a file's bytes still to be written (its size at
+    /// prepare, -1 for none to write); the write that brings it to exactly
+    /// 0 sets the file's mtime. A copy written twice, a sparse file's holes
+    /// or bytes copied from an existing file leave it elsewhere, and
+    /// finalize sets the mtime as before.
+    std::atomic<int64_t> unwritten{-1};
+    /// Set aside by release_written: its entry, copied (the part it came in goes).
+    std::unique_ptr<const wire::ManifestEntry> copy;
+    Slot(const wire::ManifestEntry* e, Dir* d) : entry(e), dir(d) {}
+    Slot(Slot&& o) noexcept
+        : entry(o.entry), dir(o.dir), staged(o.staged), mode_set(o.mode_set), keep(o.keep), refresh(o.refresh),
+          keep_existing(o.keep_existing), link_skipped(o.link_skipped), create_state(o.create_state.load()),
+          unwritten(o.unwritten.load()), copy(std::move(o.copy)) {}
+  };
+  SlotWindow<Slot> slots_;
+  /// Entry i's slot (std::out_of_range for an entry forgotten: release_written).
+  Slot& slot(size_t i) {
+    Slot* s = slots_.find(i);
+    if (!s) throw std::out_of_range("entry " + std::to_string(i) + " was forgotten");
+    return *s;
+  }
+  const Slot& slot(size_t i) const { return const_cast<ReceiveTree*>(this)->slot(i); }
+  const wire::ManifestEntry& entry(size_t i) const { return *slot(i).entry; }
+  /// Not forgotten (release_written).
+  bool held(size_t i) const { return slots_.find(i) != nullptr; }
+  /// The entry's slot joins the tree (prepare, add_part), its directory counted.
+  Slot& add_slot(const wire::ManifestEntry& e, Dir* d) {
+    ++d->second.users;
+    return slots_.emplace_back(&e, d);
+  }
   wire::EntryParts parts_;
   /// release_written: the entries of parts let go that finalize still
-  /// needs, copied (a deque: they never move); the first entry of the
-  /// next part to let go, and its transfer offset.
-  std::deque<wire::ManifestEntry> copied_;
+  /// needs were copied (Slot::copy); the transfer offset of the next part
+  /// to let go.
+  size_t copied_ = 0;
   uint64_t release_offset_ = 0;
   size_t forgotten_ = 0;
+  /// In path order: the directories of the offer the walk has left (no
+  /// later entry lies beneath them), deepest first, until each is settled
+  /// (settle_directories) or left to finalize.
+  std::vector<size_t> dirs_left_;
+  /// release_written: each directory the walk has left, let go, beneath a
+  /// staged directory and with nothing held beneath it any more gets its
+  /// owner, group, xattrs, mode and mtime now and is forgotten (its parent
+  /// may follow). Under sealing_, exclusive.
+  void settle_directories();
+  bool settle_directory(size_t i);
   /// File entry i is whole, written once, its mode and mtime set, with no
   /// owner, group or xattrs to apply: once durable, finalize has nothing
   /// left to do for it but its name (finalize_file, release_written).
   bool written_and_set(size_t i) const;
+  /// The entries held (not forgotten), first to last: what finalize's steps go over.
+  std::vector<size_t> held_entries();
+  /// release_written, for a file beneath a staged directory whose every
+  /// byte is written: what finalize would do for it but its name and its
+  /// durability (made if empty, owner, group, xattrs, mode, mtime). False
+  /// if something failed: finalize tries again and says what.
+  bool settle_file(size_t i);
   std::atomic<uint64_t> total_{0};
   std::atomic<size_t> entry_count_{0}, file_count_{0};
   /// Part by part only, until close_parts: what the checks of later parts
   /// need of the earlier ones, the room counted.
   struct Growing {
     PathIndex seen;  // every path so far, by entry (the directories: by their entry's kind)
-    std::unordered_map<std::string, uint32_t> dir_index;  // a parent's path → its place in dir_names_
     std::unordered_map<std::string, std::string> staged;  // a staged directory's path → where it is on disk
+    /// In path order: the directory entries the last path lies beneath,
+    /// outermost first. One the walk leaves goes to dirs_left_ (and out
+    /// of `staged`): no later entry can lie beneath it.
+    struct Open {
+      std::string path;
+      size_t entry;
+    };
+    std::vector<Open> open;
     uint64_t data = 0;                                  // data bytes of the entries so far
     std::optional<uint64_t> avail;                      // free in the target at begin_parts, if known
     bool refused = false;  // a part was refused: no other may follow
@@ -345,55 +411,35 @@ class ReceiveTree {
     PathOrder order;
   };
   std::unique_ptr<Growing> growing_;
+  /// The walk (in path order) has come to `path`: the open directories it
+  /// does not lie beneath are left (dirs_left_).
+  void leave_directories(Growing& g, const std::string& path);
   LinkPolicy links_ = LinkPolicy::safe;  // part by part: decided at close_parts
   bool ordered_ = false;                  // part by part: the head's wire::Offer::ordered
   /// An entry's path, checked at prepare (parsed again when a call needs
   /// it: most files need only their leaf).
-  security::RelativePath rel(size_t entry) const { return security::RelativePath::parse(entries_[entry].path).value(); }
-  std::string leaf(size_t entry) const {
-    const std::string& p = entries_[entry].path;
+  security::RelativePath rel(size_t i) const { return security::RelativePath::parse(entry(i).path).value(); }
+  std::string leaf(size_t i) const {
+    const std::string& p = entry(i).path;
     return p.substr(p.rfind('/') + 1);  // npos + 1 == 0: a top-level name whole
   }
   std::string tag_;
   FileLayout layout_;
-  /// The directories that hold entries, each once: its relative path ("" for
-  /// the target), and where it is on disk until finalize (the same, or
-  /// beneath a staged directory's temporary name); by entry, its parent's
-  /// index (4 bytes an entry rather than a path each).
-  std::vector<std::string> dir_names_, disk_dir_names_;
-  std::vector<uint32_t> dir_of_;
-  const std::string& parent(size_t entry) const { return dir_names_[dir_of_[entry]]; }
-  const std::string& disk_parent(size_t entry) const { return disk_dir_names_[dir_of_[entry]]; }
-  static constexpr uint8_t kInStaged = 1, kStageRoot = 2;
-  std::vector<uint8_t> staged_;  // by entry: 0, kInStaged (beneath a staged directory) or kStageRoot
+  const std::string& parent(size_t i) const { return slot(i).dir->first; }
+  const std::string& disk_parent(size_t i) const { return slot(i).dir->second.disk; }
   struct StageRoot {
     size_t entry;           // the directory's entry
     std::string disk_path;  // relative to the target: its temporary name
   };
   std::vector<StageRoot> stage_roots_;  // outermost staged directories, renamed at finalize
-  /// Without keep_parts, by file entry: bytes still to be written (its size
-  /// at prepare, -1 for none to write); the write that brings it to exactly
-  /// 0 sets the file's mtime. A copy written twice, a sparse file's holes or
-  /// bytes copied from an existing file leave it elsewhere, and finalize sets
-  /// the mtime as before.
-  std::deque<std::atomic<int64_t>> unwritten_;  // empty with keep_parts
   DirCache dirs_;
   mode_t umask_;  // the process's, read once
   FdCache fds_;
   std::shared_mutex sealing_;  // write: shared; finalize: exclusive
   bool sealed_ = false;
-  std::vector<uint8_t> kept_;      // by entry (bytes, not bits: prepare's threads set them)
-  std::vector<uint8_t> mode_set_;  // by entry: its temporary file got its final mode when it was made
-  /// Without keep_parts, by entry: whether its temporary file is made yet
-  /// (prepare only checks; the first write makes it). Empty with keep_parts.
-  static constexpr uint8_t kCreated = 0, kToCreate = 1, kCreating = 2;
-  std::deque<std::atomic<uint8_t>> create_state_;
-  std::vector<int64_t> found_;  // by entry: part_size_found
+  std::vector<uint8_t> kept_;   // by entry, with keep_parts (bytes, not bits: prepare's threads set them)
+  std::vector<int64_t> found_;  // by entry, with keep_parts: part_size_found
   std::vector<SkippedLink> skipped_links_;
-  std::vector<bool> link_skipped_;  // by entry
-  std::vector<bool> keep_;           // by entry: PrepareOptions::keep
-  std::vector<bool> refresh_;        // by entry: PrepareOptions::refresh
-  std::vector<bool> keep_existing_;  // by entry: keep_existing()
   BackupOptions backup_;
   IdMapper ids_;
   std::vector<std::string> metadata_warnings_;

@@ -102,21 +102,9 @@ void ResumeRecorder::commit() {
     if (journal_gone_locked()) return;
   }
   // Every piece in the batch was written before it was reported, so one
-  // fdatasync per file it touched (one syncfs for many) makes all of them
-  // durable. Past kSyncEachFileUpTo files it is a syncfs whatever they are,
-  // so no more are listed: a journal that came late (an offer answered
-  // part by part gets it with its last part, which a walk held by its
-  // window sends near the end) finds nearly every piece waiting, and their
-  // files took ~40 bytes each at once (40 MB for a million; issue 18).
-  std::set<size_t> files;
-  for (const auto& r : batch) {
-    (void)tree_.layout().for_each(r.offset, r.length, [&](const Extent& x) {
-      files.insert(x.entry);
-      return files.size() <= ReceiveTree::kSyncEachFileUpTo;
-    });
-    if (files.size() > ReceiveTree::kSyncEachFileUpTo) break;
-  }
-  if (const int err = tree_.sync_files(files); err != 0) {
+  // fdatasync per file it touched (one syncfs for many, or for files the
+  // tree let go) makes all of them durable.
+  if (const int err = tree_.sync_pieces(batch); err != 0) {
     std::lock_guard j(journal_mu_);
     (void)give_up_locked(std::string("cannot make the received bytes durable: ") + std::strerror(err));
     return;

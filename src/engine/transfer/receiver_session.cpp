@@ -322,7 +322,7 @@ void ReceiverSession::run_job(session::PrepareOfferPart& a) {
   }
   if (const size_t gone = t->tree->release_written(verified); gone > 0)
     log_.write("entries_forgotten", {{"transfer", a.transfer}, {"entries", gone}, {"before_byte", verified},
-                                     {"held", t->tree->entry_count() - t->tree->entries_forgotten()}});
+                                     {"held", t->tree->entries_held()}, {"directories_held", t->tree->directories_held()}});
   if (!a.whole) return drive([&](session::Receiver& m) { m.handle_part_prepared(a.transfer, now()); });
   auto closing = finish_offer_parts(ctx, *t, a.whole);
   if (auto* no = std::get_if<wire::Refuse>(&closing)) return answer_offer(a.transfer, *no);
