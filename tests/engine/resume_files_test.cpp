@@ -785,19 +785,22 @@ TEST(ReceiveTreeOrdered, PartsWrittenAndVerifiedAreLetGoAndTheTreeArrivesWhole) 
   // A late copy of a piece over files forgotten is dropped: their bytes are on disk.
   ASSERT_EQ(t->write(0, std::vector<uint8_t>(300, 'B')), 0);
   // The rest, with one piece written twice before its part goes: that
-  // file, the read-only one and the empty one are settled as they go (their
-  // mtime, their mode, made), so they are forgotten too.
+  // file and the empty one are settled as they go (their mtime; made), so
+  // they are forgotten too.
   const uint64_t total = t->total();
   ASSERT_EQ(total, 121u * 100);
   ASSERT_EQ(t->write(first_three, std::vector<uint8_t>(total - first_three, 'A')), 0);
   ASSERT_EQ(t->write(total - 100, std::vector<uint8_t>(100, 'A')), 0);  // t/b/f159 twice
   EXPECT_EQ(t->entries_held(), 68u);  // the 66 entries of the parts not let go, and the copies of t and t/a
-  EXPECT_EQ(t->release_written(total), 64u);
-  EXPECT_EQ(t->entries_forgotten(), 122u);
-  EXPECT_EQ(t->entries_copied(), 4u);  // t, t/a, t/b and the link: finalize sets or makes them
-  EXPECT_EQ(t->entries_held(), 4u);    // nothing else is kept of the 126 entries
-  // The places of "" (t's), t (t/a's and t/b's) and t/a (the link's); t/b's
-  // went with its last file.
+  EXPECT_EQ(t->release_written(total), 63u);
+  EXPECT_EQ(t->entries_forgotten(), 121u);
+  // t, t/a, t/b, the link and the read-only file: finalize sets or makes
+  // them (a read-only file waits for it: a resume or a cleanup by a user
+  // who is not root must still be able to open it for writing).
+  EXPECT_EQ(t->entries_copied(), 5u);
+  EXPECT_EQ(t->entries_held(), 5u);  // nothing else is kept of the 126 entries
+  // The places of "" (t's), t (t/a's and t/b's) and t/a (the link's and
+  // the read-only file's); t/b's went with its last file.
   EXPECT_EQ(t->directories_held(), 3u);
   for (const auto& p : parts) EXPECT_TRUE(p.expired());
   // A later copy of any byte is dropped: the read-only file keeps its mode
@@ -840,14 +843,14 @@ TEST(ReceiveTreeOrdered, DirectoriesTheWalkHasLeftAreSettledFromTheLeavesUp) {
   };
   cuts.push_back(whole.entries.size());
   add(EntryKind::directory, "t", 0, 0750, 1500000000);
-  add(EntryKind::directory, "t/a", 0, 0555, 1500000001);  // read-only: nothing may be made in it after
+  add(EntryKind::directory, "t/a", 0, 0755, 1500000001);
   for (int i = 0; i < 20; ++i) add(EntryKind::file, "t/a/f" + std::to_string(10 + i), 50, 0644, 1600000000 + i);
   cuts.push_back(whole.entries.size());
   add(EntryKind::directory, "t/a/sub", 0, 0700, 1500000002);
   for (int i = 0; i < 5; ++i) add(EntryKind::file, "t/a/sub/g" + std::to_string(i), 50, 0600, 1600000100 + i);
   cuts.push_back(whole.entries.size());
   add(EntryKind::directory, "t/b", 0, 0711, 1500000003);
-  add(EntryKind::directory, "t/b/e", 0, 0500, 1500000004);  // empty
+  add(EntryKind::directory, "t/b/e", 0, 0700, 1500000004);  // empty
   for (int i = 0; i < 10; ++i) add(EntryKind::file, "t/b/h" + std::to_string(i), 50, 0640, 1600000200 + i);
   cuts.push_back(whole.entries.size());
   add(EntryKind::directory, "t/c", 0, 0755, 1500000005);
@@ -855,7 +858,11 @@ TEST(ReceiveTreeOrdered, DirectoriesTheWalkHasLeftAreSettledFromTheLeavesUp) {
   add(EntryKind::symlink, "t/c/link", 0, 0777, 1600000400);
   whole.entries.back().link_target = "i0";
   cuts.push_back(whole.entries.size());
-  add(EntryKind::file, "t/z", 50, 0644, 1600000500);
+  // Read-only: left to finalize (a resume reopens what is staged, a cleanup removes it).
+  add(EntryKind::directory, "t/r", 0, 0555, 1500000006);
+  add(EntryKind::file, "t/r/x", 50, 0444, 1600000500);
+  cuts.push_back(whole.entries.size());
+  add(EntryKind::file, "t/z", 50, 0644, 1600000600);
   cuts.push_back(whole.entries.size());
 
   auto t = std::move(std::get<0>(
@@ -867,7 +874,8 @@ TEST(ReceiveTreeOrdered, DirectoriesTheWalkHasLeftAreSettledFromTheLeavesUp) {
       3,  // and t/a/sub
       2,  // t/b is come to: t/a/sub, then t/a, are settled, and t/b/e (empty) with them; t, t/b
       3,  // t/c is come to: t/b goes; t, t/c, its link
-      3,  // t/z is come to: t/c stays for its link, t/z is forgotten
+      5,  // t/r is come to: t/c stays for its link; t/r and t/r/x wait for finalize
+      5,  // t/z is come to and forgotten
   };
   uint64_t written = 0;
   for (size_t k = 0; k + 1 < cuts.size(); ++k) {
@@ -877,8 +885,19 @@ TEST(ReceiveTreeOrdered, DirectoriesTheWalkHasLeftAreSettledFromTheLeavesUp) {
     (void)t->release_written(written);
     EXPECT_EQ(t->entries_held(), held_after[k]) << "after part " << k;
   }
-  EXPECT_EQ(t->entries_forgotten(), whole.entries.size() - 3);
-  EXPECT_EQ(t->directories_held(), 3u);  // "" (t's), t (t/c's), t/c (the link's)
+  EXPECT_EQ(t->entries_forgotten(), whole.entries.size() - 5);
+  EXPECT_EQ(t->directories_held(), 4u);  // "" (t's), t (t/c's, t/r's), t/c (the link's), t/r (its file's)
+  // Nothing staged was made read-only before finalize: a resume reopens
+  // every file of it for writing, a cleanup removes it, as any user.
+  size_t staged = 0;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(dir.path())) {
+    struct stat st {};
+    ASSERT_EQ(::lstat(f.path().c_str(), &st), 0);
+    if (S_ISLNK(st.st_mode)) continue;
+    EXPECT_EQ(st.st_mode & (S_ISDIR(st.st_mode) ? 0700 : 0600), S_ISDIR(st.st_mode) ? 0700u : 0600u) << f.path();
+    ++staged;
+  }
+  EXPECT_EQ(staged, whole.entries.size() - 1);  // all but the link, made at finalize
   ASSERT_FALSE(t->close_parts(std::make_shared<const wire::Offer>(wire::offer_fields(whole))));
   int err = 0;
   ASSERT_EQ(t->finalize(err), "") << std::strerror(err);
@@ -893,8 +912,7 @@ TEST(ReceiveTreeOrdered, DirectoriesTheWalkHasLeftAreSettledFromTheLeavesUp) {
     if (e.kind == EntryKind::file) EXPECT_EQ(static_cast<uint64_t>(st.st_size), e.size) << e.path;
   }
   EXPECT_EQ(std::filesystem::read_symlink(dir.path() / "t/c/link"), "i0");
-  // Read-only directories, made writable again to be removed.
-  for (const char* d : {"t/a", "t/a/sub", "t/b/e"}) ::chmod((dir.path() / d).c_str(), 0700);
+  ::chmod((dir.path() / "t/r").c_str(), 0700);  // to be removed
 }
 
 TEST(ReceiveTreeOrdered, AnOfferOutOfOrderOrWithAHardLinkIsRefused) {

@@ -1187,34 +1187,83 @@ size_t ReceiveTree::release_written(uint64_t verified_to) {
   const size_t before = forgotten_;
   std::unique_lock grow(sealing_);  // no write in progress reads an entry that goes here
   if (sealed_) return 0;
-  while (parts_.released() < parts_.parts().size()) {
-    const size_t k = parts_.released();
-    const std::vector<wire::ManifestEntry>& part = *parts_.parts()[k];
+  // 1. The parts whose bytes are all verified leave the window. A file
+  //    written once and set is forgotten at once (and its directory's place
+  //    with the last entry in it); one that finalize would still touch is
+  //    set aside to be settled in 2, its entry read in its part meanwhile;
+  //    the rest is set aside with a copy of its entry. From here on a later
+  //    copy of their bytes is dropped (write).
+  std::vector<size_t> settle;
+  size_t parts_done = parts_.released(), release_to = 0;
+  while (parts_done < parts_.parts().size()) {
+    const std::vector<wire::ManifestEntry>& part = *parts_.parts()[parts_done];
     uint64_t end = release_offset_;
     for (const auto& e : part)
       if (e.kind == wire::EntryKind::file) end += e.size;
     if (end > verified_to) break;
-    const size_t next = parts_.first_of(k) + part.size();
-    // Their slots leave the window: a file settled here is forgotten (and
-    // its directory's place with the last entry in it), the rest is set
-    // aside with a copy of its entry.
+    const size_t next = parts_.first_of(parts_done) + part.size();
     slots_.let_go_before(next, [&](size_t i, Slot& s) {
-      if (s.staged == kInStaged && settle_file(i)) {
-        if (--s.dir->second.users == 0) places_.erase(places_.find(s.dir->first));
-        ++forgotten_;
+      if (s.staged == kInStaged && written_and_set(i)) {
+        forget(s);
         return false;
       }
-      s.copy = std::make_unique<const wire::ManifestEntry>(*s.entry);
-      s.entry = s.copy.get();
-      ++copied_;
+      if (s.staged == kInStaged && s.entry->kind == wire::EntryKind::file && settles_early(*s.entry)) settle.push_back(i);
+      else keep_copy(s);
       return true;
     });
-    layout_.release_before(next);  // a later copy of their bytes is dropped (write)
+    layout_.release_before(next);
     release_offset_ = end;
-    parts_.release_before(next);
+    release_to = next;
+    ++parts_done;
   }
-  settle_directories();
+  // 2. Settled outside the lock (their system calls would hold every lane's
+  //    writes), then forgotten; a directory the walk has left becomes ready
+  //    once what lay beneath it is forgotten, so this goes round from the
+  //    leaves up. What fails is copied and left to finalize, which tries
+  //    again and says why.
+  for (ready_directories(settle); !settle.empty(); ready_directories(settle)) {
+    grow.unlock();
+    std::vector<uint8_t> done(settle.size());
+    for (size_t k = 0; k < settle.size(); ++k)
+      done[k] = entry(settle[k]).kind == wire::EntryKind::directory ? settle_directory(settle[k]) : settle_file(settle[k]);
+    grow.lock();
+    for (size_t k = 0; k < settle.size(); ++k) {
+      Slot& s = slot(settle[k]);
+      if (!done[k]) {
+        if (!s.copy) keep_copy(s);
+        continue;
+      }
+      if (s.entry->kind == wire::EntryKind::directory)  // its own place, if one is left with nothing in it
+        if (auto own = places_.find(s.entry->path); own != places_.end() && own->second.users == 0) places_.erase(own);
+      forget(s);
+      slots_.forget_aside(settle[k]);
+    }
+    settle.clear();
+  }
+  // Every entry of those parts now has its copy, or is gone: the parts go.
+  if (release_to > 0) parts_.release_before(release_to);
   return forgotten_ - before;
+}
+
+void ReceiveTree::forget(Slot& s) {
+  if (--s.dir->second.users == 0) places_.erase(places_.find(s.dir->first));
+  ++forgotten_;
+}
+
+void ReceiveTree::keep_copy(Slot& s) {
+  s.copy = std::make_unique<const wire::ManifestEntry>(*s.entry);
+  s.entry = s.copy.get();
+  ++copied_;
+}
+
+bool ReceiveTree::settles_early(const wire::ManifestEntry& e) {
+  // Only while its owner may still write it (a directory: make and remove
+  // names in it): a resume reopens what is staged for writing, and an
+  // abandoned staged tree is removed (debris.hpp), neither of which a
+  // receiver that is not root could do in a read-only file or directory.
+  // Those are left to finalize, as a hard link is.
+  if (e.kind == wire::EntryKind::directory) return (e.mode & 0700) == 0700;
+  return e.kind == wire::EntryKind::file && !e.hard_link_to && (e.mode & 0600) == 0600 && (e.mode & 07000) == 0;
 }
 
 void ReceiveTree::leave_directories(Growing& g, const std::string& path) {
@@ -1225,27 +1274,24 @@ void ReceiveTree::leave_directories(Growing& g, const std::string& path) {
   }
 }
 
-void ReceiveTree::settle_directories() {
+void ReceiveTree::ready_directories(std::vector<size_t>& settle) {
   // dirs_left_ is deepest first (a directory is left with or after those
-  // beneath it), so one pass settles a subtree from its leaves up.
+  // beneath it): the directories ready now, with nothing held beneath them.
   size_t still = 0;
   for (const size_t d : dirs_left_) {
     if (d >= slots_.base()) {  // not let go yet, nor anything beneath it
       dirs_left_[still++] = d;
       continue;
     }
-    Slot* s = slots_.find(d);
-    if (!s || s->staged != kInStaged) continue;  // a staged directory itself is renamed at finalize
+    const Slot* s = slots_.find(d);
+    // A staged directory itself is renamed at finalize; a read-only one is settled there.
+    if (!s || s->staged != kInStaged || !settles_early(*s->entry)) continue;
     const auto place = places_.find(s->entry->path);
     if (place != places_.end() && place->second.users > 0) {  // something beneath it still held
       dirs_left_[still++] = d;
       continue;
     }
-    if (!settle_directory(d)) continue;  // finalize tries again and says what failed
-    if (place != places_.end()) places_.erase(place);
-    if (--s->dir->second.users == 0) places_.erase(places_.find(s->dir->first));
-    slots_.forget_aside(d);
-    ++forgotten_;
+    settle.push_back(d);
   }
   dirs_left_.resize(still);
 }

@@ -163,13 +163,17 @@ class ReceiveTree {
   /// Part by part, an offer in path order (wire::Offer::ordered: no entry
   /// links to another): lets go of the parts whose every byte lies before
   /// `verified_to` (every byte before it verified and written, or a hole:
-  /// session::Receiver::verified_prefix). Of their entries, a file whose
-  /// every byte was written once, its mode and mtime set, beneath a staged
-  /// directory (finalize has nothing left to do for it) is forgotten; the
-  /// others (directories, links, empty files, files finalize still
-  /// touches) are copied, one by one. A later copy of a piece over a file
-  /// forgotten is dropped: its bytes are on disk. Control thread; returns
-  /// the entries forgotten.
+  /// session::Receiver::verified_prefix), and their slots (slot_window.hpp).
+  /// Beneath a staged directory, a file is settled — given now what
+  /// finalize would give it: made if empty, owner, group, xattrs, mode,
+  /// mtime; nothing for one written once whose mode and mtime are set —
+  /// and forgotten, and so is a directory once the walk has left it and
+  /// everything beneath it is forgotten, from the leaves up. The others
+  /// (links, the staged directories themselves, entries outside a staged
+  /// directory, read-only ones, what failed to settle) are copied, one by
+  /// one, for finalize. A later copy of a piece over a file let go is
+  /// dropped: its bytes are on disk, verified. Control thread, as
+  /// finalize; returns the entries forgotten.
   size_t release_written(uint64_t verified_to);
   /// Entries forgotten so far (release_written), and copied.
   size_t entries_forgotten() const { return forgotten_; }
@@ -265,7 +269,7 @@ class ReceiveTree {
   int write_whole(const Extent& x, const uint8_t* p);
   /// Makes the entry's temporary file in `dir` (empty; a sparse one sized).
   security::UniqueFd create_temp(int dir, size_t entry, std::string& error);
-  /// Gives a temporary file its final mode when that keeps it writable (mode_set_).
+  /// Gives a temporary file its final mode when that keeps it writable (Slot::mode_set).
   void set_final_mode(int fd, size_t entry);
   /// A directory entry made on disk (or its staged temporary name), with
   /// whatever is missing above it (prepare, add_part).
@@ -290,7 +294,7 @@ class ReceiveTree {
   /// The temporary file's name in its directory: ".braid-<tag>-<entry>.part",
   /// or its final leaf in a staged directory.
   std::string temp_leaf(size_t entry) const;
-  /// Decides which directories are staged (prepare); sets disk_dir_names_ and staged_.
+  /// Decides which directories are staged (prepare): their places' disk paths, the slots' staged.
   void plan_staging(size_t files);
   /// Where an entry is on disk until finalize, relative to the target.
   std::string disk_path(size_t entry) const;
@@ -320,7 +324,7 @@ class ReceiveTree {
   Places places_;
   /// What the tree keeps of one entry until finalize (slot_window.hpp).
   struct Slot {
-    const wire::ManifestEntry* entry;  // in place: the offer's, a part's, or its copy in copied_
+    const wire::ManifestEntry* entry;  // in place: the offer's, a part's, or `copy`
     Dir* dir;                          // the directory that holds it
     uint8_t staged = 0;                // 0, kInStaged (beneath a staged directory) or kStageRoot
     uint8_t mode_set = 0;              // its temporary file got its final mode when it was made
@@ -367,14 +371,20 @@ class ReceiveTree {
   uint64_t release_offset_ = 0;
   size_t forgotten_ = 0;
   /// In path order: the directories of the offer the walk has left (no
-  /// later entry lies beneath them), deepest first, until each is settled
-  /// (settle_directories) or left to finalize.
+  /// later entry lies beneath them), deepest first, until each is ready to
+  /// settle (ready_directories) or left to finalize.
   std::vector<size_t> dirs_left_;
-  /// release_written: each directory the walk has left, let go, beneath a
-  /// staged directory and with nothing held beneath it any more gets its
-  /// owner, group, xattrs, mode and mtime now and is forgotten (its parent
-  /// may follow). Under sealing_, exclusive.
-  void settle_directories();
+  /// release_written: of dirs_left_, those let go, beneath a staged
+  /// directory, settled early and with nothing held beneath them any more
+  /// join `settle` (and leave dirs_left_). Under sealing_, exclusive.
+  void ready_directories(std::vector<size_t>& settle);
+  /// release_written: what finalize's last steps would do for a file whose
+  /// every byte is written or a directory with nothing left to make in it,
+  /// beneath a staged directory (made if empty; owner, group, xattrs,
+  /// mode, mtime). False if something failed: finalize tries again and
+  /// says what. Control thread, without the lock (the entry is let go:
+  /// no lane writes it).
+  bool settle_file(size_t i);
   bool settle_directory(size_t i);
   /// File entry i is whole, written once, its mode and mtime set, with no
   /// owner, group or xattrs to apply: once durable, finalize has nothing
@@ -382,11 +392,12 @@ class ReceiveTree {
   bool written_and_set(size_t i) const;
   /// The entries held (not forgotten), first to last: what finalize's steps go over.
   std::vector<size_t> held_entries();
-  /// release_written, for a file beneath a staged directory whose every
-  /// byte is written: what finalize would do for it but its name and its
-  /// durability (made if empty, owner, group, xattrs, mode, mtime). False
-  /// if something failed: finalize tries again and says what.
-  bool settle_file(size_t i);
+  /// A slot that goes: its directory's place with the last one in it.
+  void forget(Slot& s);
+  /// A slot set aside for finalize: its entry copied (its part goes).
+  void keep_copy(Slot& s);
+  /// Whether release_written settles such an entry itself (else finalize does).
+  static bool settles_early(const wire::ManifestEntry& e);
   std::atomic<uint64_t> total_{0};
   std::atomic<size_t> entry_count_{0}, file_count_{0};
   /// Part by part only, until close_parts: what the checks of later parts

@@ -68,12 +68,6 @@ class SlotWindow {
     for (auto& [i, s] : aside_) fn(i, s);
     for (size_t k = 0; k < window_.size(); ++k) fn(base_ + k, window_[k]);
   }
-  /// The same, last to first.
-  template <class Fn>
-  void for_each_reverse(Fn fn) {
-    for (size_t k = window_.size(); k-- > 0;) fn(base_ + k, window_[k]);
-    for (auto it = aside_.rbegin(); it != aside_.rend(); ++it) fn(it->first, it->second);
-  }
 
  private:
   std::deque<Slot> window_;       // entries [base_, size())
