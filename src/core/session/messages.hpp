@@ -19,7 +19,7 @@ using ToReceiver = std::variant<wire::LaneJoin, wire::Offer, wire::LaneClosed, w
 /// Receiver -> sender.
 using ToSender = std::variant<wire::LaneWelcome, wire::Addresses, wire::Accept, wire::Refuse, wire::Ack,
                               wire::LaneClosed, wire::TransferResult, wire::ErrorMessage, wire::UdpReady,
-                              wire::LaneAck, wire::AcceptPart>;
+                              wire::LaneAck, wire::AcceptPart, wire::AcceptFiles>;
 
 /// A verified piece: where it lies in the transfer and its hash. The same
 /// fields as a held range, which is a piece record from an earlier run.

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/session/sync.hpp"
+#include "core/wire/protocol_needs.hpp"
 
 namespace braid::session {
 
@@ -172,7 +173,7 @@ void Receiver::handle_message(LaneNo on, ToReceiver&& msg, Time now) {
             // we have are ignored; what was accepted of it is said again
             // (that answer may have died with the lane).
             if (it->second.answer)
-              std::visit([&](const auto& a) { reply(on, a); }, *it->second.answer);
+              send_answer(on, *it->second.answer);
             else if (it->second.view.early_entries > 0)
               reply(on, wire::AcceptPart{m.transfer_id, it->second.view.early_entries});
             return;
@@ -445,6 +446,12 @@ void Receiver::handle_offer_prepared(uint32_t id, std::variant<wire::Accept, wir
   if (t.early && std::holds_alternative<wire::Accept>(answer) && !(t.part_out && t.whole_out)) return;
   t.part_out = false;
   if (t.early && t.failed) return;  // abandoned already (cancelled, the session ended)
+  if (auto* a = std::get_if<wire::Accept>(&answer);
+      a && a->files.size() > cfg_.verdicts_per_accept && !t.offer->verdicts_apart)
+    answer = wire::Refuse{id, wire::RefuseReason::bad_offer,
+                          "this sync has " + std::to_string(a->files.size()) + " files here to compare, more than the " +
+                              std::to_string(cfg_.verdicts_per_accept) +
+                              " an older braid takes in one answer: run braid 11 or newer on the sender"};
   if (auto* a = std::get_if<wire::Accept>(&answer)) {
     a->transfer_id = id;
     t.held = a->held;
@@ -492,7 +499,25 @@ void Receiver::handle_offer_prepared(uint32_t id, std::variant<wire::Accept, wir
     }
     return;
   }
-  std::visit([&](const auto& a) { reply(t.asked_on, a); }, answer);
+  send_answer(t.asked_on, answer);
+}
+
+void Receiver::send_answer(LaneNo preferred, const std::variant<wire::Accept, wire::Refuse>& answer) {
+  const auto* a = std::get_if<wire::Accept>(&answer);
+  const size_t per = std::max<size_t>(cfg_.verdicts_per_accept, 1);
+  if (!a || a->files.size() <= per) return std::visit([&](const auto& m) { reply(preferred, m); }, answer);
+  // The last `per` verdicts stay in the accept, the ones before go ahead
+  // of it, in order (handle_offer_prepared refused an offer that does not
+  // take them so).
+  const size_t before = a->files.size() - per;
+  for (size_t from = 0; from < before; from += per) {
+    const size_t to = std::min(before, from + per);
+    reply(preferred, wire::AcceptFiles{a->transfer_id, {a->files.begin() + static_cast<ptrdiff_t>(from),
+                                                        a->files.begin() + static_cast<ptrdiff_t>(to)}});
+  }
+  wire::Accept last = *a;
+  last.files.erase(last.files.begin(), last.files.begin() + static_cast<ptrdiff_t>(before));
+  reply(preferred, std::move(last));
 }
 
 void Receiver::handle_piece_verified(LaneNo lane, uint32_t id, uint32_t piece, const PieceRecord& record,

@@ -58,6 +58,10 @@ struct ReceiverConfig {
   /// tests fake an older one), and the newest its lanes' joins may say: an
   /// older braid refuses a join newer than itself.
   uint32_t protocol = wire::kProtocolVersion;
+  /// A sync's verdicts one accept lists; the ones before go ahead of it in
+  /// accept_files frames of as many (protocol 11). The wire's limit; a test
+  /// makes it small.
+  size_t verdicts_per_accept = wire::kMaxManifestEntries;
   /// The engine prepares an offer part by part (PrepareOfferPart): a sender
   /// that asks (protocol 9, wire::Offer::early_answers) gets each part
   /// answered as it comes (wire::AcceptPart) and sends pieces of those
@@ -300,6 +304,9 @@ class Receiver {
   Lane* find(LaneNo id);
   std::optional<LaneNo> reply_lane(LaneNo preferred) const;
   void reply(LaneNo preferred, ToSender msg);
+  /// An offer's answer: a sync's verdicts beyond what one accept may list
+  /// go first in accept_files frames (protocol 11).
+  void send_answer(LaneNo preferred, const std::variant<wire::Accept, wire::Refuse>& answer);
   void close_lane(Lane& lane, const std::string& reason, bool announce, Time now);
   size_t counted_lanes() const;
   std::string lane_limit() const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <utility>
 
 #include "core/policy_registry.hpp"
 #include "core/session/rate_split.hpp"
@@ -181,6 +182,7 @@ std::optional<uint32_t> Sender::start_transfer(TransferSpec spec, Time now) {
   t->offer.early_answers = spec.streamed && spec.early_pieces && wire::takes_early_answers(cfg_.peer) &&
                            !spec.answer_only && !spec.discard && spec.sync == wire::SyncOptions{};
   t->offer.ordered = t->offer.early_answers && spec.ordered && wire::takes_ordered_entries(cfg_.peer);
+  t->offer.verdicts_apart = spec.sync.sync && wire::takes_verdicts_apart(cfg_.peer);
   t->last = spec.last;
   transfer_ = std::move(t);
   if (transfer_->streaming) {
@@ -844,7 +846,7 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
             // the pieces in flight are dropped with the transfer.
             TransferOutcome o = make_outcome(TransferOutcome::End::refused, m.message);
             o.refusal = m.reason;
-            end_transfer(std::move(o));
+            return end_transfer(std::move(o));
           } else if (transfer_->awaiting_final) {
             // Answered part by part: the closing accept has nothing to add
             // but the rest of the entries (a resume or a sync is not
@@ -859,35 +861,61 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
             grow_plan(t, Bytes(t.total_bytes));
             push(Note{"accepted_whole", on, "the rest of the offer, after its parts"});
             drain_scheduler(now);
-          } else if (const std::string bad =
-                         sync::check_decisions(transfer_->entries().whole(), transfer_->offer.sync.sync, m.files);
-                     !bad.empty()) {
-            end_transfer(make_outcome(TransferOutcome::End::peer_error, bad));
-          } else if (transfer_->answer_only) {
-            TransferOutcome o = make_outcome(TransferOutcome::End::answered, "accepted");
-            o.accepted = true;
-            o.held = m.held;
-            o.files = m.files;
-            o.extraneous_count = m.extraneous_count;
-            o.extraneous = m.extraneous;
-            end_transfer(std::move(o));
-          } else {
-            Transfer& t = *transfer_;
-            t.files = m.files;
-            t.kept = sync::kept_records(t.entries().whole(), t.offer.chunk_size, m.files);
-            t.extraneous_count = m.extraneous_count;
-            t.sched = std::make_unique<core::Scheduler>(
-                core::ChunkPlan(Bytes(t.total_bytes), Bytes(t.offer.chunk_size)), std::move(t.policy));
-            t.hashes.assign(t.sched->plan().piece_count(), std::nullopt);
-            if (!m.held.empty()) {
-              t.phase = Transfer::Phase::checking;
-              push(CheckHeld{t.id, m.held});
+            return;
+          }
+          if constexpr (std::is_same_v<M, wire::Accept>) {
+            // The verdicts that came ahead of it (protocol 11), then its own.
+            std::vector<wire::FileDecision> joined;
+            if (!transfer_->files_ahead.empty()) {
+              joined = std::exchange(transfer_->files_ahead, {});
+              joined.insert(joined.end(), m.files.begin(), m.files.end());
+            }
+            const std::vector<wire::FileDecision>& files = joined.empty() ? m.files : joined;
+            if (const std::string bad = sync::check_decisions(transfer_->entries().whole(), transfer_->offer.sync.sync, files);
+                !bad.empty()) {
+              end_transfer(make_outcome(TransferOutcome::End::peer_error, bad));
+            } else if (transfer_->answer_only) {
+              TransferOutcome o = make_outcome(TransferOutcome::End::answered, "accepted");
+              o.accepted = true;
+              o.held = m.held;
+              o.files = files;
+              o.extraneous_count = m.extraneous_count;
+              o.extraneous = m.extraneous;
+              end_transfer(std::move(o));
             } else {
-              handle_held_checked(t.id, {}, 0, now);
+              Transfer& t = *transfer_;
+              t.files = files;
+              t.kept = sync::kept_records(t.entries().whole(), t.offer.chunk_size, files);
+              t.extraneous_count = m.extraneous_count;
+              t.sched = std::make_unique<core::Scheduler>(
+                  core::ChunkPlan(Bytes(t.total_bytes), Bytes(t.offer.chunk_size)), std::move(t.policy));
+              t.hashes.assign(t.sched->plan().piece_count(), std::nullopt);
+              if (!m.held.empty()) {
+                t.phase = Transfer::Phase::checking;
+                push(CheckHeld{t.id, m.held});
+              } else {
+                handle_held_checked(t.id, {}, 0, now);
+              }
             }
           }
         } else if constexpr (std::is_same_v<M, wire::AcceptPart>) {
           early_accept(m, on, now);
+        } else if constexpr (std::is_same_v<M, wire::AcceptFiles>) {
+          if (!transfer_ || transfer_->ended || m.transfer_id != transfer_->id || transfer_->phase != Transfer::Phase::offered)
+            return;
+          // Only ahead of the accept of a whole offer the receiver has seen
+          // (not one answered part by part: that holds no verdicts), in
+          // order, and no more than the offer has entries.
+          Transfer& t = *transfer_;
+          if (t.streaming || t.awaiting_final || t.early_entries > 0)
+            return end_transfer(make_outcome(TransferOutcome::End::peer_error, "the receiver sent verdicts for an offer it answers part by part"));
+          // One that is not after the last held starts the answer again (to
+          // the offer sent again when a lane died under it): the same
+          // verdicts come again, from the first, and the accept after them.
+          if (!t.files_ahead.empty() && m.files.front().entry <= t.files_ahead.back().entry) t.files_ahead.clear();
+          if (t.files_ahead.size() + m.files.size() > t.entries().size())
+            return end_transfer(make_outcome(TransferOutcome::End::peer_error, "the receiver sent more verdicts than the offer has entries"));
+          t.files_ahead.insert(t.files_ahead.end(), m.files.begin(), m.files.end());
         } else if constexpr (std::is_same_v<M, wire::Ack>) {
           if (!transfer_ || transfer_->ended || !transfer_->sched || m.transfer_id != transfer_->id) return;
           if (m.status == wire::AckStatus::hash_mismatch)

@@ -555,6 +555,8 @@ class Sender {
     uint64_t resumed_bytes = 0, resume_rejected_bytes = 0, resumed_ranges = 0;
     // Sync: the receiver's verdicts, and the records of the files it keeps.
     std::vector<wire::FileDecision> files;
+    /// Protocol 11: verdicts that came ahead of the accept (wire::AcceptFiles).
+    std::vector<wire::FileDecision> files_ahead;
     std::vector<wire::HeldRange> kept;
     std::vector<wire::HeldRange> reused;  // held ranges that matched the source, by offset
     uint64_t kept_bytes = 0;

@@ -26,6 +26,33 @@ void get_digest(ByteReader& r, Digest& d) {
 
 bool finish(const ByteReader& r) { return r.ok() && r.at_end(); }
 
+/// A sync's file verdicts (accept, accept_files): u32 n, then n records of
+/// u32 entry and u8 verdict, the entries strictly increasing.
+void put_decisions(ByteWriter& w, const std::vector<FileDecision>& files) {
+  w.u32(static_cast<uint32_t>(files.size()));
+  for (const auto& f : files) {
+    w.u32(f.entry);
+    w.u8(static_cast<uint8_t>(f.verdict));
+  }
+}
+
+bool get_decisions(ByteReader& r, std::vector<FileDecision>& files) {
+  const uint32_t n = r.u32();
+  if (!r.ok() || n > kMaxManifestEntries || n > r.remaining() / 5) return false;
+  files.clear();
+  files.reserve(n);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    FileDecision f;
+    f.entry = r.u32();
+    const uint8_t v = r.u8();
+    if (v < 1 || v > 4) return false;
+    f.verdict = static_cast<FileVerdict>(v);
+    if (!files.empty() && f.entry <= files.back().entry) return false;
+    files.push_back(f);
+  }
+  return r.ok();
+}
+
 /// The offer's entry details, after its flags byte (protocol 5; kinds 3-5 since 6): u32 n, then
 /// n records of u32 entry, u8 kind and the kind's fields, by (entry, kind)
 /// strictly increasing. Kinds: 1 data ranges (u32 k, k × u64 offset, u64
@@ -233,6 +260,8 @@ constexpr uint8_t kOfferFlagsKnown = 0xff;
 constexpr uint8_t kOfferEarlyAnswers = 1;
 /// Bit 1 (protocol 10, with bit 0 only): the entries come in path order (Offer::ordered).
 constexpr uint8_t kOfferOrdered = 2;
+/// Bit 2 (protocol 11): Offer::verdicts_apart; with or without bit 0.
+constexpr uint8_t kOfferVerdictsApart = 4;
 
 uint8_t offer_flags(const Offer& m) {
   const SyncOptions& s = m.sync;
@@ -311,6 +340,7 @@ Offer offer_fields(const Offer& offer) {
   fields.continued = offer.continued;
   fields.early_answers = offer.early_answers;
   fields.ordered = offer.ordered;
+  fields.verdicts_apart = offer.verdicts_apart;
   fields.version = offer.version;
   return fields;
 }
@@ -368,6 +398,7 @@ Offer offer_head(const Offer& fields, std::span<const ManifestEntry> entries, co
   head.continued = cuts.size() > 2;
   head.early_answers = fields.early_answers && head.continued;
   head.ordered = fields.ordered && head.early_answers;
+  head.verdicts_apart = fields.verdicts_apart;
   return head;
 }
 
@@ -517,11 +548,13 @@ void put_offer(ByteWriter& w, const Offer& m, const Entries& entries, AfterEntry
   put_details(w, entries, after_entry);
   // Protocol 8; nothing when no backup is asked, so such an offer is a
   // protocol-7 one. Protocol 9's options byte follows them (then always there).
-  if (m.sync.backup() || m.early_answers) {
+  if (m.sync.backup() || m.early_answers || m.verdicts_apart) {
     w.bytes(m.sync.backup_suffix);
     w.bytes(m.sync.backup_dir);
   }
-  if (m.early_answers) w.u8(kOfferEarlyAnswers | (m.ordered ? kOfferOrdered : 0));
+  if (m.early_answers || m.verdicts_apart)
+    w.u8((m.early_answers ? kOfferEarlyAnswers | (m.ordered ? kOfferOrdered : 0) : 0) |
+         (m.verdicts_apart ? kOfferVerdictsApart : 0));
 }
 
 /// encode_streamed hands its bytes on from this many: a few hundred
@@ -562,6 +595,12 @@ void encode_streamed(const Offer& fields, const EntryParts& entries, const ByteS
   encode_offer_streamed(fields, entries, sink);
 }
 
+void encode(const AcceptFiles& m, std::vector<uint8_t>& out) {
+  ByteWriter w(out);
+  w.u32(m.transfer_id);
+  put_decisions(w, m.files);
+}
+
 void encode(const AcceptPart& m, std::vector<uint8_t>& out) {
   ByteWriter w(out);
   w.u32(m.transfer_id);
@@ -594,11 +633,7 @@ void encode(const Accept& m, std::vector<uint8_t>& out) {
     w.u64(m.held[i].length);
     put_digest(w, m.held[i].hash);
   }
-  w.u32(static_cast<uint32_t>(m.files.size()));
-  for (const auto& f : m.files) {
-    w.u32(f.entry);
-    w.u8(static_cast<uint8_t>(f.verdict));
-  }
+  put_decisions(w, m.files);
   w.u32(m.extraneous_count);
   const size_t listed = std::min(m.extraneous.size(), kMaxListedExtraneous);
   w.u32(static_cast<uint32_t>(listed));
@@ -733,6 +768,7 @@ bool decode(std::span<const uint8_t> in, Offer& m) {
   m.sync = {};
   m.early_answers = false;
   m.ordered = false;
+  m.verdicts_apart = false;
   m.version = kProtocolVersion;
   if (r.ok() && r.at_end()) {  // no flags byte: a sender of protocol 3
     m.version = 3;
@@ -758,14 +794,25 @@ bool decode(std::span<const uint8_t> in, Offer& m) {
     // Empty backup options only in front of the options byte (protocol 9).
     if (r.ok() && !r.at_end()) {
       const uint8_t options = r.u8();
-      if ((options & ~kOfferOrdered) != kOfferEarlyAnswers || !m.continued) return false;
-      m.early_answers = true;
+      m.early_answers = options & kOfferEarlyAnswers;
       m.ordered = options & kOfferOrdered;
+      m.verdicts_apart = options & kOfferVerdictsApart;
+      // A bit of its own at least; the order only with early answers, which
+      // only a continued offer asks for.
+      if ((options & ~(kOfferEarlyAnswers | kOfferOrdered | kOfferVerdictsApart)) || (!m.early_answers && !m.verdicts_apart) ||
+          (m.ordered && !m.early_answers) || (m.early_answers && !m.continued))
+        return false;
     } else if (!m.sync.backup()) {
       return false;
     }
   }
   return finish(r);
+}
+
+bool decode(std::span<const uint8_t> in, AcceptFiles& m) {
+  ByteReader r(in);
+  m.transfer_id = r.u32();
+  return get_decisions(r, m.files) && !m.files.empty() && finish(r);
 }
 
 bool decode(std::span<const uint8_t> in, AcceptPart& m) {
@@ -804,19 +851,7 @@ bool decode(std::span<const uint8_t> in, Accept& m) {
     if (h.length == 0 || h.offset > UINT64_MAX - h.length) return false;
     m.held.push_back(h);
   }
-  const uint32_t files = r.u32();
-  if (!r.ok() || files > kMaxManifestEntries || files > r.remaining() / 5) return false;
-  m.files.clear();
-  m.files.reserve(files);
-  for (uint32_t i = 0; i < files && r.ok(); ++i) {
-    FileDecision f;
-    f.entry = r.u32();
-    const uint8_t v = r.u8();
-    if (v < 1 || v > 4) return false;
-    f.verdict = static_cast<FileVerdict>(v);
-    if (!m.files.empty() && f.entry <= m.files.back().entry) return false;
-    m.files.push_back(f);
-  }
+  if (!get_decisions(r, m.files)) return false;
   m.extraneous_count = r.u32();
   const uint32_t listed = r.u32();
   if (!r.ok() || listed > kMaxListedExtraneous || listed > m.extraneous_count || listed > r.remaining() / 4)

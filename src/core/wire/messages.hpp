@@ -67,6 +67,7 @@ enum class FrameType : uint8_t {
   cancel = 19,
   offer_part = 20,
   accept_part = 21,
+  accept_files = 22,
 };
 
 /// 2: UDP lanes (udp_open, udp_ready, udp_piece, lane_ack).
@@ -103,7 +104,14 @@ enum class FrameType : uint8_t {
 ///    checks the order instead of holding every path, and lets go of the
 ///    entries it has written (issue 18). A sender says it only to a
 ///    receiver that said 10.
-constexpr uint32_t kProtocolVersion = 10;
+/// 11: a sync's verdicts in several frames: the receiver of a sync whose
+///    target holds more files of the offer than one accept may list
+///    (kMaxManifestEntries) sends the first of its verdicts in accept_files
+///    frames right before the accept, which lists the rest — when the
+///    offer says its sender takes them so (Offer::verdicts_apart, bit 2
+///    of the options byte, which a sync's offer to a receiver that said 11
+///    has). An older sender is refused, in a line that says why.
+constexpr uint32_t kProtocolVersion = 11;
 /// The last protocol whose receivers do not say theirs: a receiver that
 /// says nothing speaks this one or an older one.
 constexpr uint32_t kLastSilentProtocol = 7;
@@ -394,6 +402,11 @@ struct Offer {
   /// directory's entries right after it, by name) and none is a hard link.
   /// Bit 1 of the options byte.
   bool ordered = false;
+  /// Protocol 11, a sync's offer: its sender takes the receiver's verdicts
+  /// in several frames (AcceptFiles ahead of the accept). Bit 2 of the
+  /// options byte, which such an offer then has; said only to a receiver
+  /// that said 11.
+  bool verdicts_apart = false;
   /// Not encoded: decode says 3 for an offer that ends after its entries
   /// (a sender of protocol 3, before sync) and 4 for one that ends after
   /// its flags byte (before entry details), so the receiver can refuse it
@@ -493,6 +506,17 @@ struct Accept {
   /// first kMaxListedExtraneous of them.
   uint32_t extraneous_count = 0;
   std::vector<std::string> extraneous{};
+};
+
+/// Protocol 11: verdicts of a sync's accept that come before it, in order
+/// (each frame's entries after the last one's, the accept's after all of
+/// them), when there are more than one accept may list. Each carries at
+/// least one and at most kMaxManifestEntries.
+struct AcceptFiles {
+  static constexpr FrameType kType = FrameType::accept_files;
+  uint32_t transfer_id = 0;
+  std::vector<FileDecision> files;
+  bool operator==(const AcceptFiles&) const = default;
 };
 
 /// Protocol 9, to an offer with early_answers: the receiver checked the
@@ -676,6 +700,7 @@ void encode(const OfferPart& m, std::vector<uint8_t>& out);
 /// entries one after another (files::RunningKey) tells any two lists apart.
 void encode_entry(const ManifestEntry& e, std::vector<uint8_t>& out);
 void encode(const AcceptPart& m, std::vector<uint8_t>& out);
+void encode(const AcceptFiles& m, std::vector<uint8_t>& out);
 /// Takes an encoding's bytes piece by piece, in order.
 using ByteSink = std::function<void(std::span<const uint8_t>)>;
 /// encode(m) in pieces: `sink` gets the same bytes encode appends, in order,
@@ -709,6 +734,7 @@ bool decode(std::span<const uint8_t> in, UdpPiece& m);
 bool decode(std::span<const uint8_t> in, LaneAck& m);
 bool decode(std::span<const uint8_t> in, OfferPart& m);
 bool decode(std::span<const uint8_t> in, AcceptPart& m);
+bool decode(std::span<const uint8_t> in, AcceptFiles& m);
 /// Decodes the header at the start of a piece_data payload and checks it is
 /// self-consistent (data inside the piece, a hash of the right size on the
 /// last frame). `data_length` is the payload size minus the header.

@@ -53,4 +53,6 @@ bool takes_early_answers(const PeerProtocol& peer) { return peer.said && peer.ve
 
 bool takes_ordered_entries(const PeerProtocol& peer) { return peer.said && peer.version >= 10; }
 
+bool takes_verdicts_apart(const PeerProtocol& peer) { return peer.said && peer.version >= 11; }
+
 }  // namespace braid::wire

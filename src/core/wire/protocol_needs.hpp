@@ -53,5 +53,9 @@ uint32_t join_version(const PeerProtocol& peer);
 bool takes_early_answers(const PeerProtocol& peer);
 /// The same for entries said to come in path order (protocol 10, Offer::ordered).
 bool takes_ordered_entries(const PeerProtocol& peer);
+/// The same for a sync's verdicts in several frames (protocol 11,
+/// Offer::verdicts_apart, wire::AcceptFiles): needed only by a receiver
+/// with more than one accept may list, which refuses an older sender.
+bool takes_verdicts_apart(const PeerProtocol& peer);
 
 }  // namespace braid::wire

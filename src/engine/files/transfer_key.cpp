@@ -43,6 +43,7 @@ TransferKey key_of(const wire::Offer& offer, std::span<const wire::ManifestEntry
   // part of what it offers: a run that asks and one that does not find the
   // same journal.
   fields.early_answers = false;
+  fields.verdicts_apart = false;  // nor how its verdicts may come (protocol 11)
   PieceHasher h(wire::HashAlgo::sha256);
   wire::encode_streamed(fields, entries, [&h](std::span<const uint8_t> piece) { h.update(piece); });
   return sealed_key(h, sender_identity, kept);
@@ -82,6 +83,7 @@ TransferKey RunningKey::finish(const wire::Offer& fields, std::span<const uint8_
   f.early_answers = false;
   f.continued = false;
   f.ordered = false;
+  f.verdicts_apart = false;
   wire::ByteWriter(pending_).u64(count_);
   wire::encode(f, pending_);
   hash_.update(pending_);

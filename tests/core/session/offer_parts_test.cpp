@@ -443,7 +443,7 @@ TEST(EarlyAnswersWire, EntriesInPathOrderAreSaidBesideTheAsk) {
   ASSERT_TRUE(wire::decode(wire::encode_message(o), back));
   EXPECT_FALSE(back.ordered);
   // The options byte is the encoding's last: a bit nobody knows yet is refused.
-  bytes.back() |= 4;
+  bytes.back() |= 8;
   EXPECT_FALSE(wire::decode(bytes, back));
   bytes.back() = 2;  // the order without the ask
   EXPECT_FALSE(wire::decode(bytes, back));

@@ -299,6 +299,85 @@ TEST(SyncMachines, ADryRunEndsWithTheAnswerAndLeavesNothingToAbandon) {
   EXPECT_TRUE(drain<SendPiece>(s).empty());
 }
 
+// Protocol 11: a receiver with more verdicts than one accept may list
+// sends the first of them ahead of it (accept_files), when the offer says
+// its sender takes them so; the sender puts them together, also when the
+// answer comes again from its first frame (an offer sent again). An older
+// sender's offer is refused with the reason. One accept lists two here
+// (ReceiverConfig::verdicts_per_accept; the wire's 2^20 otherwise).
+TEST(SyncMachines, VerdictsBeyondOneAcceptGoAheadOfItToASenderThatTakesThem) {
+  auto through_wire = [](const auto& m) {  // encoded and decoded as a lane would
+    const session::Encoded e = session::encode(m);
+    return session::decode_to_sender(e.type, e.payload).value();
+  };
+  std::vector<wire::ManifestEntry> files;
+  for (int i = 0; i < 7; ++i) files.push_back(file("f" + std::to_string(i), MiB));
+  std::vector<wire::FileDecision> verdicts;
+  for (uint32_t i = 0; i < 5; ++i) verdicts.push_back({i, FileVerdict::unchanged});
+  for (const uint32_t peer : {11u, 10u}) {
+    SCOPED_TRACE("a receiver that said " + std::to_string(peer));
+    SenderConfig scfg;
+    scfg.root_hash = sum_root;
+    scfg.peer = {peer, true};
+    Sender s(scfg);
+    s.start(LaneTraits::tcp(), {LaneKind::tcp, "boot", "boot"}, t0);
+    TransferSpec spec;
+    spec.entries = files;
+    spec.sync = with_sync();
+    ASSERT_TRUE(s.start_transfer(std::move(spec), t0));
+    const auto offers = drain<SendMessage>(s);
+    ASSERT_EQ(offers.size(), 1u);
+    // Bit 2 of the options byte, to a receiver that said 11 only.
+    wire::Offer offer;
+    ASSERT_TRUE(wire::decode(wire::encode_message(std::get<wire::Offer>(offers[0].msg)), offer));
+    EXPECT_EQ(offer.verdicts_apart, peer >= 11);
+
+    ReceiverConfig rcfg;
+    rcfg.root_hash = sum_root;
+    rcfg.verdicts_per_accept = 2;
+    Receiver r(rcfg);
+    r.start(LaneTraits::tcp(), t0);
+    (void)r.poll_action();  // addresses
+    r.handle_message(0, offer, t0);
+    drain<PrepareOffer>(r);
+    r.handle_offer_prepared(1, wire::Accept{1, {}, verdicts, 0, {}}, t0);
+    const auto answers = drain<RecvSendMessage>(r);
+    if (peer < 11) {
+      ASSERT_EQ(answers.size(), 1u);
+      const auto* no = std::get_if<wire::Refuse>(&answers[0].msg);
+      ASSERT_NE(no, nullptr);
+      EXPECT_NE(no->message.find("5 files here to compare"), std::string::npos) << no->message;
+      EXPECT_NE(no->message.find("braid 11"), std::string::npos) << no->message;
+      continue;
+    }
+    // 5 verdicts: two frames ahead (2 and 1), then the accept with the last 2.
+    ASSERT_EQ(answers.size(), 3u);
+    const auto& first = std::get<wire::AcceptFiles>(answers[0].msg);
+    EXPECT_EQ(first.files, (std::vector<wire::FileDecision>(verdicts.begin(), verdicts.begin() + 2)));
+    EXPECT_EQ(std::get<wire::AcceptFiles>(answers[1].msg).files.size(), 1u);
+    EXPECT_EQ(std::get<wire::Accept>(answers[2].msg).files,
+              (std::vector<wire::FileDecision>(verdicts.begin() + 3, verdicts.end())));
+    // The first two frames, then the whole answer again from its first.
+    s.handle_message(0, through_wire(answers[0].msg), t0);
+    s.handle_message(0, through_wire(answers[1].msg), t0);
+    for (const auto& a : answers) s.handle_message(0, through_wire(a.msg), t0);
+    EXPECT_EQ(s.sync_files(), verdicts);
+    EXPECT_EQ(s.kept_bytes(), 5 * MiB);
+    ASSERT_NE(s.scheduler(), nullptr);  // the transfer goes on: f5 and f6 to send
+    EXPECT_EQ(s.scheduler()->plan().delivered_bytes().count(), 5 * MiB);
+    EXPECT_TRUE(drain<TransferEnded>(s).empty());
+  }
+  // Verdicts ahead are never empty, and in order.
+  wire::AcceptFiles bad{1, {{3, FileVerdict::unchanged}, {1, FileVerdict::unchanged}}};
+  wire::AcceptFiles back;
+  EXPECT_FALSE(wire::decode(wire::encode_message(bad), back));
+  bad.files.clear();
+  EXPECT_FALSE(wire::decode(wire::encode_message(bad), back));
+  bad.files = {{1, FileVerdict::older_here}, {3, FileVerdict::unchanged}};
+  ASSERT_TRUE(wire::decode(wire::encode_message(bad), back));
+  EXPECT_EQ(back, bad);
+}
+
 TEST(SyncMachines, AnOfferOfAnOlderProtocolIsRefusedWithTheReason) {
   Receiver r = started_receiver();
   auto o = three_files();
