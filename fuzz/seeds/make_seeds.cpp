@@ -87,7 +87,7 @@ wire::Offer sample_offer() {
 
 // ---- wire messages -----------------------------------------------------------
 
-// wire_messages picks its decoder by data[0] % 20 + 1 (the frame type).
+// wire_messages picks its decoder by data[0] % 23 + 1 (the frame type).
 template <class M>
 void message(const std::string& name, const M& m) {
   put("wire_messages", name, prefixed(static_cast<uint8_t>(M::kType) - 1, wire::encode_message(m)));
@@ -145,6 +145,8 @@ void wire_seeds() {
   message("error", ErrorMessage{7, "protocol error"});
   message("bye", Bye{});
   message("cancel", Cancel{42, "probe phase over"});
+  message("accept_part", AcceptPart{42, 1000});
+  message("accept_files", AcceptFiles{42, {{0, FileVerdict::unchanged}, {3, FileVerdict::older_here}}});
   message("udp_open", UdpOpen{5, "192.168.1.10:0"});
   message("udp_ready", UdpReady{5, "192.168.1.10:40000", ""});
   message("udp_ready_error", UdpReady{5, "", "cannot bind"});

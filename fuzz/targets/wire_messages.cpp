@@ -148,7 +148,7 @@ void limits(std::span<const uint8_t> payload, FrameType type) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   // Any byte picks a decoder (20 choices: the 20 types, piece_data's header among them).
-  const auto type = static_cast<FrameType>(data[0] % 20 + 1);
+  const auto type = static_cast<FrameType>(data[0] % 23 + 1);
   const std::span<const uint8_t> payload(data + 1, size - 1);
   switch (type) {
     case FrameType::lane_join: check<LaneJoin>(payload); break;
@@ -176,8 +176,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case FrameType::lane_ack: check<LaneAck>(payload); break;
     case FrameType::offer_part: check<OfferPart>(payload, false); break;
     case FrameType::cancel: check<Cancel>(payload); break;
+    case FrameType::accept_part: check<AcceptPart>(payload); break;
+    case FrameType::accept_files: check<AcceptFiles>(payload); break;
     default: {
-      // 20: the piece header's second overload, data elsewhere.
+      // 23: the piece header's second overload, data elsewhere.
       PieceHeader h;
       (void)decode_piece_header(payload, payload.size() > PieceHeader::kSize ? payload.size() - PieceHeader::kSize : 0, h);
       break;

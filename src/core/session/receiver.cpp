@@ -446,12 +446,14 @@ void Receiver::handle_offer_prepared(uint32_t id, std::variant<wire::Accept, wir
   if (t.early && std::holds_alternative<wire::Accept>(answer) && !(t.part_out && t.whole_out)) return;
   t.part_out = false;
   if (t.early && t.failed) return;  // abandoned already (cancelled, the session ended)
-  if (auto* a = std::get_if<wire::Accept>(&answer);
-      a && a->files.size() > cfg_.verdicts_per_accept && !t.offer->verdicts_apart)
-    answer = wire::Refuse{id, wire::RefuseReason::bad_offer,
-                          "this sync has " + std::to_string(a->files.size()) + " files here to compare, more than the " +
-                              std::to_string(cfg_.verdicts_per_accept) +
-                              " an older braid takes in one answer: run braid 11 or newer on the sender"};
+  // The engine refuses such an offer itself (it knows the wire's limit
+  // too); past it, the transfer it prepared is abandoned here.
+  if (auto* a = std::get_if<wire::Accept>(&answer); a && a->files.size() > verdicts_per_accept() && !t.offer->verdicts_apart) {
+    const std::string why = wire::too_many_verdicts(a->files.size(), verdicts_per_accept());
+    answer = wire::Refuse{id, wire::RefuseReason::bad_offer, why};
+    t.failed = true;
+    push(AbandonTransfer{id, why, std::nullopt});
+  }
   if (auto* a = std::get_if<wire::Accept>(&answer)) {
     a->transfer_id = id;
     t.held = a->held;
@@ -504,20 +506,19 @@ void Receiver::handle_offer_prepared(uint32_t id, std::variant<wire::Accept, wir
 
 void Receiver::send_answer(LaneNo preferred, const std::variant<wire::Accept, wire::Refuse>& answer) {
   const auto* a = std::get_if<wire::Accept>(&answer);
-  const size_t per = std::max<size_t>(cfg_.verdicts_per_accept, 1);
+  const size_t per = verdicts_per_accept();
   if (!a || a->files.size() <= per) return std::visit([&](const auto& m) { reply(preferred, m); }, answer);
-  // The last `per` verdicts stay in the accept, the ones before go ahead
-  // of it, in order (handle_offer_prepared refused an offer that does not
-  // take them so).
-  const size_t before = a->files.size() - per;
-  for (size_t from = 0; from < before; from += per) {
-    const size_t to = std::min(before, from + per);
+  // Every verdict goes ahead of the accept, `per` a frame, in order
+  // (handle_offer_prepared refused an offer that does not take them so):
+  // the accept keeps its room for held ranges and paths.
+  for (size_t from = 0; from < a->files.size(); from += per) {
+    const size_t to = std::min(a->files.size(), from + per);
     reply(preferred, wire::AcceptFiles{a->transfer_id, {a->files.begin() + static_cast<ptrdiff_t>(from),
                                                         a->files.begin() + static_cast<ptrdiff_t>(to)}});
   }
-  wire::Accept last = *a;
-  last.files.erase(last.files.begin(), last.files.begin() + static_cast<ptrdiff_t>(before));
-  reply(preferred, std::move(last));
+  wire::Accept rest = *a;
+  rest.files.clear();
+  reply(preferred, std::move(rest));
 }
 
 void Receiver::handle_piece_verified(LaneNo lane, uint32_t id, uint32_t piece, const PieceRecord& record,

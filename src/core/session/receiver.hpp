@@ -18,6 +18,7 @@
 // behind it.
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <memory>
@@ -307,6 +308,7 @@ class Receiver {
   /// An offer's answer: a sync's verdicts beyond what one accept may list
   /// go first in accept_files frames (protocol 11).
   void send_answer(LaneNo preferred, const std::variant<wire::Accept, wire::Refuse>& answer);
+  size_t verdicts_per_accept() const { return std::max<size_t>(cfg_.verdicts_per_accept, 1); }
   void close_lane(Lane& lane, const std::string& reason, bool announce, Time now);
   size_t counted_lanes() const;
   std::string lane_limit() const;

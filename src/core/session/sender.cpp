@@ -218,6 +218,22 @@ void Sender::handle_peer_protocol(const wire::PeerProtocol& peer, Time now, cons
   (void)now;
   cfg_.peer = peer;
   if (!transfer_running() || transfer_->streaming) return;  // a streamed offer starts after the addresses
+  // A sync's offer sent before the addresses, on a protocol remembered from
+  // an earlier session, asked for its verdicts apart: a receiver now older
+  // than 11 cannot read that (it ignores the offer), so it goes again
+  // without (the receiver refuses a sync it cannot answer in one accept,
+  // with the reason).
+  if (Transfer& t = *transfer_; t.phase == Transfer::Phase::offered && t.offer.verdicts_apart && !wire::takes_verdicts_apart(peer)) {
+    t.offer.verdicts_apart = false;
+    for (auto& [r, msg] : requests_)
+      if (auto* o = std::get_if<wire::Offer>(&msg); o && r.kind == Request::Kind::offer) {
+        o->verdicts_apart = false;
+        if (const auto lane = control_lane()) {
+          push_request_message(*lane, msg);
+          r.sent_on = *lane;
+        }
+      }
+  }
   // A receiver that accepted parts has read them: entries it accepted may
   // have left already (entries_needed_from).
   if (transfer_->early_entries > 0) return;
@@ -865,12 +881,8 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
           }
           if constexpr (std::is_same_v<M, wire::Accept>) {
             // The verdicts that came ahead of it (protocol 11), then its own.
-            std::vector<wire::FileDecision> joined;
-            if (!transfer_->files_ahead.empty()) {
-              joined = std::exchange(transfer_->files_ahead, {});
-              joined.insert(joined.end(), m.files.begin(), m.files.end());
-            }
-            const std::vector<wire::FileDecision>& files = joined.empty() ? m.files : joined;
+            std::vector<wire::FileDecision> files = std::exchange(transfer_->files_ahead, {});
+            files.insert(files.end(), m.files.begin(), m.files.end());
             if (const std::string bad = sync::check_decisions(transfer_->entries().whole(), transfer_->offer.sync.sync, files);
                 !bad.empty()) {
               end_transfer(make_outcome(TransferOutcome::End::peer_error, bad));
@@ -878,14 +890,14 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
               TransferOutcome o = make_outcome(TransferOutcome::End::answered, "accepted");
               o.accepted = true;
               o.held = m.held;
-              o.files = files;
+              o.files = std::move(files);
               o.extraneous_count = m.extraneous_count;
               o.extraneous = m.extraneous;
               end_transfer(std::move(o));
             } else {
               Transfer& t = *transfer_;
-              t.files = files;
               t.kept = sync::kept_records(t.entries().whole(), t.offer.chunk_size, files);
+              t.files = std::move(files);
               t.extraneous_count = m.extraneous_count;
               t.sched = std::make_unique<core::Scheduler>(
                   core::ChunkPlan(Bytes(t.total_bytes), Bytes(t.offer.chunk_size)), std::move(t.policy));
@@ -907,15 +919,22 @@ void Sender::handle_message(LaneNo on, const ToSender& msg, Time now) {
           // (not one answered part by part: that holds no verdicts), in
           // order, and no more than the offer has entries.
           Transfer& t = *transfer_;
-          if (t.streaming || t.awaiting_final || t.early_entries > 0)
-            return end_transfer(make_outcome(TransferOutcome::End::peer_error, "the receiver sent verdicts for an offer it answers part by part"));
-          // One that is not after the last held starts the answer again (to
-          // the offer sent again when a lane died under it): the same
-          // verdicts come again, from the first, and the accept after them.
-          if (!t.files_ahead.empty() && m.files.front().entry <= t.files_ahead.back().entry) t.files_ahead.clear();
+          if (!t.offer.verdicts_apart || t.streaming || t.awaiting_final || t.early_entries > 0)
+            return end_transfer(make_outcome(TransferOutcome::End::peer_error,
+                                             "the receiver sent verdicts ahead of an accept the offer did not ask so"));
+          // The whole answer comes again to an offer sent again (its first
+          // answer was late, or its lane died), maybe on another lane, so
+          // two copies may interleave; each comes in order, and the copies
+          // are the same. So a frame not after the last verdict held is one
+          // held already.
+          if (!t.files_ahead.empty() && m.files.front().entry <= t.files_ahead.back().entry) return;
           if (t.files_ahead.size() + m.files.size() > t.entries().size())
             return end_transfer(make_outcome(TransferOutcome::End::peer_error, "the receiver sent more verdicts than the offer has entries"));
           t.files_ahead.insert(t.files_ahead.end(), m.files.begin(), m.files.end());
+          // The receiver works, and its lane is alive: no copy of the offer
+          // (and of these megabytes) again for now.
+          for (auto& [r, msg] : requests_)
+            if (r.kind == Request::Kind::offer && r.sent_on != UINT32_MAX) r.resend_at = now + r.resend_after;
         } else if constexpr (std::is_same_v<M, wire::Ack>) {
           if (!transfer_ || transfer_->ended || !transfer_->sched || m.transfer_id != transfer_->id) return;
           if (m.status == wire::AckStatus::hash_mismatch)

@@ -55,4 +55,11 @@ bool takes_ordered_entries(const PeerProtocol& peer) { return peer.said && peer.
 
 bool takes_verdicts_apart(const PeerProtocol& peer) { return peer.said && peer.version >= 11; }
 
+std::string too_many_verdicts(size_t verdicts, size_t per_accept) {
+  return "this sync has " + std::to_string(verdicts) + " files here to compare, more than the " +
+         std::to_string(per_accept) +
+         " one answer holds, and the sender did not say it takes them in several (braid 11 and newer do, once "
+         "they know the receiver's version): run braid 11 or newer on the sender, or sync fewer files at a time";
+}
+
 }  // namespace braid::wire

@@ -57,5 +57,8 @@ bool takes_ordered_entries(const PeerProtocol& peer);
 /// Offer::verdicts_apart, wire::AcceptFiles): needed only by a receiver
 /// with more than one accept may list, which refuses an older sender.
 bool takes_verdicts_apart(const PeerProtocol& peer);
+/// Why a receiver refuses a sync whose `verdicts` are more than one accept
+/// lists (`per_accept`) from a sender that did not say it takes them apart.
+std::string too_many_verdicts(size_t verdicts, size_t per_accept);
 
 }  // namespace braid::wire

@@ -14,6 +14,7 @@
 
 #include "core/chunk_plan.hpp"
 #include "core/units_parse.hpp"
+#include "core/wire/protocol_needs.hpp"
 #include "engine/files/held_verify.hpp"
 #include "engine/files/transfer_key.hpp"
 #include "engine/security/safe_path.h"
@@ -303,6 +304,11 @@ std::variant<PreparedOffer, wire::Refuse> prepare_accepted_offer(const OfferCont
     }
     if (offer.sync.delete_extraneous) extraneous = files::find_extraneous(ctx.root_fd, offer);
   }
+  // More verdicts than one accept lists go ahead of it (protocol 11), only
+  // to a sender that said it takes them so: an older one is refused here,
+  // before anything is made for the transfer.
+  if (decisions.size() > wire::kMaxManifestEntries && !offer.verdicts_apart)
+    return refuse(wire::RefuseReason::bad_offer, wire::too_many_verdicts(decisions.size(), wire::kMaxManifestEntries));
   const session::sync::Tally tally = session::sync::tally(offer, decisions);
   auto with_sync = [&](wire::Accept a) {
     a.files = decisions;

@@ -350,21 +350,41 @@ TEST(SyncMachines, VerdictsBeyondOneAcceptGoAheadOfItToASenderThatTakesThem) {
       EXPECT_NE(no->message.find("braid 11"), std::string::npos) << no->message;
       continue;
     }
-    // 5 verdicts: two frames ahead (2 and 1), then the accept with the last 2.
-    ASSERT_EQ(answers.size(), 3u);
+    // 5 verdicts: all ahead of the accept, two a frame (2, 2, 1); the accept
+    // keeps its room for held ranges and paths.
+    ASSERT_EQ(answers.size(), 4u);
     const auto& first = std::get<wire::AcceptFiles>(answers[0].msg);
     EXPECT_EQ(first.files, (std::vector<wire::FileDecision>(verdicts.begin(), verdicts.begin() + 2)));
-    EXPECT_EQ(std::get<wire::AcceptFiles>(answers[1].msg).files.size(), 1u);
-    EXPECT_EQ(std::get<wire::Accept>(answers[2].msg).files,
-              (std::vector<wire::FileDecision>(verdicts.begin() + 3, verdicts.end())));
-    // The first two frames, then the whole answer again from its first.
-    s.handle_message(0, through_wire(answers[0].msg), t0);
-    s.handle_message(0, through_wire(answers[1].msg), t0);
-    for (const auto& a : answers) s.handle_message(0, through_wire(a.msg), t0);
+    EXPECT_EQ(std::get<wire::AcceptFiles>(answers[1].msg).files.size(), 2u);
+    EXPECT_EQ(std::get<wire::AcceptFiles>(answers[2].msg).files.size(), 1u);
+    EXPECT_TRUE(std::get<wire::Accept>(answers[3].msg).files.empty());
+    // Two copies of the answer (to an offer sent again, on two lanes)
+    // interleaved, each in its order: the verdicts are put together once.
+    for (const size_t k : {0, 4, 5, 1, 2, 3, 6, 7})
+      s.handle_message(k < 4 ? 0 : 1, through_wire(answers[k % 4].msg), t0);
     EXPECT_EQ(s.sync_files(), verdicts);
     EXPECT_EQ(s.kept_bytes(), 5 * MiB);
     ASSERT_NE(s.scheduler(), nullptr);  // the transfer goes on: f5 and f6 to send
     EXPECT_EQ(s.scheduler()->plan().delivered_bytes().count(), 5 * MiB);
+    EXPECT_TRUE(drain<TransferEnded>(s).empty());
+  }
+  // An offer sent before the addresses, on a remembered protocol 11, to a
+  // receiver now older: sent again, without the ask it cannot read.
+  {
+    SenderConfig scfg;
+    scfg.root_hash = sum_root;
+    scfg.peer = {11, true};
+    Sender s(scfg);
+    s.start(LaneTraits::tcp(), {LaneKind::tcp, "boot", "boot"}, t0);
+    TransferSpec spec;
+    spec.entries = files;
+    spec.sync = with_sync();
+    ASSERT_TRUE(s.start_transfer(std::move(spec), t0));
+    ASSERT_TRUE(std::get<wire::Offer>(drain<SendMessage>(s).at(0).msg).verdicts_apart);
+    s.handle_peer_protocol({10, true}, t0);
+    const auto again = drain<SendMessage>(s);
+    ASSERT_EQ(again.size(), 1u);
+    EXPECT_FALSE(std::get<wire::Offer>(again[0].msg).verdicts_apart);
     EXPECT_TRUE(drain<TransferEnded>(s).empty());
   }
   // Verdicts ahead are never empty, and in order.
