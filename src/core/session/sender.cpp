@@ -218,6 +218,13 @@ void Sender::handle_peer_protocol(const wire::PeerProtocol& peer, Time now, cons
   (void)now;
   cfg_.peer = peer;
   if (!transfer_running() || transfer_->streaming) return;  // a streamed offer starts after the addresses
+  // A receiver that accepted parts has read them: entries it accepted may
+  // have left already (entries_needed_from).
+  if (transfer_->early_entries > 0) return;
+  // The offer went already, and a receiver that cannot read it ignores it
+  // (the engine's session ends with this transfer: nothing is left waiting).
+  if (const std::string why = unreadable_by_peer(also); !why.empty())
+    return end_transfer(make_outcome(TransferOutcome::End::unsupported, why));
   // A sync's offer sent before the addresses, on a protocol remembered from
   // an earlier session, asked for its verdicts apart: a receiver now older
   // than 11 cannot read that (it ignores the offer), so it goes again
@@ -234,13 +241,6 @@ void Sender::handle_peer_protocol(const wire::PeerProtocol& peer, Time now, cons
         }
       }
   }
-  // A receiver that accepted parts has read them: entries it accepted may
-  // have left already (entries_needed_from).
-  if (transfer_->early_entries > 0) return;
-  // The offer went already, and a receiver that cannot read it ignores it
-  // (the engine's session ends with this transfer: nothing is left waiting).
-  if (const std::string why = unreadable_by_peer(also); !why.empty())
-    end_transfer(make_outcome(TransferOutcome::End::unsupported, why));
 }
 
 namespace {
