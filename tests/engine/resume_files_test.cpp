@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "engine/files/held_ranges.hpp"
@@ -733,6 +734,26 @@ TEST(ReceiveTreeParts, EachPartIsCheckedAgainstThePartsBeforeIt) {
   EXPECT_NE(refused({{dir, file}, {link}}).find("no earlier file"), std::string::npos);
 }
 
+/// Every entry of `offer` stands beneath `root` with its mtime and (but a
+/// link's) its mode; each file holds `fill` repeated (nullopt: its size).
+void expect_made_as_offered(const std::filesystem::path& root, const wire::Offer& offer, std::optional<char> fill) {
+  for (const auto& e : offer.entries) {
+    struct stat st {};
+    const std::string at = (root / e.path).string();
+    ASSERT_EQ(::lstat(at.c_str(), &st), 0) << e.path;
+    EXPECT_EQ(st.st_mtim.tv_sec, e.mtime_sec) << e.path;
+    if (e.kind == EntryKind::symlink) continue;
+    EXPECT_EQ(st.st_mode & 07777, e.mode) << e.path;
+    if (e.kind != EntryKind::file) continue;
+    if (!fill) {
+      EXPECT_EQ(static_cast<uint64_t>(st.st_size), e.size) << e.path;
+      continue;
+    }
+    std::ifstream in(at, std::ios::binary);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), std::string(e.size, *fill)) << e.path;
+  }
+}
+
 // An offer in path order (protocol 10): the tree lets go of the parts
 // whose bytes are all verified, forgets the files it has nothing left to do
 // for, copies the entries finalize still needs, and the tree arrives as a
@@ -810,18 +831,7 @@ TEST(ReceiveTreeOrdered, PartsWrittenAndVerifiedAreLetGoAndTheTreeArrivesWhole) 
   int err = 0;
   ASSERT_EQ(t->finalize(err), "") << std::strerror(err);
   t.reset();
-  for (const auto& e : whole.entries) {
-    struct stat st {};
-    const std::string at = (dir.path() / e.path).string();
-    ASSERT_EQ(::lstat(at.c_str(), &st), 0) << e.path;
-    EXPECT_EQ(st.st_mtim.tv_sec, e.mtime_sec) << e.path;
-    if (e.kind == EntryKind::symlink) continue;
-    EXPECT_EQ(st.st_mode & 07777, e.mode) << e.path;
-    if (e.kind == EntryKind::file) {
-      std::ifstream in(at, std::ios::binary);
-      EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), std::string(e.size, 'A')) << e.path;
-    }
-  }
+  expect_made_as_offered(dir.path(), whole, 'A');
   EXPECT_EQ(std::filesystem::read_symlink(dir.path() / "t/a/l"), "f100");
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path()))
     EXPECT_FALSE(e.path().filename().string().starts_with(".braid-")) << e.path();
@@ -902,15 +912,7 @@ TEST(ReceiveTreeOrdered, DirectoriesTheWalkHasLeftAreSettledFromTheLeavesUp) {
   int err = 0;
   ASSERT_EQ(t->finalize(err), "") << std::strerror(err);
   t.reset();
-  for (const auto& e : whole.entries) {
-    struct stat st {};
-    const std::string at = (dir.path() / e.path).string();
-    ASSERT_EQ(::lstat(at.c_str(), &st), 0) << e.path;
-    EXPECT_EQ(st.st_mtim.tv_sec, e.mtime_sec) << e.path;
-    if (e.kind == EntryKind::symlink) continue;
-    EXPECT_EQ(st.st_mode & 07777, e.mode) << e.path;
-    if (e.kind == EntryKind::file) EXPECT_EQ(static_cast<uint64_t>(st.st_size), e.size) << e.path;
-  }
+  expect_made_as_offered(dir.path(), whole, std::nullopt);
   EXPECT_EQ(std::filesystem::read_symlink(dir.path() / "t/c/link"), "i0");
   ::chmod((dir.path() / "t/r").c_str(), 0700);  // to be removed
 }

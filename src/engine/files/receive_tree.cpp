@@ -1300,30 +1300,30 @@ bool ReceiveTree::settle_directory(size_t i) {
   // What finalize's last step does for it, beneath the staged directory
   // (nothing more is made in it: the walk has left it and every entry
   // beneath it is settled).
-  const auto& e = entry(i);
   auto where = RelativePath::parse(disk_path(i));
   if (!where) return false;
   auto d = security::open_beneath(root_fd_, where.value(), O_RDONLY | O_DIRECTORY);
-  if (!d) return false;
-  apply_metadata(d.value().get(), {}, i);
-  const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
-  return ::fchmod(d.value().get(), e.mode & 07777) == 0 && ::futimens(d.value().get(), times) == 0;
+  return d && set_attributes(d.value().get(), i);
 }
 
 bool ReceiveTree::settle_file(size_t i) {
-  const auto& e = entry(i);
-  if (e.kind != wire::EntryKind::file || e.hard_link_to) return false;
-  if (written_and_set(i)) return true;
-  // An empty file, a sparse one of holes alone, a read-only one, one
-  // written twice or with an owner or xattrs: made if it is not yet, then
-  // given what finalize_file would give it, in the same order. Every byte
-  // is on disk, and a later copy of them is dropped from here on.
+  // An empty file, a sparse one of holes alone, one written twice or with
+  // an owner or xattrs (release_written takes only those settles_early
+  // allows and that are not written_and_set already): made if it is not
+  // yet, then given what finalize_file would give it. Every byte is on
+  // disk, and a later copy of them is dropped from here on.
   std::string error;
   security::UniqueFd fd = fds_.open_once(i, error);
-  if (!fd.valid()) return false;
-  apply_metadata(fd.get(), {}, i);
+  return fd.valid() && set_attributes(fd.get(), i);
+}
+
+bool ReceiveTree::set_attributes(int fd, size_t i) {
+  // Owner first (a chown clears set-id bits), the ACLs before the mode, the
+  // mtime last: finalize's order.
+  const auto& e = entry(i);
+  apply_metadata(fd, {}, i);
   const timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
-  return ::fchmod(fd.get(), e.mode & 07777) == 0 && ::futimens(fd.get(), times) == 0;
+  return ::fchmod(fd, e.mode & 07777) == 0 && ::futimens(fd, times) == 0;
 }
 
 std::string check_writable_dir(int dir_fd, const std::string& shown_name) {

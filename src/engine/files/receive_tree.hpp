@@ -385,6 +385,9 @@ class ReceiveTree {
   /// says what. Control thread, without the lock (the entry is let go:
   /// no lane writes it).
   bool settle_file(size_t i);
+  /// Owner, group, xattrs, mode and mtime of entry i onto `fd` (settle_file,
+  /// settle_directory); false if the mode or mtime failed.
+  bool set_attributes(int fd, size_t i);
   bool settle_directory(size_t i);
   /// File entry i is whole, written once, its mode and mtime set, with no
   /// owner, group or xattrs to apply: once durable, finalize has nothing

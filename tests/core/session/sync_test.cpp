@@ -2,6 +2,8 @@
 // which files are kept, which chunks are sent, how both ends count them.
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "core/session/receiver.hpp"
 #include "core/session/sender.hpp"
 #include "machine_actions.hpp"
@@ -314,17 +316,23 @@ TEST(SyncMachines, VerdictsBeyondOneAcceptGoAheadOfItToASenderThatTakesThem) {
   for (int i = 0; i < 7; ++i) files.push_back(file("f" + std::to_string(i), MiB));
   std::vector<wire::FileDecision> verdicts;
   for (uint32_t i = 0; i < 5; ++i) verdicts.push_back({i, FileVerdict::unchanged});
-  for (const uint32_t peer : {11u, 10u}) {
-    SCOPED_TRACE("a receiver that said " + std::to_string(peer));
+  // A sender that knows its receiver said `peer`, its sync of `files` offered.
+  auto syncing = [&](uint32_t peer) {
     SenderConfig scfg;
     scfg.root_hash = sum_root;
     scfg.peer = {peer, true};
-    Sender s(scfg);
-    s.start(LaneTraits::tcp(), {LaneKind::tcp, "boot", "boot"}, t0);
+    auto s = std::make_unique<Sender>(scfg);
+    s->start(LaneTraits::tcp(), {LaneKind::tcp, "boot", "boot"}, t0);
     TransferSpec spec;
     spec.entries = files;
     spec.sync = with_sync();
-    ASSERT_TRUE(s.start_transfer(std::move(spec), t0));
+    EXPECT_TRUE(s->start_transfer(std::move(spec), t0));
+    return s;
+  };
+  for (const uint32_t peer : {11u, 10u}) {
+    SCOPED_TRACE("a receiver that said " + std::to_string(peer));
+    const auto sender = syncing(peer);
+    Sender& s = *sender;
     const auto offers = drain<SendMessage>(s);
     ASSERT_EQ(offers.size(), 1u);
     // Bit 2 of the options byte, to a receiver that said 11 only.
@@ -371,15 +379,8 @@ TEST(SyncMachines, VerdictsBeyondOneAcceptGoAheadOfItToASenderThatTakesThem) {
   // An offer sent before the addresses, on a remembered protocol 11, to a
   // receiver now older: sent again, without the ask it cannot read.
   {
-    SenderConfig scfg;
-    scfg.root_hash = sum_root;
-    scfg.peer = {11, true};
-    Sender s(scfg);
-    s.start(LaneTraits::tcp(), {LaneKind::tcp, "boot", "boot"}, t0);
-    TransferSpec spec;
-    spec.entries = files;
-    spec.sync = with_sync();
-    ASSERT_TRUE(s.start_transfer(std::move(spec), t0));
+    const auto sender = syncing(11);
+    Sender& s = *sender;
     ASSERT_TRUE(std::get<wire::Offer>(drain<SendMessage>(s).at(0).msg).verdicts_apart);
     s.handle_peer_protocol({10, true}, t0);
     const auto again = drain<SendMessage>(s);
